@@ -1,0 +1,35 @@
+# The two commands of the README: `make quickstart` and `make test`. Both create .venv on a fresh
+# machine and install everything they need with the exact versions of constraints.txt.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+RUN_DIR ?= runs/quickstart
+
+.PHONY: quickstart test install checks notebooks-clean lib-in-sync clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade "pip>=24"
+
+# Re-install when the project metadata or the pins change.
+$(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+quickstart: install
+	mkdir -p $(RUN_DIR)
+	$(BIN)/papermill nbs/00_quickstart.ipynb $(RUN_DIR)/quickstart.ipynb -p out_dir $(abspath $(RUN_DIR)) \
+	    --cwd nbs -k python3 --no-progress-bar --log-output
+	@echo
+	@echo "quickstart outputs: $(abspath $(RUN_DIR))"
+	@ls -1 $(RUN_DIR)
+
+test: install
+	$(BIN)/python -m pytest tests
+
+clean:
+	rm -rf $(VENV) runs _proc _docs .pytest_cache

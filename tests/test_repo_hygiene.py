@@ -1,0 +1,42 @@
+"""nbdev-clean and nbdev-export must leave the tree as it is: notebooks are committed clean and
+lib/ is in sync with nbs/. On a fresh clone this is exactly "they leave git clean"; on a working
+tree with edits it checks that the two commands would change nothing more.
+If a check fails, the command has already fixed the files: review `git diff` and commit."""
+import hashlib, subprocess, sys
+from pathlib import Path
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+def _snapshot(*folders: str) -> dict[str, str]:
+    out = {}
+    for folder in folders:
+        for p in sorted((REPO / folder).rglob('*')):
+            if p.is_file() and '__pycache__' not in p.parts and '.ipynb_checkpoints' not in p.parts:
+                out[str(p.relative_to(REPO))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+def _changed(before: dict, after: dict) -> list[str]:
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+@pytest.mark.parametrize('command, folders', [('nbdev-clean', ('nbs',)), ('nbdev-export', ('lib',))])
+def test_nbdev_command_changes_nothing(command, folders):
+    before = _snapshot(*folders)
+    res = subprocess.run([str(BIN / command)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    changed = _changed(before, _snapshot(*folders))
+    assert not changed, f'{command} changed {changed}: run it, review `git diff` and commit'
+
+def test_lib_is_never_hand_edited():
+    "Every module in lib/envsynth (but the package files) comes from a notebook's default_exp."
+    import json
+    exported = set()
+    for nb in (REPO / 'nbs').rglob('*.ipynb'):
+        for cell in json.loads(nb.read_text())['cells']:
+            src = ''.join(cell['source'])
+            if cell['cell_type'] == 'code' and src.startswith('#| default_exp'):
+                exported.add(src.split()[2].replace('.', '/') + '.py')
+    modules = {str(p.relative_to(REPO / 'lib' / 'envsynth')) for p in (REPO / 'lib' / 'envsynth').rglob('*.py')
+               if p.name not in ('__init__.py', '_modidx.py')}
+    assert modules <= exported, f'modules with no notebook: {sorted(modules - exported)}'

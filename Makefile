@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 RUN_DIR ?= runs/quickstart
 
-.PHONY: quickstart test install checks notebooks-clean lib-in-sync clean
+.PHONY: quickstart test install readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,3 +33,6 @@ test: install
 
 clean:
 	rm -rf $(VENV) runs _proc _docs .pytest_cache
+
+readme: install
+	$(BIN)/python tools/render_readme.py

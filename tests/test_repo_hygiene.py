@@ -40,3 +40,13 @@ def test_lib_is_never_hand_edited():
     modules = {str(p.relative_to(REPO / 'lib' / 'envsynth')) for p in (REPO / 'lib' / 'envsynth').rglob('*.py')
                if p.name not in ('__init__.py', '_modidx.py')}
     assert modules <= exported, f'modules with no notebook: {sorted(modules - exported)}'
+
+def test_readme_matches_index_notebook():
+    sys.path.insert(0, str(REPO / 'tools'))
+    from render_readme import render_readme
+    assert (REPO / 'README.md').read_text() == render_readme(), 'README.md is stale: run `make readme`'
+
+def test_readme_starts_with_the_two_commands():
+    head = (REPO / 'README.md').read_text().split('## ')[0]
+    assert 'make quickstart' in head and 'make test' in head
+    assert 'make test' in (REPO / '.ci' / 'run').read_text()

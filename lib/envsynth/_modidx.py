@@ -114,6 +114,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'envsynth.llm.TransientError': ('core/llm.html#transienterror', 'envsynth/llm.py'),
                               'envsynth.llm.TransportError': ('core/llm.html#transporterror', 'envsynth/llm.py'),
                               'envsynth.llm._short': ('core/llm.html#_short', 'envsynth/llm.py'),
+                              'envsynth.llm.check_tool_calls': ('core/llm.html#check_tool_calls', 'envsynth/llm.py'),
                               'envsynth.llm.make_client': ('core/llm.html#make_client', 'envsynth/llm.py'),
                               'envsynth.llm.parse_structured': ('core/llm.html#parse_structured', 'envsynth/llm.py'),
                               'envsynth.llm.split_think': ('core/llm.html#split_think', 'envsynth/llm.py')},

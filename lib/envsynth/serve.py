@@ -138,7 +138,7 @@ def load_policy(spec: str | None, role: str = 'teacher') -> Policy:
     raise SystemExit(f'serve-policy: {spec!r} is neither a policy function nor an LLMClient')
 
 def main(argv: list[str] | None = None):
-    "`envsynth serve-policy [--policy module:attr] [--host 127.0.0.1] [--port 8000]`"
+    "`envsynth serve-policy [--policy module:attr] [--host 127.0.0.1] [--port 8000]` | `envsynth serve-mcp FOLDER [--trusted] [--task ID]`"
     ap = argparse.ArgumentParser(prog='envsynth')
     sub = ap.add_subparsers(dest='command', required=True)
     sp = sub.add_parser('serve-policy', help='serve a policy as an OpenAI-compatible /v1/chat/completions endpoint')
@@ -146,7 +146,13 @@ def main(argv: list[str] | None = None):
     sp.add_argument('--role', default='teacher', help='settings role when --policy is not given')
     sp.add_argument('--host', default='127.0.0.1'); sp.add_argument('--port', type=int, default=8000)
     sp.add_argument('--model-name', default='envsynth-policy')
+    mp = sub.add_parser('serve-mcp', help='serve an environment folder as an MCP server over stdio (see envsynth.mcp)')
+    mp.add_argument('folder'); mp.add_argument('--trusted', action='store_true', help='run the tool code in-process')
+    mp.add_argument('--task', default=None, help='start the episode from this task'); mp.add_argument('--sandbox-workers', type=int, default=1)
     args = ap.parse_args(argv)
+    if args.command == 'serve-mcp':
+        from envsynth.mcp import serve_environment    # imported here: envsynth.mcp sits above this module
+        return serve_environment(args.folder, args.trusted, args.task, args.sandbox_workers)
     server = PolicyServer(load_policy(args.policy, args.role), args.host, args.port, args.model_name).start()
     print(f'serving {args.policy or "the settings client"} at {server.base_url}', flush=True)
     try: threading.Event().wait()

@@ -99,6 +99,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'envsynth.envs._inline_refs': ('core/envs.html#_inline_refs', 'envsynth/envs.py'),
                                'envsynth.envs._jsonable_output': ('core/envs.html#_jsonable_output', 'envsynth/envs.py'),
                                'envsynth.envs._make_backend': ('core/envs.html#_make_backend', 'envsynth/envs.py'),
+                               'envsynth.envs._maybe_unnormalized': ('core/envs.html#_maybe_unnormalized', 'envsynth/envs.py'),
                                'envsynth.envs._sequence_problems': ('core/envs.html#_sequence_problems', 'envsynth/envs.py'),
                                'envsynth.envs._table_adapter': ('core/envs.html#_table_adapter', 'envsynth/envs.py'),
                                'envsynth.envs.apply_patch': ('core/envs.html#apply_patch', 'envsynth/envs.py'),

@@ -1,0 +1,93 @@
+"""Speed of envsynth.envs and envsynth.sandbox, each against a baseline measured in the same run.
+
+    .venv/bin/python benchmarks/env_step.py [--calls 2000] [--baseline-calls 40] [--mb 3]
+
+1. A tool call in-process (read and write tools of environments/library), p50 / p99.
+2. The same read call sandboxed (a warm `SandboxPool` worker: netns, own uid, rlimits, audit hook), against the
+   baseline of one fresh sandboxed subprocess per call (`unshare -n python -I` that loads the environment and runs
+   the call: what a process-per-call sandbox pays). Targets: >= 15x faster, p50 <= 2 ms.
+3. Episode reset and the full-state hash of a ~3 MB database (library's seed state, scaled up), against
+   tau2's approach in the same run: a deep copy of the parsed state per episode and
+   `sha256(json.dumps(state, sort_keys=True))`. Targets: reset <= 5 ms, hash <= 50 ms.
+"""
+import argparse, copy, hashlib, json, platform, statistics, subprocess, sys, tempfile, time
+from pathlib import Path
+import orjson
+from envsynth.envs import Environment, _import_toolkit, combine_hashes, load_environment, table_hash
+from envsynth.sandbox import SandboxPool
+
+LIB = Path(__file__).resolve().parents[1] / 'environments' / 'library'
+
+def timings(f, n):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter(); f(); out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+def pct(xs, q): return statistics.quantiles(xs, n=100, method='inclusive')[q - 1] if len(xs) > 1 else xs[0]
+
+def scaled_state(seed: dict, mb: float) -> dict:
+    "Library's seed state with every table replicated under new ids until the JSON is about `mb` MB."
+    size = len(orjson.dumps(seed)); k = max(1, round(mb * 1e6 / size))
+    return {t: {f'{rid}-{i}': orjson.loads(orjson.dumps(row)) for i in range(k) for rid, row in rows.items()} for t, rows in seed.items()}
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--calls', type=int, default=2000); ap.add_argument('--baseline-calls', type=int, default=40)
+    ap.add_argument('--mb', type=float, default=3.0); args = ap.parse_args()
+    rows = []
+    env = load_environment(LIB, trusted=True)
+    read = ('get_member_account', {'member_id': 'M00012'})
+    with env.reset() as ep:
+        rows.append(('in-process read call (get_member_account)', timings(lambda: ep.step(read), args.calls), None))
+    with env.reset() as ep:     # writes that succeed every time: place a hold on a title with no copy, then cancel it
+        title = next(t for t, r in ep.state()['titles'].items() if r['copies_available'] == 0)
+        def hold_and_cancel():
+            h = ep.step(('place_hold', {'member_id': 'M00003', 'title_id': title}))
+            ep.step(('cancel_hold', {'hold_id': h.output['hold_id']}))
+        pairs = timings(hold_and_cancel, args.calls // 2)
+        rows.append(('in-process write call (place_hold / cancel_hold, validated)', [t / 2 for t in pairs], None))
+
+    with SandboxPool(size=1) as pool:
+        boxed = load_environment(LIB, sandbox=pool)
+        with boxed.reset() as ep:
+            ep.step(read)
+            sandboxed = timings(lambda: ep.step(read), args.calls)
+    code = ('import json; from envsynth.envs import load_environment; env = load_environment(%r, trusted=True); '
+            'ep = env.reset(); print(json.dumps(ep.step(("get_member_account", {"member_id": "M00012"})).output))' % str(LIB))
+    fresh = timings(lambda: subprocess.run(['unshare', '-n', '--', sys.executable, '-I', '-c', code], check=True, capture_output=True), args.baseline_calls)
+    bare = timings(lambda: subprocess.run(['unshare', '-n', '--', sys.executable, '-I', '-S', '-c', 'pass'], check=True), args.baseline_calls)
+    rows.append(('sandboxed read call (warm worker, round trip)', sandboxed, None))
+    rows.append(('baseline: fresh sandboxed subprocess per call', fresh, None))
+    rows.append(('  (floor: bare `python -I -S -c pass` start, no work)', bare, None))
+
+    seed = json.loads((LIB / 'seed_state.json').read_text())
+    big = scaled_state(seed, args.mb)
+    mb = len(orjson.dumps(big)) / 1e6
+    big_env = Environment.from_toolkit(_import_toolkit(LIB, 'LibraryTools'), big, name='library-big')
+    n = 200
+    def reset_close(): big_env.reset().close()
+    rows.append((f'episode reset, {mb:.1f} MB state (copy-on-write)', timings(reset_close, n), None))
+    def reset_write():
+        with big_env.reset() as ep: ep.step(('cancel_hold', {'hold_id': 'H00001-0'}))
+    rows.append((f'  reset + first write (copies the holds table)', timings(reset_write, 50), None))
+    def reset_touch_all():
+        with big_env.reset() as ep: ep.env.backend._get(ep.id).toolkit.db.own(big)
+    rows.append((f'  reset + copy of every table (upper bound)', timings(reset_touch_all, 20), None))
+    rows.append((f'baseline: deep copy of the parsed state (tau2)', timings(lambda: copy.deepcopy(big), 10), None))
+    rows.append((f'full-state hash, {mb:.1f} MB, from scratch (per-table, canonical)', timings(lambda: combine_hashes({t: table_hash(r) for t, r in big.items()}), 20), None))
+    rows.append((f'baseline: sha256(json.dumps(state, sort_keys=True)) (tau2)', timings(lambda: hashlib.sha256(json.dumps(big, sort_keys=True, default=str).encode()).hexdigest(), 20), None))
+    with big_env.reset() as ep:
+        ep.step(('cancel_hold', {'hold_id': 'H00001-0'}))
+        rows.append((f'  state hash after a write (cached per table)', timings(ep.state_hash, 200), None))
+
+    print(f'Python {platform.python_version()}, {platform.machine()}, {platform.system()}; calls per row: {args.calls} '
+          f'(subprocess baselines {args.baseline_calls}); times in ms\n')
+    print(f"| {'what':<66} | {'p50':>8} | {'p99':>8} | {'mean':>8} |")
+    print(f"|{'-' * 68}|{'-' * 9}:|{'-' * 9}:|{'-' * 9}:|")
+    for name, xs, _ in rows:
+        print(f'| {name:<66} | {pct(xs, 50):8.3f} | {pct(xs, 99):8.3f} | {statistics.fmean(xs):8.3f} |')
+    speedup = pct(fresh, 50) / pct(sandboxed, 50)
+    print(f'\nsandboxed call vs fresh subprocess per call: {speedup:.0f}x faster at p50 (target >= 15x; p50 target <= 2 ms)')
+
+if __name__ == '__main__': main()

@@ -84,17 +84,13 @@ class BankTools(Toolkit):
         if c is None: raise ToolFailure(f'no card with id {card_id!r}')
         return c
 
-    def _next_id(self, table: str, prefix: str, width: int = 5) -> str:
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix)), default=0)
-        return f'{prefix}{n + 1:0{width}d}'
-
     def _stamp(self) -> str: return self.now().strftime('%Y-%m-%dT%H:%M:%S')
 
     def _post(self, account_id: str, amount: float, kind: str, counterparty: str, reference: str) -> str:
         "Book `amount` (signed) on an account and record the transaction; returns its id."
         acc = self.db.accounts[account_id]
         acc['balance'] = round(acc['balance'] + amount, 2)
-        tx_id = self._next_id('transactions', 'T', 6)
+        tx_id = self.next_id('transactions', 'T', 6)
         self.db.transactions[tx_id] = {'account_id': account_id, 'posted_at': self._stamp(), 'amount': round(amount, 2), 'kind': kind,
                                        'counterparty': counterparty, 'reference': reference, 'balance_after': acc['balance']}
         return tx_id
@@ -227,7 +223,7 @@ class BankTools(Toolkit):
         if fee > acc['balance'] + acc['overdraft_limit'] + 1e-9: raise ToolFailure(f"the replacement fee {fee:.2f} is not covered by the funds in {card['account_id']}")
         card['status'] = 'cancelled'
         today = self.now().date()
-        new_id = self._next_id('cards', 'K')
+        new_id = self.next_id('cards', 'K')
         self.db.cards[new_id] = {'account_id': card['account_id'], 'last4': f'{self.rng.randrange(10000):04d}', 'status': 'active', 'block_reason': None,
                                  'daily_limit': card['daily_limit'], 'expires': f'{today.year + CARD_YEARS}-{today.month:02d}', 'issued_on': today.isoformat()}
         fee_tx = self._post(card['account_id'], -fee, 'fee', 'Bank', f'Card replacement {card_id}') if fee else None
@@ -273,7 +269,7 @@ class BankTools(Toolkit):
         if len(active) >= MAX_STANDING_ORDERS: raise ToolFailure(f'account {account_id} already has {MAX_STANDING_ORDERS} active standing orders')
         dup = next((k for k, s in active if s['payee_account'] == payee_account), None)
         if dup: raise ToolFailure(f'standing order {dup} already pays {payee_account}; cancel or keep it')
-        order_id = self._next_id('standing_orders', 'S', 4)
+        order_id = self.next_id('standing_orders', 'S', 4)
         self.db.standing_orders[order_id] = {'account_id': account_id, 'payee': payee_name.strip(), 'payee_account': payee_account, 'amount': amount,
                                              'day_of_month': day_of_month, 'status': 'active', 'created_on': self.now().date().isoformat(),
                                              'next_run': self._next_run(day_of_month)}

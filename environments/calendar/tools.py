@@ -66,10 +66,6 @@ class CalendarTools(Toolkit):
 
     def _stamp(self) -> str: return self.now().strftime(FMT)
 
-    def _next_id(self, table: str, prefix: str) -> str:
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix)), default=0)
-        return f'{prefix}{n + 1:05d}'
-
     def _slot(self, start: str, minutes: int) -> tuple[str, str]:
         "Validated (start, end) strings of a meeting slot on a weekday inside office hours, not in the past."
         try: s = dt.datetime.strptime(start, FMT)
@@ -205,11 +201,11 @@ class CalendarTools(Toolkit):
         busy = self._clashes(organizer_id, s, e)
         if busy: raise ToolFailure(f'the organizer already has meeting {busy[0]} at that time')
         if room_id is not None: self._check_room(room_id, s, e, 1 + len(attendee_ids))
-        event_id = self._next_id('events', 'E')
+        event_id = self.next_id('events', 'E')
         self.db.events[event_id] = {'title': meeting_title.strip(), 'organizer_id': organizer_id, 'room_id': room_id, 'start': s, 'end': e,
                                     'status': 'scheduled', 'created_at': self._stamp()}
         for a in attendee_ids:
-            self.db.invitations[self._next_id('invitations', 'I')] = {'event_id': event_id, 'person_id': a, 'response': 'pending', 'responded_at': None}
+            self.db.invitations[self.next_id('invitations', 'I')] = {'event_id': event_id, 'person_id': a, 'response': 'pending', 'responded_at': None}
         conflicts = [a for a in attendee_ids if self._clashes(a, s, e, skip=event_id)]
         return {'event_id': event_id, **self.db.events[event_id], 'invited': len(attendee_ids), 'conflicts': conflicts}
 
@@ -290,7 +286,7 @@ class CalendarTools(Toolkit):
             raise ToolFailure(f"room {ev['room_id']} seats {self.db.rooms[ev['room_id']]['capacity']}; with these guests the meeting needs {heads}")
         added = []
         for p in person_ids:
-            k = self._next_id('invitations', 'I'); added.append(k)
+            k = self.next_id('invitations', 'I'); added.append(k)
             self.db.invitations[k] = {'event_id': event_id, 'person_id': p, 'response': 'pending', 'responded_at': None}
         return {'event_id': event_id, 'invitation_ids': added, 'headcount': heads}
 

@@ -137,10 +137,6 @@ class CarSharingTools(Toolkit):
         if m['licence_expires'] < self.now().date().isoformat(): raise ToolFailure(f"member {member_id}'s driving licence expired on {m['licence_expires']}")
         if m['balance_due'] > MAX_BALANCE: raise ToolFailure(f"member {member_id} owes {m['balance_due']:.2f}; settle the balance (limit {MAX_BALANCE:.2f}) first")
 
-    def _next_id(self, table: str, prefix: str) -> str:
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix)), default=0)
-        return f'{prefix}{n + 1:05d}'
-
     @read_tool
     def find_available_cars(self, zone: str, category: Category | None = None, powertrain: Literal['petrol', 'electric'] | None = None,
                             min_energy_pct: int = 0, limit: int = 10) -> list[dict]:
@@ -227,7 +223,7 @@ class CarSharingTools(Toolkit):
         if v['status'] != 'available': raise ToolFailure(f"vehicle {vehicle_id} is not available (status: {v['status']})")
         if v['energy_pct'] < MIN_ENERGY_TO_RENT: raise ToolFailure(f"vehicle {vehicle_id} has only {v['energy_pct']}% fuel/charge and cannot be booked")
         now = self.now().replace(microsecond=0)
-        res_id = self._next_id('reservations', 'R')
+        res_id = self.next_id('reservations', 'R')
         self.db.reservations[res_id] = {'vehicle_id': vehicle_id, 'member_id': member_id, 'created_at': now.isoformat(),
                                         'expires_at': (now + dt.timedelta(minutes=HOLD_MINUTES)).isoformat(), 'status': 'active'}
         v['status'] = 'reserved'
@@ -268,7 +264,7 @@ class CarSharingTools(Toolkit):
         if not res and v['status'] != 'available': raise ToolFailure(f"vehicle {vehicle_id} is not available (status: {v['status']})")
         if v['energy_pct'] < MIN_ENERGY_TO_RENT: raise ToolFailure(f"vehicle {vehicle_id} has only {v['energy_pct']}% fuel/charge and cannot be started")
         if res: res[1]['status'] = 'started'
-        trip_id = self._next_id('trips', 'TR')
+        trip_id = self.next_id('trips', 'TR')
         self.db.trips[trip_id] = {'vehicle_id': vehicle_id, 'member_id': member_id, 'reservation_id': res[0] if res else None,
                                   'start_zone_id': v['zone_id'], 'end_zone_id': None, 'started_at': self.now().replace(microsecond=0).isoformat(),
                                   'ended_at': None, 'start_odometer_km': v['odometer_km'], 'distance_km': 0.0, 'minutes': 0, 'cost': 0.0,
@@ -323,7 +319,7 @@ class CarSharingTools(Toolkit):
         if len(description.strip()) < 10: raise ToolFailure('describe the damage in at least 10 characters')
         if any(d['vehicle_id'] == vehicle_id and d['member_id'] == member_id and d['status'] == 'open' for d in self.db.damage_reports.values()):
             raise ToolFailure(f'member {member_id} already has an open damage report on vehicle {vehicle_id}')
-        report_id = self._next_id('damage_reports', 'D')
+        report_id = self.next_id('damage_reports', 'D')
         self.db.damage_reports[report_id] = {'vehicle_id': vehicle_id, 'member_id': member_id, 'reported_at': self.now().replace(microsecond=0).isoformat(),
                                              'severity': severity, 'description': description.strip(), 'status': 'open'}
         cancelled = []

@@ -104,10 +104,6 @@ class HotelTools(Toolkit):
         if row is None: raise ToolFailure(f'no {what} with id {key!r}')
         return row
 
-    def _next_id(self, table: str, prefix: str) -> str:
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix)), default=0)
-        return f'{prefix}{n + 1:05d}'
-
     def _today(self) -> dt.date: return self.now().date()
 
     def _dates(self, arrival: str, departure: str) -> tuple[dt.date, dt.date]:
@@ -226,7 +222,7 @@ class HotelTools(Toolkit):
         if any(b['guest_id'] == guest_id and b['property_id'] == property_id and b['status'] in ACTIVE and b['arrival'] < departure and arrival < b['departure']
                for b in self.db.bookings.values()): raise ToolFailure(f'guest {guest_id} already has a booking at {property_id} on those dates')
         if self._free_rooms(room_type_id, a, d) <= 0: raise ToolFailure(f"no {t['name']} is free for every night from {arrival} to {departure}")
-        bid = self._next_id('bookings', 'B')
+        bid = self.next_id('bookings', 'B')
         self.db.bookings[bid] = {'guest_id': guest_id, 'property_id': property_id, 'room_type_id': room_type_id, 'room_id': None,
                                  'arrival': arrival, 'departure': departure, 'adults': adults, 'rate_plan': rate_plan,
                                  'nightly_rates': [nightly_rate(t['base_rate'], n, rate_plan, g['loyalty_tier']) for n in nights_between(a, d)],
@@ -248,7 +244,7 @@ class HotelTools(Toolkit):
         else: fee = 0.0 if days >= FREE_CANCEL_DAYS else b['nightly_rates'][0]
         b['status'] = 'cancelled'
         if fee > 0:
-            self.db.charges[self._next_id('charges', 'C')] = {'booking_id': booking_id, 'item': 'cancellation_fee', 'quantity': 1, 'unit_price': fee,
+            self.db.charges[self.next_id('charges', 'C')] = {'booking_id': booking_id, 'item': 'cancellation_fee', 'quantity': 1, 'unit_price': fee,
                                                               'amount': fee, 'posted_on': self._today().isoformat()}
         return {'booking_id': booking_id, 'status': 'cancelled', 'cancellation_fee': fee}
 
@@ -305,7 +301,7 @@ class HotelTools(Toolkit):
         if not 1 <= quantity <= 10: raise ToolFailure('quantity must be between 1 and 10')
         if item == 'late_checkout' and (quantity > 1 or any(c['item'] == 'late_checkout' for c in self._extras(booking_id))):
             raise ToolFailure('late check-out can be added once per stay')
-        cid = self._next_id('charges', 'C')
+        cid = self.next_id('charges', 'C')
         self.db.charges[cid] = {'booking_id': booking_id, 'item': item, 'quantity': quantity, 'unit_price': EXTRAS[item],
                                 'amount': round(EXTRAS[item] * quantity, 2), 'posted_on': self._today().isoformat()}
         return {'charge_id': cid, **self.db.charges[cid]}
@@ -323,7 +319,7 @@ class HotelTools(Toolkit):
         room_total = round(sum(b['nightly_rates']), 2)
         extras = round(sum((c['amount'] for c in self._extras(booking_id)), 0.0), 2)
         tax = round(self.db.properties[b['property_id']]['city_tax'] * b['adults'] * len(b['nightly_rates']), 2)
-        iid = self._next_id('invoices', 'I')
+        iid = self.next_id('invoices', 'I')
         self.db.invoices[iid] = {'booking_id': booking_id, 'guest_id': b['guest_id'], 'issued_on': self._today().isoformat(), 'room_total': room_total,
                                  'extras_total': extras, 'city_tax': tax, 'total': round(room_total + extras + tax, 2), 'payment_method': payment_method}
         b['status'] = 'checked_out'

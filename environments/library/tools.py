@@ -62,10 +62,6 @@ class LibraryTools(Toolkit):
     def _open_loans(self, member_id: str) -> list[tuple[str, dict]]:
         return [(k, l) for k, l in sorted(self.db.loans.items()) if l['member_id'] == member_id and l['returned_on'] is None]
 
-    def _next_id(self, table: str, prefix: str) -> str:
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix)), default=0)
-        return f'{prefix}{n + 1:05d}'
-
     @read_tool
     def search_catalogue(self, query: str, subject: str | None = None, available_only: bool = False, limit: int = 10) -> list[dict]:
         """Search titles by words in the title or author name.
@@ -123,7 +119,7 @@ class LibraryTools(Toolkit):
         if len(self._open_loans(member_id)) >= MAX_LOANS[m['tier']]: raise ToolFailure(f"member {member_id} is at the loan limit of {MAX_LOANS[m['tier']]}")
         if t['copies_available'] == 0: raise ToolFailure(f'no copy of {title_id} is on the shelf; a hold can be placed')
         today = self.now().date()
-        loan_id = self._next_id('loans', 'L')
+        loan_id = self.next_id('loans', 'L')
         self.db.loans[loan_id] = {'title_id': title_id, 'member_id': member_id, 'borrowed_on': today.isoformat(),
                                   'due_on': (today + dt.timedelta(days=LOAN_DAYS)).isoformat(), 'renewals': 0, 'returned_on': None}
         t['copies_available'] -= 1
@@ -177,7 +173,7 @@ class LibraryTools(Toolkit):
         if t['copies_available'] > 0: raise ToolFailure(f'{title_id} has a copy on the shelf; lend it instead')
         if any(h['member_id'] == member_id and h['title_id'] == title_id and h['status'] == 'waiting' for h in self.db.holds.values()):
             raise ToolFailure(f'member {member_id} already has a hold on {title_id}')
-        hold_id = self._next_id('holds', 'H')
+        hold_id = self.next_id('holds', 'H')
         self.db.holds[hold_id] = {'title_id': title_id, 'member_id': member_id, 'placed_on': self.now().date().isoformat(), 'status': 'waiting'}
         queue = sum(1 for h in self.db.holds.values() if h['title_id'] == title_id and h['status'] == 'waiting')
         return {'hold_id': hold_id, 'position': queue}

@@ -95,10 +95,6 @@ class PharmacyTools(Toolkit):
         if row is None: raise ToolFailure(f'no {what} with id {key!r}')
         return row
 
-    def _next_id(self, table: str, prefix: str) -> str:
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix)), default=0)
-        return f'{prefix}{n + 1:05d}'
-
     def _today(self) -> dt.date: return self.now().date()
 
     def _live_rx(self, patient_id: str) -> list[tuple[str, dict]]:
@@ -227,7 +223,7 @@ class PharmacyTools(Toolkit):
         dup = next((k for k, r in self._live_rx(patient_id) if r['medication_id'] == medication_id and r['fills_used'] < r['fills_allowed']), None)
         if dup: raise ToolFailure(f'patient {patient_id} already has a live prescription {dup} for {medication_id}')
         today = self._today()
-        rx_id = self._next_id('prescriptions', 'RX')
+        rx_id = self.next_id('prescriptions', 'RX')
         self.db.prescriptions[rx_id] = {'patient_id': patient_id, 'medication_id': medication_id, 'prescriber_id': prescriber_id,
                                         'quantity': quantity, 'days_supply': days_supply, 'fills_allowed': refills + 1, 'fills_used': 0,
                                         'written_on': today.isoformat(), 'expires_on': (today + dt.timedelta(days=RX_VALID_DAYS[med['controlled']])).isoformat(),
@@ -259,7 +255,7 @@ class PharmacyTools(Toolkit):
         if major: raise ToolFailure(f"major interaction with {major[0]['medication']} ({major[0]['prescription_id']}): {major[0]['note']}")
         if med['stock_units'] < rx['quantity']: raise ToolFailure(f"only {med['stock_units']} units of {med['name']} in stock; {rx['quantity']} needed")
         retail, pay, plan_pay = self._price(p, med, rx['quantity'])
-        d_id = self._next_id('dispensings', 'D')
+        d_id = self.next_id('dispensings', 'D')
         self.db.dispensings[d_id] = {'prescription_id': prescription_id, 'patient_id': rx['patient_id'], 'medication_id': rx['medication_id'],
                                      'quantity': rx['quantity'], 'filled_on': today.isoformat(), 'plan_id': p['plan_id'], 'retail_price': retail,
                                      'patient_pay': pay, 'plan_pay': plan_pay, 'status': 'ready', 'picked_up_on': None}

@@ -107,12 +107,8 @@ class SmartHomeTools(Toolkit):
         if row is None: raise ToolFailure(f'no {what} with id {key!r}')
         return row
 
-    def _next_id(self, table: str, prefix: str) -> str:
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix)), default=0)
-        return f'{prefix}{n + 1:05d}'
-
     def _log(self, home_id: str, device_id: str | None, kind: str, source: str, detail: str) -> str:
-        eid = self._next_id('events', 'E')
+        eid = self.next_id('events', 'E')
         self.db.events[eid] = {'home_id': home_id, 'device_id': device_id, 'at': self.now().isoformat(timespec='seconds'),
                                'kind': kind, 'source': source, 'detail': detail}
         return eid
@@ -323,6 +319,6 @@ class SmartHomeTools(Toolkit):
             if d['room_id'] != room_id or not d['online'] or s['kind'] == 'lock': continue
             steps.append({'device_id': k, **{f: s[f] if f in SETTINGS[s['kind']] else None for f in ('on', 'brightness', 'color_temp_k', 'hvac_mode', 'target_c', 'position')}})
         if not steps: raise ToolFailure(f"room {room_id} has no online devices a scene can hold")
-        scene_id = self._next_id('scenes', 'S')
+        scene_id = self.next_id('scenes', 'S')
         self.db.scenes[scene_id] = {'home_id': home_id, 'name': name, 'steps': steps, 'last_run': None}
         return {'scene_id': scene_id, 'name': name, 'devices': [s['device_id'] for s in steps]}

@@ -96,6 +96,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'envsynth.envs.ToolTestCall': ('core/envs.html#tooltestcall', 'envsynth/envs.py'),
                                'envsynth.envs.Toolkit': ('core/envs.html#toolkit', 'envsynth/envs.py'),
                                'envsynth.envs.Toolkit.__init__': ('core/envs.html#toolkit.__init__', 'envsynth/envs.py'),
+                               'envsynth.envs.Toolkit.next_id': ('core/envs.html#toolkit.next_id', 'envsynth/envs.py'),
                                'envsynth.envs.Toolkit.now': ('core/envs.html#toolkit.now', 'envsynth/envs.py'),
                                'envsynth.envs.Toolkit.tool_specs': ('core/envs.html#toolkit.tool_specs', 'envsynth/envs.py'),
                                'envsynth.envs._Episode': ('core/envs.html#_episode', 'envsynth/envs.py'),

@@ -134,7 +134,8 @@ def _bfcl_docs(name: str, data: str) -> Iterable[dict]:
     for line in data.splitlines():
         try: d = json.loads(line)
         except json.JSONDecodeError: continue
-        if isinstance(d, dict) and 'function' in d: yield from (d['function'] if isinstance(d['function'], list) else [d['function']])
+        if isinstance(d, dict) and 'function' in d:
+            yield from (f for f in (d['function'] if isinstance(d['function'], list) else [d['function']]) if isinstance(f, dict))
         elif isinstance(d, dict) and 'name' in d: yield d
 
 def corpus_from_bfcl(source: str | Path) -> ToolCorpus:
@@ -144,7 +145,7 @@ def corpus_from_bfcl(source: str | Path) -> ToolCorpus:
     if source.suffix == '.whl':
         z = zipfile.ZipFile(source)
         files = [(Path(n).stem, z.read(n).decode()) for n in sorted(z.namelist())
-                 if n.startswith('bfcl_eval/data/') and n.endswith('.json') and 'possible_answer' not in n]
+                 if n.startswith('bfcl_eval/data/') and n.endswith('.json') and not {'possible_answer', 'unused_datasets'} & set(n.split('/'))]
         groups = [(stem, list(_bfcl_docs(stem, data))) for stem, data in files]
     else: groups = sorted(json.loads(source.read_text()).items())
     seen = set()

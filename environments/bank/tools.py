@@ -69,20 +69,11 @@ class StandingOrder(Row):
 class BankTools(Toolkit):
     tables = {'customers': Customer, 'accounts': Account, 'cards': Card, 'transactions': Transaction, 'standing_orders': StandingOrder}
 
-    def _customer(self, customer_id: str) -> dict:
-        c = self.db.customers.get(customer_id)
-        if c is None: raise ToolFailure(f'no customer with id {customer_id!r}')
-        return c
+    def _customer(self, customer_id: str) -> dict: return self.row('customers', customer_id, 'customer')
 
-    def _account(self, account_id: str) -> dict:
-        a = self.db.accounts.get(account_id)
-        if a is None: raise ToolFailure(f'no account with id {account_id!r}')
-        return a
+    def _account(self, account_id: str) -> dict: return self.row('accounts', account_id, 'account')
 
-    def _card(self, card_id: str) -> dict:
-        c = self.db.cards.get(card_id)
-        if c is None: raise ToolFailure(f'no card with id {card_id!r}')
-        return c
+    def _card(self, card_id: str) -> dict: return self.row('cards', card_id, 'card')
 
     def _stamp(self) -> str: return self.now().strftime('%Y-%m-%dT%H:%M:%S')
 

@@ -49,20 +49,11 @@ class Invitation(Row):
 class CalendarTools(Toolkit):
     tables = {'people': Person, 'rooms': Room, 'events': Event, 'invitations': Invitation}
 
-    def _person(self, person_id: str) -> dict:
-        p = self.db.people.get(person_id)
-        if p is None: raise ToolFailure(f'no person with id {person_id!r}')
-        return p
+    def _person(self, person_id: str) -> dict: return self.row('people', person_id, 'person')
 
-    def _room(self, room_id: str) -> dict:
-        r = self.db.rooms.get(room_id)
-        if r is None: raise ToolFailure(f'no room with id {room_id!r}')
-        return r
+    def _room(self, room_id: str) -> dict: return self.row('rooms', room_id, 'room')
 
-    def _event(self, event_id: str) -> dict:
-        e = self.db.events.get(event_id)
-        if e is None: raise ToolFailure(f'no meeting with id {event_id!r}')
-        return e
+    def _event(self, event_id: str) -> dict: return self.row('events', event_id, 'meeting')
 
     def _stamp(self) -> str: return self.now().strftime(FMT)
 

@@ -98,15 +98,9 @@ class CarSharingTools(Toolkit):
     tables = {'zones': Zone, 'vehicles': Vehicle, 'members': Member, 'reservations': Reservation, 'trips': Trip,
               'damage_reports': DamageReport}
 
-    def _member(self, member_id: str) -> dict:
-        m = self.db.members.get(member_id)
-        if m is None: raise ToolFailure(f'no member with id {member_id!r}')
-        return m
+    def _member(self, member_id: str) -> dict: return self.row('members', member_id, 'member')
 
-    def _vehicle(self, vehicle_id: str) -> dict:
-        v = self.db.vehicles.get(vehicle_id)
-        if v is None: raise ToolFailure(f'no vehicle with id {vehicle_id!r}')
-        return v
+    def _vehicle(self, vehicle_id: str) -> dict: return self.row('vehicles', vehicle_id, 'vehicle')
 
     def _zone_id(self, zone: str) -> str:
         if zone in self.db.zones: return zone

@@ -99,11 +99,6 @@ class HotelTools(Toolkit):
     tables = {'properties': Property, 'room_types': RoomType, 'rooms': Room, 'guests': Guest, 'bookings': Booking,
               'charges': Charge, 'invoices': Invoice}
 
-    def _get(self, table: str, key: str, what: str) -> dict:
-        row = self.db[table].get(key)
-        if row is None: raise ToolFailure(f'no {what} with id {key!r}')
-        return row
-
     def _today(self) -> dt.date: return self.now().date()
 
     def _dates(self, arrival: str, departure: str) -> tuple[dt.date, dt.date]:
@@ -122,7 +117,7 @@ class HotelTools(Toolkit):
         return rooms - busiest
 
     def _booking(self, booking_id: str, *statuses: str) -> dict:
-        b = self._get('bookings', booking_id, 'booking')
+        b = self.row('bookings', booking_id, 'booking')
         if statuses and b['status'] not in statuses: raise ToolFailure(f"booking {booking_id} is {b['status']}; this needs a booking that is {' or '.join(statuses)}")
         return b
 
@@ -130,7 +125,7 @@ class HotelTools(Toolkit):
         return [{'charge_id': k, **c} for k, c in sorted(self.db.charges.items()) if c['booking_id'] == booking_id]
 
     def _free_room_ok(self, room_id: str, b: dict) -> dict:
-        room = self._get('rooms', room_id, 'room')
+        room = self.row('rooms', room_id, 'room')
         if room['property_id'] != b['property_id']: raise ToolFailure(f"room {room_id} is not at property {b['property_id']}")
         if room['status'] != 'clean': raise ToolFailure(f"room {room['number']} is {room['status']}; only clean, free rooms can be assigned")
         if self.db.room_types[room['room_type_id']]['max_guests'] < b['adults']: raise ToolFailure(f"room {room['number']} sleeps fewer than {b['adults']} guests")
@@ -168,9 +163,9 @@ class HotelTools(Toolkit):
             rate_plan: 'flexible' (free cancellation until 2 days before arrival) or 'nonrefundable'
             guest_id: the guest's id, to apply their member discount
         """
-        self._get('properties', property_id, 'property')
+        self.row('properties', property_id, 'property')
         a, d = self._dates(arrival, departure)
-        tier = self._get('guests', guest_id, 'guest')['loyalty_tier'] if guest_id else 'none'
+        tier = self.row('guests', guest_id, 'guest')['loyalty_tier'] if guest_id else 'none'
         out = []
         for k, t in sorted(self.db.room_types.items()):
             if t['property_id'] != property_id: continue
@@ -211,9 +206,9 @@ class HotelTools(Toolkit):
             adults: number of adults staying (at least 1)
             rate_plan: 'flexible' or 'nonrefundable'
         """
-        g = self._get('guests', guest_id, 'guest')
-        self._get('properties', property_id, 'property')
-        t = self._get('room_types', room_type_id, 'room type')
+        g = self.row('guests', guest_id, 'guest')
+        self.row('properties', property_id, 'property')
+        t = self.row('room_types', room_type_id, 'room type')
         if t['property_id'] != property_id: raise ToolFailure(f'room type {room_type_id} belongs to another property')
         if g['blocked']: raise ToolFailure(f'guest {guest_id} is blocked from booking; refer them to the duty manager')
         if adults < 1: raise ToolFailure('at least one adult must stay')

@@ -85,10 +85,7 @@ class IssueTrackerTools(Toolkit):
         if i is None: raise ToolFailure(f'no issue with key {issue_key!r}')
         return i
 
-    def _sprint(self, sprint_id: str) -> dict:
-        s = self.db.sprints.get(sprint_id)
-        if s is None: raise ToolFailure(f'no sprint with id {sprint_id!r}')
-        return s
+    def _sprint(self, sprint_id: str) -> dict: return self.row('sprints', sprint_id, 'sprint')
 
     def _team_member(self, handle: str, project_id: str) -> dict:
         m = self.db.members.get(handle)

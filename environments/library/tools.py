@@ -49,15 +49,9 @@ class Hold(Row):
 class LibraryTools(Toolkit):
     tables = {'titles': Title, 'members': Member, 'loans': Loan, 'holds': Hold}
 
-    def _member(self, member_id: str) -> dict:
-        m = self.db.members.get(member_id)
-        if m is None: raise ToolFailure(f'no member with id {member_id!r}')
-        return m
+    def _member(self, member_id: str) -> dict: return self.row('members', member_id, 'member')
 
-    def _title(self, title_id: str) -> dict:
-        t = self.db.titles.get(title_id)
-        if t is None: raise ToolFailure(f'no title with id {title_id!r}')
-        return t
+    def _title(self, title_id: str) -> dict: return self.row('titles', title_id, 'title')
 
     def _open_loans(self, member_id: str) -> list[tuple[str, dict]]:
         return [(k, l) for k, l in sorted(self.db.loans.items()) if l['member_id'] == member_id and l['returned_on'] is None]

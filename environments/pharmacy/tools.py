@@ -90,11 +90,6 @@ class PharmacyTools(Toolkit):
     tables = {'plans': Plan, 'prescribers': Prescriber, 'patients': Patient, 'medications': Medication, 'interactions': Interaction,
               'prescriptions': Prescription, 'dispensings': Dispensing}
 
-    def _get(self, table: str, key: str, what: str) -> dict:
-        row = self.db[table].get(key)
-        if row is None: raise ToolFailure(f'no {what} with id {key!r}')
-        return row
-
     def _today(self) -> dt.date: return self.now().date()
 
     def _live_rx(self, patient_id: str) -> list[tuple[str, dict]]:
@@ -158,7 +153,7 @@ class PharmacyTools(Toolkit):
         Args:
             patient_id: the patient's id, e.g. 'P00042'
         """
-        p = self._get('patients', patient_id, 'patient')
+        p = self.row('patients', patient_id, 'patient')
         plan = {'plan_id': p['plan_id'], **self.db.plans[p['plan_id']]} if p['plan_id'] else None
         rxs = [self._rx_view(k, r) for k, r in sorted(self.db.prescriptions.items()) if r['patient_id'] == patient_id]
         fills = sorted(((k, d) for k, d in self.db.dispensings.items() if d['patient_id'] == patient_id), key=lambda x: (x[1]['filled_on'], x[0]))
@@ -193,7 +188,7 @@ class PharmacyTools(Toolkit):
             patient_id: the patient's id
             medication_id: the medication's id, e.g. 'MED0031'
         """
-        self._get('patients', patient_id, 'patient'); med = self._get('medications', medication_id, 'medication')
+        self.row('patients', patient_id, 'patient'); med = self.row('medications', medication_id, 'medication')
         return {'patient_id': patient_id, 'medication_id': medication_id, 'drug_class': med['drug_class'], **self._conflicts(patient_id, medication_id)}
 
     @write_tool('prescriptions')
@@ -210,8 +205,8 @@ class PharmacyTools(Toolkit):
             days_supply: days one fill lasts, 1 to 90
             refills: refills authorised after the first fill, 0 to 5
         """
-        p = self._get('patients', patient_id, 'patient'); med = self._get('medications', medication_id, 'medication')
-        doc = self._get('prescribers', prescriber_id, 'prescriber')
+        p = self.row('patients', patient_id, 'patient'); med = self.row('medications', medication_id, 'medication')
+        doc = self.row('prescribers', prescriber_id, 'prescriber')
         if not 1 <= quantity <= MAX_QUANTITY: raise ToolFailure(f'quantity must be 1 to {MAX_QUANTITY}')
         if not 1 <= days_supply <= MAX_DAYS: raise ToolFailure(f'days_supply must be 1 to {MAX_DAYS}')
         if not 0 <= refills <= MAX_REFILLS: raise ToolFailure(f'refills must be 0 to {MAX_REFILLS}')
@@ -241,7 +236,7 @@ class PharmacyTools(Toolkit):
         Args:
             prescription_id: the prescription's id, e.g. 'RX00123'
         """
-        rx = self._get('prescriptions', prescription_id, 'prescription')
+        rx = self.row('prescriptions', prescription_id, 'prescription')
         med, p = self.db.medications[rx['medication_id']], self.db.patients[rx['patient_id']]
         today = self._today()
         if rx['status'] != 'active': raise ToolFailure(f"prescription {prescription_id} is {rx['status']}" + (f": {rx['hold_reason']}" if rx['hold_reason'] else ''))
@@ -273,7 +268,7 @@ class PharmacyTools(Toolkit):
             dispensing_id: the dispensing's id, e.g. 'D00321'
             id_checked: whether the patient's photo ID was checked at the counter
         """
-        d = self._get('dispensings', dispensing_id, 'dispensing')
+        d = self.row('dispensings', dispensing_id, 'dispensing')
         if d['status'] != 'ready': raise ToolFailure(f"dispensing {dispensing_id} is {d['status']}, not ready for pickup")
         if self.db.medications[d['medication_id']]['controlled'] and not id_checked:
             raise ToolFailure(f'dispensing {dispensing_id} is a controlled substance; check the patient\'s photo ID first')
@@ -288,7 +283,7 @@ class PharmacyTools(Toolkit):
         Args:
             dispensing_id: the dispensing's id
         """
-        d = self._get('dispensings', dispensing_id, 'dispensing')
+        d = self.row('dispensings', dispensing_id, 'dispensing')
         if d['status'] != 'ready': raise ToolFailure(f"dispensing {dispensing_id} is {d['status']}; only fills waiting for pickup can be returned")
         d['status'] = 'returned_to_stock'
         self.db.medications[d['medication_id']]['stock_units'] += d['quantity']
@@ -308,7 +303,7 @@ class PharmacyTools(Toolkit):
             medication_id: the medication's id
             units: units delivered, 1 to 5000
         """
-        med = self._get('medications', medication_id, 'medication')
+        med = self.row('medications', medication_id, 'medication')
         if not 1 <= units <= MAX_DELIVERY: raise ToolFailure(f'units must be 1 to {MAX_DELIVERY}')
         med['stock_units'] += units
         return {'medication_id': medication_id, 'stock_units': med['stock_units'], 'below_reorder_level': med['stock_units'] < med['reorder_level']}
@@ -322,7 +317,7 @@ class PharmacyTools(Toolkit):
             patient_id: the patient's id
             drug_class: the drug class, e.g. 'penicillin' (one of the classes in the formulary)
         """
-        p = self._get('patients', patient_id, 'patient')
+        p = self.row('patients', patient_id, 'patient')
         classes = sorted({m['drug_class'] for m in self.db.medications.values()})
         if drug_class not in classes: raise ToolFailure(f'unknown drug class {drug_class!r}; classes: {classes}')
         if drug_class in p['allergies']: raise ToolFailure(f'patient {patient_id} already has an allergy to {drug_class} on record')

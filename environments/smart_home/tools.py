@@ -102,11 +102,6 @@ SETTINGS = {'light': ('on', 'brightness', 'color_temp_k'), 'thermostat': ('hvac_
 class SmartHomeTools(Toolkit):
     tables = {'homes': Home, 'rooms': Room, 'devices': Device, 'scenes': Scene, 'events': Event}
 
-    def _get(self, table: str, key: str, what: str) -> dict:
-        row = self.db[table].get(key)
-        if row is None: raise ToolFailure(f'no {what} with id {key!r}')
-        return row
-
     def _log(self, home_id: str, device_id: str | None, kind: str, source: str, detail: str) -> str:
         eid = self.next_id('events', 'E')
         self.db.events[eid] = {'home_id': home_id, 'device_id': device_id, 'at': self.now().isoformat(timespec='seconds'),
@@ -143,7 +138,7 @@ class SmartHomeTools(Toolkit):
         Args:
             home_id: the home's id, e.g. 'H0007'
         """
-        h = self._get('homes', home_id, 'home')
+        h = self.row('homes', home_id, 'home')
         devices = self._devices(home_id)
         rooms = [{'room_id': k, 'name': r['name'], 'floor': r['floor'], 'devices': sum(1 for _, d in devices if d['room_id'] == k)}
                  for k, r in sorted(self.db.rooms.items()) if r['home_id'] == home_id]
@@ -165,8 +160,8 @@ class SmartHomeTools(Toolkit):
             room_id: only devices in this room, e.g. 'R00031'
             kind: only devices of this kind
         """
-        self._get('homes', home_id, 'home')
-        if room_id is not None and self._get('rooms', room_id, 'room')['home_id'] != home_id: raise ToolFailure(f'room {room_id} is not in home {home_id}')
+        self.row('homes', home_id, 'home')
+        if room_id is not None and self.row('rooms', room_id, 'room')['home_id'] != home_id: raise ToolFailure(f'room {room_id} is not in home {home_id}')
         return [{'device_id': k, 'room': self.db.rooms[d['room_id']]['name'], **d} for k, d in self._devices(home_id, kind)
                 if room_id is None or d['room_id'] == room_id]
 
@@ -179,7 +174,7 @@ class SmartHomeTools(Toolkit):
             device_id: only events of this device
             limit: at most this many events (1-100)
         """
-        self._get('homes', home_id, 'home')
+        self.row('homes', home_id, 'home')
         if not 1 <= limit <= 100: raise ToolFailure('limit must be between 1 and 100')
         rows = [{'event_id': k, **e} for k, e in sorted(self.db.events.items(), reverse=True)
                 if e['home_id'] == home_id and (device_id is None or e['device_id'] == device_id)]
@@ -201,7 +196,7 @@ class SmartHomeTools(Toolkit):
             target_c: thermostat target temperature in degrees Celsius
             position: blind position in percent open, 0-100
         """
-        d = self._get('devices', device_id, 'device')
+        d = self.row('devices', device_id, 'device')
         kind = d['state']['kind']
         if kind == 'lock': raise ToolFailure(f'{device_id} is a door lock; use operate_lock')
         given = {k: v for k, v in dict(on=on, brightness=brightness, color_temp_k=color_temp_k, hvac_mode=hvac_mode, target_c=target_c, position=position).items() if v is not None}
@@ -234,7 +229,7 @@ class SmartHomeTools(Toolkit):
             action: 'lock' or 'unlock'
             access_code: the home's 4-digit access code; required to unlock
         """
-        d = self._get('devices', device_id, 'device')
+        d = self.row('devices', device_id, 'device')
         s = d['state']
         if s['kind'] != 'lock': raise ToolFailure(f"{device_id} is a {s['kind']}, not a lock")
         if not d['online']: raise ToolFailure(f"{d['name']} ({device_id}) is offline")
@@ -260,7 +255,7 @@ class SmartHomeTools(Toolkit):
             mode: the new mode: home, away, night or vacation
             access_code: the home's 4-digit access code
         """
-        h = self._get('homes', home_id, 'home')
+        h = self.row('homes', home_id, 'home')
         if access_code != h['access_code']: raise ToolFailure('the access code is not correct')
         if h['mode'] == mode: raise ToolFailure(f'home {home_id} is already in {mode} mode')
         if mode in SECURE_MODES:
@@ -286,7 +281,7 @@ class SmartHomeTools(Toolkit):
         Args:
             scene_id: the scene's id, e.g. 'S00012'
         """
-        sc = self._get('scenes', scene_id, 'scene')
+        sc = self.row('scenes', scene_id, 'scene')
         h = self.db.homes[sc['home_id']]
         if h['mode'] in ('away', 'vacation'): raise ToolFailure(f"home {sc['home_id']} is in {h['mode']} mode; switch it to home mode before running scenes")
         changed, skipped = [], []
@@ -307,7 +302,7 @@ class SmartHomeTools(Toolkit):
             room_id: the room whose devices are captured
             name: the new scene's name, e.g. 'Reading'
         """
-        room = self._get('rooms', room_id, 'room')
+        room = self.row('rooms', room_id, 'room')
         home_id, name = room['home_id'], name.strip()
         if not name: raise ToolFailure('the scene needs a name')
         scenes = [s for s in self.db.scenes.values() if s['home_id'] == home_id]

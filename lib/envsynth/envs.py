@@ -220,6 +220,12 @@ class Toolkit:
         n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix) and k[len(prefix):].isdigit()), default=0)
         return f'{prefix}{n + 1:0{width}d}'
 
+    def row(self, table: str, row_id: str, what: str | None = None) -> dict:
+        "Row `row_id` of `table`; if there is none, a `ToolFailure` that names it for the agent (`what` defaults to the table's name)."
+        found = self.db[table].get(row_id)
+        if found is None: raise ToolFailure(f'no {what or table} with id {row_id!r}')
+        return found
+
     @classmethod
     def tool_specs(cls) -> dict[str, ToolSpec]:
         "The tools of this toolkit, in definition order (cached per class)."

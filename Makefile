@@ -36,3 +36,9 @@ clean:
 
 readme: install
 	$(BIN)/python tools/render_readme.py
+
+# The BFCL and tau2 harness venvs (.venv-bfcl/, .venv-tau2/; pins in eval_harness_constraints/): their pins
+# conflict with ours, so they never go into .venv. Re-created when the pins change (~1-3 min each).
+.PHONY: eval-venvs
+eval-venvs: install
+	$(BIN)/python -c "from envsynth.eval.harness import main; main()"

@@ -48,6 +48,9 @@ class SlurmSettings(_Section):
     gpu_type: str = ''
     gpus_per_node: int = 8
     time_limit: str = '24:00:00'
+    cpu_partition: str = ''             # CPU-only jobs (synthesis shards, --cpu-smoke); '' = `partition`
+    container: str = ''                 # Apptainer image the jobs run in; '' = the venv below
+    venv: str = '.venv'                 # venv the jobs run from (relative to the repository)
 
 class PathSettings(_Section):
     data_dir: Path = Path('data')

@@ -12,7 +12,7 @@ from .formats import FormatError, from_openai_messages
 from .llm import LLMClient, LLMError
 
 # %% auto #0
-__all__ = ['Policy', 'client_policy', 'parse_chat_request', 'PolicyServer', 'load_policy', 'main']
+__all__ = ['Policy', 'COMMANDS_ABOVE', 'client_policy', 'parse_chat_request', 'PolicyServer', 'load_policy', 'main']
 
 # %% ../../nbs/core/06_serve.ipynb #4c5892cb
 Policy = Callable[[list[Message], list[Tool] | None, dict], Awaitable[Message]]
@@ -137,9 +137,17 @@ def load_policy(spec: str | None, role: str = 'teacher') -> Policy:
         return client_policy(made) if isinstance(made, LLMClient) else made
     raise SystemExit(f'serve-policy: {spec!r} is neither a policy function nor an LLMClient')
 
+# commands that live in higher layers (evaluation, training, cluster glue): imported only when used
+COMMANDS_ABOVE = {'eval bfcl': 'envsynth.eval.bfcl', 'eval tau2': 'envsynth.eval.tau2', 'train sft': 'envsynth.train.sft',
+                  'slurm': 'envsynth.slurm'}
+
 def main(argv: list[str] | None = None):
-    "`envsynth serve-policy [--policy module:attr] [--host 127.0.0.1] [--port 8000]` | `envsynth serve-mcp FOLDER [--trusted] [--task ID]`"
-    ap = argparse.ArgumentParser(prog='envsynth')
+    """`envsynth serve-policy [--policy module:attr] [--host 127.0.0.1] [--port 8000]` | `envsynth serve-mcp FOLDER [--trusted] [--task ID]`
+    | `envsynth eval bfcl|tau2 ...` | `envsynth train sft ...` | `envsynth slurm submit|status ...` (each `--help` for its flags)"""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    for cmd, module in COMMANDS_ABOVE.items():
+        if argv[:len(cmd.split())] == cmd.split(): return importlib.import_module(module).main(argv[len(cmd.split()):])
+    ap = argparse.ArgumentParser(prog='envsynth', epilog='also: ' + ', '.join(COMMANDS_ABOVE) + ' (see their --help)')
     sub = ap.add_subparsers(dest='command', required=True)
     sp = sub.add_parser('serve-policy', help='serve a policy as an OpenAI-compatible /v1/chat/completions endpoint')
     sp.add_argument('--policy', default=None, help='module:attribute of a policy function, an LLMClient, or a factory')

@@ -425,6 +425,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'envsynth.graph.dependency_graph': ('core/graph.html#dependency_graph', 'envsynth/graph.py'),
                                 'envsynth.graph.detect_domains': ('core/graph.html#detect_domains', 'envsynth/graph.py'),
                                 'envsynth.graph.download_bfcl_wheel': ('core/graph.html#download_bfcl_wheel', 'envsynth/graph.py'),
+                                'envsynth.graph.download_wheel': ('core/graph.html#download_wheel', 'envsynth/graph.py'),
                                 'envsynth.graph.embed_corpus': ('core/graph.html#embed_corpus', 'envsynth/graph.py'),
                                 'envsynth.graph.filter_corpus': ('core/graph.html#filter_corpus', 'envsynth/graph.py'),
                                 'envsynth.graph.llm_classify_parameters': ('core/graph.html#llm_classify_parameters', 'envsynth/graph.py'),

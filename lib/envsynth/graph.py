@@ -17,13 +17,13 @@ from .formats import bfcl_function_to_tool
 
 # %% auto #0
 __all__ = ['BFCL_WHEEL', 'CHAIN_PROMPT', 'ParamKind', 'BANDS', 'CorpusTool', 'ToolCorpus', 'normalize_tool',
-           'corpus_from_environments', 'corpus_from_mcp', 'corpus_from_file', 'download_bfcl_wheel', 'corpus_from_bfcl',
-           'vague_description', 'filter_corpus', 'synthetic_corpus', 'tool_text', 'param_text', 'ToolEmbeddings',
-           'embed_corpus', 'topk_similar', 'dependency_graph', 'detect_domains', 'EdgeReview', 'llm_refine_edges',
-           'ProposedChains', 'offline_chain_proposer', 'propose_chains', 'llm_propose_chains', 'transition_graph',
-           'WalkStats', 'random_walks', 'classify_parameters', 'InternalParams', 'llm_classify_parameters',
-           'chain_satisfiable', 'sample_topology_chain', 'ToolPool', 'similarity_bands', 'mix_distractors',
-           'random_distractors', 'plot_graph_report']
+           'corpus_from_environments', 'corpus_from_mcp', 'corpus_from_file', 'download_wheel', 'download_bfcl_wheel',
+           'corpus_from_bfcl', 'vague_description', 'filter_corpus', 'synthetic_corpus', 'tool_text', 'param_text',
+           'ToolEmbeddings', 'embed_corpus', 'topk_similar', 'dependency_graph', 'detect_domains', 'EdgeReview',
+           'llm_refine_edges', 'ProposedChains', 'offline_chain_proposer', 'propose_chains', 'llm_propose_chains',
+           'transition_graph', 'WalkStats', 'random_walks', 'classify_parameters', 'InternalParams',
+           'llm_classify_parameters', 'chain_satisfiable', 'sample_topology_chain', 'ToolPool', 'similarity_bands',
+           'mix_distractors', 'random_distractors', 'plot_graph_report']
 
 # %% ../../nbs/core/13_graph.ipynb #5fdf0b4c
 class CorpusTool(BaseModel):
@@ -121,14 +121,20 @@ def corpus_from_file(path: str | Path, source: str = 'file', benchmark: str | No
 # %% ../../nbs/core/13_graph.ipynb #32831dae
 BFCL_WHEEL = 'bfcl-eval==2026.3.23'
 
-def download_bfcl_wheel(cache_dir: str | Path) -> Path:
-    "The bfcl-eval wheel in `cache_dir` (downloaded with pip on first use)."
+def download_wheel(requirement: str, cache_dir: str | Path) -> Path:
+    "The wheel of `requirement` (`name==version`) in `cache_dir`, downloaded with pip (no dependencies) on first use."
+    name, _, version = requirement.partition('==')
     cache_dir = Path(cache_dir); cache_dir.mkdir(parents=True, exist_ok=True)
-    found = sorted(cache_dir.glob('bfcl_eval-*.whl'))
-    if not found:
-        subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--quiet', '-d', str(cache_dir), BFCL_WHEEL], check=True)
-        found = sorted(cache_dir.glob('bfcl_eval-*.whl'))
+    pattern = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version or '*'}-*.whl"
+    if not (found := sorted(cache_dir.glob(pattern))):
+        subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--quiet', '-d', str(cache_dir), requirement], check=True)
+        found = sorted(cache_dir.glob(pattern))
+    if not found: raise FileNotFoundError(f'pip download {requirement} left no wheel matching {pattern} in {cache_dir}')
     return found[-1]
+
+def download_bfcl_wheel(cache_dir: str | Path) -> Path:
+    "The pinned bfcl-eval wheel in `cache_dir`."
+    return download_wheel(BFCL_WHEEL, cache_dir)
 
 def _bfcl_docs(name: str, data: str) -> Iterable[dict]:
     for line in data.splitlines():

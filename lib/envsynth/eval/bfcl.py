@@ -7,14 +7,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable, Iterable
 from ..formats import bfcl_function_to_tool, parse_bfcl_calls
+from .results import TIDY_KEYS     # the tidy-table columns every benchmark writes
 from .harness import (HarnessError, check_endpoint, harness_env, harness_version, require_harness,
                                    run_logged, site_packages)
 
 # %% auto #0
-__all__ = ['CATEGORIES', 'PREFIX', 'TABLE_FIELDS', 'bfcl_category', 'parse_categories', 'bfcl_data_dir', 'read_jsonl',
-           'category_files', 'data_revision', 'BFCLOracle', 'registry_key', 'model_dir_name', 'wrapper_source',
-           'select_ids', 'read_score_file', 'score_rows', 'write_table', 'bfcl_generate', 'bfcl_evaluate', 'run_bfcl',
-           'main']
+__all__ = ['CATEGORIES', 'PREFIX', 'bfcl_category', 'parse_categories', 'bfcl_data_dir', 'read_jsonl', 'category_files',
+           'data_revision', 'BFCLOracle', 'registry_key', 'model_dir_name', 'wrapper_source', 'select_ids',
+           'read_score_file', 'score_rows', 'write_table', 'bfcl_generate', 'bfcl_evaluate', 'run_bfcl', 'main']
 
 # %% ../../../nbs/eval/01_bfcl.ipynb #35277147
 CATEGORIES = ('base', 'miss_func', 'miss_param', 'long_context')
@@ -131,8 +131,6 @@ def select_ids(data_dir: Path | str, categories: list[str], ids: Iterable[str] |
     return {c: v[:limit] if limit else v for c, v in out.items() if v}
 
 # %% ../../../nbs/eval/01_bfcl.ipynb #81ef577a
-TABLE_FIELDS = ('benchmark', 'category', 'model', 'metric', 'value', 'n', 'harness', 'harness_version', 'data_revision')
-
 def read_score_file(path: Path | str) -> tuple[dict, dict[str, int]]:
     "Header and error-class counts of a bfcl score file."
     header, *fails = read_jsonl(path)
@@ -160,13 +158,13 @@ def score_rows(score_dir: Path | str, model: str, categories: list[str], harness
     if len(categories) > 1:
         rows.append(dict(base, category='multi_turn_overall', metric='accuracy', value=sum(accs) / len(accs),
                          n=sum(r['n'] for r in rows if r['metric'] == 'accuracy'), data_revision=';'.join(revisions.get(c, '') for c in categories)))
-    return [{k: r[k] for k in TABLE_FIELDS} for r in rows]
+    return [{k: r[k] for k in TIDY_KEYS} for r in rows]
 
 def write_table(rows: list[dict], out_dir: Path | str, stem: str) -> tuple[Path, Path]:
     "Write tidy rows as `<stem>.csv` and `<stem>.json` in `out_dir`."
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / f'{stem}.csv').open('w', newline='') as f:
-        w = csv.DictWriter(f, fieldnames=TABLE_FIELDS); w.writeheader(); w.writerows(rows)
+        w = csv.DictWriter(f, fieldnames=TIDY_KEYS); w.writeheader(); w.writerows(rows)
     (out_dir / f'{stem}.json').write_text(json.dumps(rows, indent=1) + '\n')
     return out_dir / f'{stem}.csv', out_dir / f'{stem}.json'
 

@@ -2,17 +2,19 @@
 
 # %% ../../../nbs/eval/02_tau2.ipynb #db757201
 from __future__ import annotations
-import argparse, hashlib, json, math, re
+import argparse, hashlib, json, re
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Iterable
 from .harness import (HarnessError, check_endpoint, harness_env, harness_version, require_harness,
                                    run_logged, site_packages)
-from .bfcl import TABLE_FIELDS, write_table
+from .bfcl import write_table
+from .results import TIDY_KEYS
+from ..rewards import pass_hat_k_table
 
 # %% auto #0
 __all__ = ['DOMAINS', 'DIFFERS_FROM_V1_0_1', 'parse_domains', 'tau2_domain_dir', 'ids_for_domain', 'data_revision', 'Tau2Oracle',
-           'pass_hat_k', 'simulation_rows', 'tau2_run', 'run_tau2', 'main']
+           'simulation_rows', 'tau2_run', 'run_tau2', 'main']
 
 # %% ../../../nbs/eval/02_tau2.ipynb #20be3a77
 DOMAINS = ('airline', 'retail', 'telecom')
@@ -96,10 +98,6 @@ class Tau2Oracle:
         return {'content': ('Here is what I found: ' + '; '.join(map(str, info)) + '.') if info else 'All done. Anything else?'}
 
 # %% ../../../nbs/eval/02_tau2.ipynb #f6b45907
-def pass_hat_k(trials: int, successes: int, k: int) -> float:
-    "pass^k of one task: the chance that k of its trials drawn without replacement all succeed."
-    return math.comb(successes, k) / math.comb(trials, k)
-
 def simulation_rows(sim: dict, domain: str, model: str, harness_version: str, revision: str) -> list[dict]:
     "Tidy rows of one tau2 simulations file (parsed JSON)."
     by_task: dict[str, list[float]] = {}
@@ -111,12 +109,10 @@ def simulation_rows(sim: dict, domain: str, model: str, harness_version: str, re
     k_max = min(len(v) for v in by_task.values())
     base = dict(benchmark='tau2', category=domain, model=model, n=len(by_task), harness='tau2',
                 harness_version=harness_version, data_revision=revision)
-    ok = {t: sum(abs(r - 1) <= 1e-6 for r in v) for t, v in by_task.items()}
     rows = [dict(base, metric='avg_reward', value=sum(sum(v) for v in by_task.values()) / sum(map(len, by_task.values())))]
-    rows += [dict(base, metric=f'pass^{k}', value=sum(pass_hat_k(len(by_task[t]), ok[t], k) for t in by_task) / len(by_task))
-             for k in range(1, k_max + 1)]
+    rows += [dict(base, metric=f'pass^{k}', value=v) for k, v in pass_hat_k_table(by_task, k_max).items()]   # tau2's formula
     rows += [dict(base, metric=f'termination:{r}', value=c) for r, c in sorted(reasons.items())]
-    return [{k: r[k] for k in TABLE_FIELDS} for r in rows]
+    return [{k: r[k] for k in TIDY_KEYS} for r in rows]
 
 # %% ../../../nbs/eval/02_tau2.ipynb #c4e78cef
 def _llm_args(base_url: str, api_key: str, temperature: float) -> str:

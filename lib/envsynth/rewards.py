@@ -15,10 +15,10 @@ from .llm import LLMClient, LLMError
 __all__ = ['JUDGE_SYSTEM', 'WriteTools', 'FilterStage', 'RewardInputError', 'state_hash_reward', 'recall_precision', 'f1_reward',
            'failed_call_ids', 'count_tool_calls', 'rubric_reward', 'rubric_reward_official', 'Rubric', 'RubricVerdict',
            'verdict_problems', 'score_verdict', 'render_transcript', 'rubric_judge_messages', 'RubricScore',
-           'RubricJudge', 'envfactory_reward', 'call_matches', 'trace_reward', 'state_fraction', 'length_penalty',
-           'envfactory_reward_for', 'alternation_problems', 'repetition_ratio', 'max_repetition', 'is_read_only',
-           'exact_match_problem', 'FilterResult', 'agentscaler_filter', 'filter_funnel', 'pass_hat_k_task',
-           'pass_hat_k', 'pass_hat_k_table']
+           'RubricJudge', 'envfactory_reward', 'call_matches', 'matched_gold_actions', 'trace_reward', 'state_fraction',
+           'length_penalty', 'envfactory_reward_for', 'alternation_problems', 'repetition_ratio', 'max_repetition',
+           'is_read_only', 'exact_match_problem', 'FilterResult', 'agentscaler_filter', 'filter_funnel',
+           'pass_hat_k_task', 'pass_hat_k', 'pass_hat_k_table']
 
 # %% ../../nbs/core/15_rewards.ipynb #45573afc
 class RewardInputError(ValueError):
@@ -248,6 +248,15 @@ def _max_matching(edges: list[list[int]], n_right: int) -> int:
         return False
     return sum(take(i, set()) for i in range(len(edges)))
 
+def matched_gold_actions(trajectory: Trajectory, gold_actions: Sequence[Action], masked: Sequence[Iterable[str]] | None = None,
+                         rel_tol: float = 1e-6, skip_failed: bool = False) -> int:
+    "How many gold actions a maximum matching pairs with distinct calls of `trajectory` (failed calls left out with `skip_failed`)."
+    failed = failed_call_ids(trajectory) if skip_failed else set()
+    calls = [c for c, tc in zip(_parsed_calls(trajectory), trajectory.tool_calls()) if tc.id not in failed]
+    edges = [[j for j, (name, args) in enumerate(calls) if args is not None and call_matches(name, args, g, masked[i] if masked else (), rel_tol)]
+             for i, g in enumerate(gold_actions)]
+    return _max_matching(edges, len(calls))
+
 def trace_reward(trajectory: Trajectory, gold_actions: Sequence[Action], masked: Sequence[Iterable[str]] | None = None,
                  partial: bool = False, rel_tol: float = 1e-6) -> float:
     """EnvFactory's R_traj as the official code computes it: 1.0 iff every gold call is matched by a distinct predicted
@@ -255,10 +264,7 @@ def trace_reward(trajectory: Trajectory, gold_actions: Sequence[Action], masked:
     arguments of gold call i whose value does not matter. `partial=True`: the fraction of gold calls matched."""
     if masked is not None and len(masked) != len(gold_actions): raise RewardInputError(f'masked has {len(masked)} entries for {len(gold_actions)} gold actions')
     if not gold_actions: raise RewardInputError('no gold actions: the trajectory reward needs a reference call sequence')
-    calls = _parsed_calls(trajectory)
-    edges = [[j for j, (name, args) in enumerate(calls) if args is not None and call_matches(name, args, g, masked[i] if masked else (), rel_tol)]
-             for i, g in enumerate(gold_actions)]
-    matched = _max_matching(edges, len(calls))
+    matched = matched_gold_actions(trajectory, gold_actions, masked, rel_tol)
     return matched / len(gold_actions) if partial else float(matched == len(gold_actions))
 
 # %% ../../nbs/core/15_rewards.ipynb #9524ef71

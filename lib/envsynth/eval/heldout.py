@@ -4,16 +4,15 @@
 
 # %% ../../../nbs/eval/04_heldout.ipynb #e261e7cb
 from __future__ import annotations
-import hashlib, math
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
-import networkx as nx
 import envsynth
 from ..envs import Environment
 from ..env_library import load_curated
-from ..rewards import call_matches, count_tool_calls, f1_reward, failed_call_ids, pass_hat_k_table, state_hash_reward
+from ..rewards import count_tool_calls, f1_reward, matched_gold_actions, pass_hat_k_table, state_hash_reward
 from ..rollout import DoNothingPolicy, EpisodeLimits, OraclePolicy, rollout_env
-from ..schema import Task, ToolCallError, Trajectory, content_hash
+from ..schema import Task, Trajectory, content_hash
 from .results import tidy_row
 
 # %% auto #0
@@ -41,16 +40,7 @@ def tasks_revision(tasks: Iterable[Task]) -> str:
 def subtask_f1(trajectory: Trajectory, task: Task) -> float | None:
     "ASTRA's F1 with the task's gold actions as sub-tasks (None if it has none)."
     if not task.gold_actions: return None
-    failed = failed_call_ids(trajectory)
-    calls = []
-    for c in trajectory.tool_calls():
-        if c.id in failed: continue
-        try: calls.append((c.name, c.args))
-        except ToolCallError: continue
-    g = nx.Graph()
-    g.add_nodes_from(('gold', i) for i in range(len(task.gold_actions)))
-    g.add_edges_from((('gold', i), ('call', j)) for i, a in enumerate(task.gold_actions) for j, (name, args) in enumerate(calls) if call_matches(name, args, a))
-    solved = len(nx.bipartite.maximum_matching(g, top_nodes=[('gold', i) for i in range(len(task.gold_actions))])) // 2
+    solved = matched_gold_actions(trajectory, task.gold_actions, skip_failed=True)   # a sub-task is solved by a distinct successful call
     return round(f1_reward(len(task.gold_actions), solved, count_tool_calls(trajectory)), 6)
 
 # %% ../../../nbs/eval/04_heldout.ipynb #bdd69219

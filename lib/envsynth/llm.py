@@ -183,7 +183,8 @@ class OfflineTeacher:
         elif isinstance(out, (dict, list)): msg = Message(role='assistant', content=json.dumps(out, ensure_ascii=False))
         else: msg = Message(role='assistant', content=str(out))
         words = lambda s: len((s or '').split())
-        return Completion(message=msg, prompt_tokens=sum(words(m.content) for m in req.messages),
+        msg, problems = check_tool_calls(msg, req.tools)      # like OpenAIBackend: malformed or unknown calls are reported
+        return Completion(message=msg, problems=problems, prompt_tokens=sum(words(m.content) for m in req.messages),
                           completion_tokens=words(msg.content) + sum(words(c.function.arguments) for c in msg.tool_calls or []),
                           finish_reason='tool_calls' if msg.tool_calls else 'stop')
 

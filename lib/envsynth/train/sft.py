@@ -302,6 +302,9 @@ def train_sft(data, model: str | Path, out: str | Path, preset: str | SFTPreset 
     tok = tokenizer or AutoTokenizer.from_pretrained(model if isinstance(model, (str, Path)) else model.name_or_path)
     rows = sft_rows(data, tok)
     resume_from = None
+    if resume and (out / 'sft_result.json').exists() and (out / 'final').is_dir():
+        done = SFTResult(**json.loads((out / 'sft_result.json').read_text()))
+        if max_steps is None or done.steps >= max_steps: return done          # finished: resuming is a no-op
     if checkpoints(out):
         if not resume: raise SFTError(f'{out} already has checkpoints: pass resume=True (--resume) to continue, or use a new --out')
         resume_from = _last_resumable(out)

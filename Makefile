@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 RUN_DIR ?= runs/quickstart
 
-.PHONY: quickstart test install readme clean
+.PHONY: quickstart test install readme clean agentscaler-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,14 @@ quickstart: install
 
 test: install
 	$(BIN)/python -m pytest tests
+
+# AgentScaler end to end at smoke scale (offline teacher unless settings.ini names an endpoint): ~1-2 min.
+AGENTSCALER_DIR ?= runs/agentscaler-smoke
+agentscaler-smoke: install
+	mkdir -p $(AGENTSCALER_DIR)
+	$(BIN)/papermill nbs/agentscaler/05_recipe.ipynb $(AGENTSCALER_DIR)/recipe.ipynb -f papers_repro/agentscaler/smoke.yaml \
+	    -p run_dir $(abspath $(AGENTSCALER_DIR))/run --cwd nbs -k python3 --no-progress-bar --log-output
+	@echo "AgentScaler smoke run: $(abspath $(AGENTSCALER_DIR))/run (data_card.md, 07_sft/stage1, 07_sft/stage2)"
 
 clean:
 	rm -rf $(VENV) runs _proc _docs .pytest_cache

@@ -139,11 +139,12 @@ def load_policy(spec: str | None, role: str = 'teacher') -> Policy:
 
 # commands that live in higher layers (evaluation, training, cluster glue): imported only when used
 COMMANDS_ABOVE = {'eval bfcl': 'envsynth.eval.bfcl', 'eval tau2': 'envsynth.eval.tau2', 'train sft': 'envsynth.train.sft',
-                  'slurm': 'envsynth.slurm'}
+                  'slurm': 'envsynth.slurm', 'agentscaler run': 'envsynth.agentscaler.recipe'}
 
 def main(argv: list[str] | None = None):
     """`envsynth serve-policy [--policy module:attr] [--host 127.0.0.1] [--port 8000]` | `envsynth serve-mcp FOLDER [--trusted] [--task ID]`
-    | `envsynth eval bfcl|tau2 ...` | `envsynth train sft ...` | `envsynth slurm submit|status ...` (each `--help` for its flags)"""
+    | `envsynth eval bfcl|tau2 ...` | `envsynth train sft ...` | `envsynth slurm submit|status ...`
+    | `envsynth agentscaler run ...` (each `--help` for its flags)"""
     argv = sys.argv[1:] if argv is None else list(argv)
     for cmd, module in COMMANDS_ABOVE.items():
         if argv[:len(cmd.split())] == cmd.split():

@@ -87,3 +87,23 @@ def test_plain_chat_and_cache_against_vllm(vllm_url, tmp_path):
     second = asyncio.run(client.chat([user('Hello')], tag='vllm.chat', max_tokens=16, temperature=0))
     assert not first.cached and second.cached and second.message == first.message
     assert first.completion_tokens > 0
+
+def test_agentscaler_recipe_against_a_random_model_fails_cleanly(vllm_url, tmp_path):
+    "A tiny random model fails most AgentScaler stages: the run must end with the reasons counted, no crash, nothing lost."
+    from envsynth.agentscaler.recipe import AgentScalerParams, run_agentscaler
+    class CappedBackend:          # a random model rambles to the context limit: 48 tokens per answer keep the test short
+        def __init__(self, inner): self.inner, self.id = inner, inner.id + '|max_tokens=48'
+        async def complete(self, req): return await self.inner.complete(req.model_copy(update={'sampling': {**req.sampling, 'max_tokens': 48}}))
+        async def aclose(self): await self.inner.aclose()
+    client = LLMClient(CappedBackend(OpenAIBackend(vllm_url)), 'tiny-qwen3', cache=tmp_path / 'llm.sqlite', max_retries=1, timeout_s=120)
+    params = AgentScalerParams(max_domains=2, attempts=1, decontamination=False, concurrency=2)
+    card = asyncio.run(run_agentscaler(params, tmp_path / 'run', client))
+    st = card['stages']
+    assert st['domains']['records'] == 2
+    m = st['materialize']
+    assert m['inputs'] == 2 and m['kept'] + sum(m['dropped'].values()) + sum(m['failed'].values()) == 2
+    assert card['oracle']['passed'] == card['oracle']['tasks']          # whatever tasks exist are verified
+    assert 'sft' in card and (card['sft'].get('skipped') or card['sft']['stage1']['kept'] > 0)
+    assert (tmp_path / 'run' / 'data_card.md').exists()
+    again = asyncio.run(run_agentscaler(params, tmp_path / 'run', client))      # resumes: the same counts, nothing lost
+    assert again['stages'] == card['stages']

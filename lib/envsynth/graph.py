@@ -343,7 +343,7 @@ class EdgeReview(BaseModel):
 async def llm_refine_edges(graph: nx.DiGraph, domains: dict[str, int], client, max_tools: int = 40) -> Counter:
     "Let a model add and remove dependency edges within each domain of at most `max_tools` tools; returns counts of what changed."
     import asyncio
-    from envsynth.llm import StructuredOutputError, TransientError, TransportError
+    from envsynth.llm import LLMError
     members = defaultdict(list)
     for n, d in sorted(domains.items()): members[d].append(n)
     async def review(nodes):
@@ -352,7 +352,7 @@ async def llm_refine_edges(graph: nx.DiGraph, domains: dict[str, int], client, m
         try: return (await client.chat([{'role': 'user', 'content': 'Tools of one domain:\n' + listing + f'\nCurrent dependency edges (A feeds B): {json.dumps(edges)}\n'
                                          'Which edges are missing, and which are wrong? Answer as JSON {"add": [[A, B]], "remove": [[A, B]]}.'}],
                                         response_model=EdgeReview, tag='graph.refine_edges')).parsed
-        except (StructuredOutputError, TransientError, TransportError): return None
+        except LLMError: return None          # fail closed: any model failure counts the domain as not reviewed
     todo = [nodes for _, nodes in sorted(members.items()) if 1 < len(nodes) <= max_tools]
     counts = Counter()
     for nodes, rev in zip(todo, await asyncio.gather(*(review(n) for n in todo))):

@@ -191,9 +191,10 @@ def ledger_counts(ledger: Ledger | LLMClient | Mapping) -> dict:
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #4c20efe9
 def data_card(*, stages: Mapping[str, Any] | None = None, filter_results: Iterable[FilterResult] = (),
               trajectories: Iterable[Trajectory] = (), tasks: Iterable[Task] = (), envs: Iterable[Environment] = (),
-              splits: Mapping | None = None, index: BenchmarkIndex | None = None, ledger=None, title: str = 'AgentScaler data card') -> dict:
+              splits: Mapping | None = None, index: BenchmarkIndex | None = None, ledger=None, title: str = 'AgentScaler data card',
+              sft_skipped: str | None = None) -> dict:
     """AgentScaler stage 8: counts of every stage with drop reasons (`stages`: name → StageResult / stats / path), the
-    filter funnel and its reasons, distributions of the kept `trajectories`, the SFT splits, a decontamination report
+    filter funnel and its reasons, distributions of the kept `trajectories`, the SFT splits (or `sft_skipped`: why none), a decontamination report
     against `index` (skipped when None) and the token ledger."""
     trajs, tasks, envs = list(trajectories), list(tasks), list(envs)
     card = {'title': title, 'stages': {name: stage_counts(s) for name, s in (stages or {}).items()},
@@ -206,6 +207,7 @@ def data_card(*, stages: Mapping[str, Any] | None = None, filter_results: Iterab
         dropped = Counter(st['stage1']['dropped']) + Counter(st['stage2']['dropped']) + Counter({'duplicate': dup})
         card['stages']['sft'] = {'inputs': st['stage1']['inputs'] + st['stage2']['inputs'] + dup, 'kept': st['stage1']['kept'] + st['stage2']['kept'],
                                  'records': st['stage1']['kept'] + st['stage2']['kept'], 'dropped': dict(sorted(dropped.items())), 'failed': {}}
+    elif sft_skipped: card['sft'] = {'skipped': sft_skipped}       # why there is no SFT data (e.g. nothing survived the filter)
     card['decontamination'] = decontamination(index, envs, tasks, trajs) if index is not None else None
     card['ledger'] = ledger_counts(ledger) if ledger is not None else None
     return card
@@ -267,7 +269,8 @@ def data_card_markdown(card: Mapping) -> str:
     out += ['## Filter funnel', _table(['total', 'validity', 'state alignment', 'exact match', 'kept'],
                                        [[f['funnel'][k] for k in ('total', 'validity', 'state_alignment', 'exact_match', 'kept')]])]
     out += [_table(['filter stage', 'reason', 'trajectories'], [[s, r, n] for s, rs in f['reasons'].items() for r, n in rs.items()])]
-    if sft := card.get('sft'):
+    if (sft := card.get('sft')) and sft.get('skipped'): out += ['## SFT splits', f"Not made: {sft['skipped']}"]
+    elif sft:
         out += ['## SFT splits', _table(['split', 'domains', 'rows', 'truncated', 'tokens', 'supervised tokens', 'dropped'],
                                         [[s, ', '.join(sft['general_domains'] if s == 'stage1' else sft['vertical_domains']), sft[s]['kept'],
                                           sft[s]['truncated'], sft[s]['tokens'], sft[s]['supervised_tokens'], _reasons(sft[s]['dropped'])]

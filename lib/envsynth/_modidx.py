@@ -309,6 +309,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                          'envsynth/agentscaler/recipe.py'),
                                              'envsynth.agentscaler.recipe._register_offline_agent': ( 'agentscaler/recipe.html#_register_offline_agent',
                                                                                                       'envsynth/agentscaler/recipe.py'),
+                                             'envsynth.agentscaler.recipe._run_ledger': ( 'agentscaler/recipe.html#_run_ledger',
+                                                                                          'envsynth/agentscaler/recipe.py'),
                                              'envsynth.agentscaler.recipe._stage_stats': ( 'agentscaler/recipe.html#_stage_stats',
                                                                                            'envsynth/agentscaler/recipe.py'),
                                              'envsynth.agentscaler.recipe._tasks_of': ( 'agentscaler/recipe.html#_tasks_of',

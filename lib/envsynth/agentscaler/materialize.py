@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 import docstring_parser
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
-from .pool import Domain, load_prompt
+from .pool import Domain, load_prompt, request_json
 from ..envs import (Row, StateError, Toolkit, ToolTest, ToolTestCall, check_environment, combine_hashes,
                            lint_tool_code, validate_environment, validate_table, write_environment)
 from ..llm import ChatRequest, LLMClient, OfflineTeacher, RequestError, StructuredOutputError, TransportError
@@ -29,8 +29,8 @@ __all__ = ['JsonType', 'Operation', 'READ_OPERATIONS', 'WRITE_OPERATIONS', 'MODU
            'method_signature', 'method_docstring', 'offline_tool_code', 'stable_int', 'typed_value', 'column_schema',
            'offline_seed_rows', 'candidate_arguments', 'probe_tool', 'build_round', 'EnvBuild', 'design_request',
            'code_request', 'seed_request', 'ask_model', 'materializable_tools', 'ask_tool_code', 'CodeRounds',
-           'code_rounds', 'finish_environment', 'materialize_domain', 'request_json', 'offline_db_design',
-           'offline_code', 'offline_seed', 'register_offline']
+           'code_rounds', 'finish_environment', 'materialize_domain', 'offline_db_design', 'offline_code',
+           'offline_seed', 'register_offline']
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #cb297240
 JsonType = Literal['string', 'integer', 'number', 'boolean', 'array', 'object']
@@ -1293,13 +1293,6 @@ async def materialize_domain(domain: Domain, client: LLMClient, out_dir: str | P
                     problems=[f'{n}: {why}' for n, why in dropped.items() if why.startswith('unmaterializable')] + r.log, **info)
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #7ede7cde
-def request_json(req: ChatRequest) -> dict:
-    "The JSON block an AgentScaler prompt ends with (the first user message's last ```json block)."
-    for m in req.messages:
-        if m.role == 'user' and m.content and '```json\n' in m.content:
-            return json.loads(m.content.rsplit('```json\n', 1)[1].rsplit('\n```', 1)[0])
-    raise ValueError('the request has no ```json block')
-
 def offline_db_design(req: ChatRequest) -> DatabaseDesign:
     r = request_json(req)
     return offline_design(r['domain'], r['tools'])

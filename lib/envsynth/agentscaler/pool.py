@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 # %% auto #0
-__all__ = ['prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'offline_edge_reviewer', 'DomainSplit', 'build_domains',
-           'register_offline', 'plot_domains']
+__all__ = ['prompts_dir', 'load_prompt', 'request_json', 'Domain', 'api_pool', 'offline_edge_reviewer', 'DomainSplit',
+           'build_domains', 'register_offline', 'plot_domains']
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #18b4d05f
 def prompts_dir() -> Path:
@@ -28,6 +28,15 @@ def load_prompt(name: str, **fields) -> str:
     missing = sorted(set(re.findall(r'\{([a-z_]+)\}', text)) - set(fields))
     if missing: raise KeyError(f'prompt {name!r} needs fields {missing}')
     return re.sub(r'\{([a-z_]+)\}', lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
+
+_JSON_BLOCK = re.compile(r'```json\s*\n(.*?)\n```', re.S)
+
+def request_json(req) -> dict:
+    """The data an AgentScaler request carries, and all an offline responder may read: the last ```json block of the
+    last user message that has one (a structured-output retry appends a user message without one)."""
+    for m in reversed(req.messages):
+        if m.role == 'user' and (blocks := _JSON_BLOCK.findall(m.content or '')): return json.loads(blocks[-1])
+    raise ValueError(f'{req.tag}: the request carries no ```json block')
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #9a84b844
 class Domain(BaseModel):
@@ -47,15 +56,19 @@ from ..graph import ToolCorpus, corpus_from_environments, corpus_from_file, filt
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #fa08552c
 def api_pool(corpus: ToolCorpus | None = None, files: Iterable[str | Path] = (), synthetic_tools: int = 0, seed: int = 0,
-             min_server_tools: int = 3, min_description_words: int = 4) -> ToolCorpus:
+             min_server_tools: int = 3, min_description_words: int = 4, exclude_servers: Iterable[str] = ()) -> ToolCorpus:
     """The filtered API pool: `corpus` (default: the curated environments' tools) plus tool files and, if asked,
-    `synthetic_tools` generated tool documents; benchmark tools are dropped, ASTRA's filters applied, reasons counted."""
+    `synthetic_tools` generated tool documents; benchmark tools are dropped, ASTRA's filters applied, and the tools of
+    `exclude_servers` (e.g. held-out environments) left out, each reason counted."""
     pool = corpus if corpus is not None else corpus_from_environments()
     for f in files: pool = pool + corpus_from_file(f)
     if synthetic_tools: pool = pool + synthetic_corpus(synthetic_tools, seed=seed)
     bench = [t for t in pool if t.benchmark]
     clean = ToolCorpus([t for t in pool if not t.benchmark], Counter(pool.dropped) + Counter({'benchmark_tool': len(bench)} if bench else {}))
-    return filter_corpus(clean, min_server_tools, min_description_words)
+    kept, excluded = filter_corpus(clean, min_server_tools, min_description_words), set(exclude_servers)
+    if not excluded: return kept
+    out = [t for t in kept if t.server in excluded]
+    return ToolCorpus([t for t in kept if t.server not in excluded], kept.dropped + Counter({'excluded_server': len(out)}))
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #27ce85a2
 import networkx as nx
@@ -85,7 +98,7 @@ def offline_edge_reviewer(req) -> EdgeReview:
     return EdgeReview(add=sorted(add), remove=[])
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #2e89d0e0
-def _domain_name(index: int, tools: list, servers: list[str]) -> str:
+def _domain_name(index: int, servers: list[str]) -> str:
     "`d03_library`: the index, then the most common server (or name noun) of its tools."
     top = Counter(servers).most_common(1)[0][0] if servers else 'tools'
     return f'd{index:02d}_' + (re.sub(r'[^a-z0-9]+', '_', top.lower()).strip('_')[:24] or 'tools')
@@ -137,7 +150,7 @@ async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: f
         edges = sorted((by_key[a].name, by_key[b].name, round(float(d.get('weight', 1.0)), 6))
                        for a, b, d in g.subgraph(members).edges(data=True) if a in inside and b in inside)
         tools = sorted((by_key[m].tool.to_openai() for m in members), key=lambda t: t['function']['name'])
-        domains.append(Domain(name=_domain_name(i, members, servers), index=i, tools=tools, edges=edges, servers=sorted(set(servers))))
+        domains.append(Domain(name=_domain_name(i, servers), index=i, tools=tools, edges=edges, servers=sorted(set(servers))))
     return DomainSplit(domains=domains, dropped=dict(dropped), refined=dict(refined), labels=labels, graph=g)
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #94baa5f8

@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #23ab2307
 from __future__ import annotations
-import argparse, asyncio, json, sys, time
+import argparse, asyncio, json, sys, threading, time
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import interplay as _interplay, materialize as _materialize, pool as _pool, sft_data as _sft, tasks as _tasks
 from ..envs import Environment, load_environment
 from ..graph import CorpusTool, ToolCorpus
-from ..llm import LLMClient, OfflineTeacher
+from ..llm import ChatCache, LLMClient, OfflineTeacher
 from ..pipeline import Drop, _atomic_write, arun_stage, read_entries, read_records, run_stage
 from ..schema import Task, Trajectory, content_hash
 
@@ -90,7 +90,7 @@ def recipe_client(run_dir: Path, client: LLMClient | None = None) -> LLMClient:
     s = get_settings()
     if s.llm.offline: return LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run_dir / 'llm_cache.sqlite')
     c = make_client('teacher', cache=False)
-    c.cache = __import__('envsynth.llm', fromlist=['ChatCache']).ChatCache(run_dir / 'llm_cache.sqlite')
+    c.cache = ChatCache(run_dir / 'llm_cache.sqlite')
     return c
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d6164f28
@@ -125,10 +125,7 @@ def stage_pool(p: AgentScalerParams, run_dir: Path) -> ToolCorpus:
     recs = _read_step(path, cfg)
     if recs is None:
         pool = _pool.api_pool(None if p.curated_tools else ToolCorpus(), p.corpus_files, p.synthetic_tools, p.seed,
-                              p.min_server_tools, p.min_description_words)
-        if p.exclude_servers:
-            out = [t for t in pool if t.server in set(p.exclude_servers)]
-            pool = ToolCorpus([t for t in pool if t.server not in set(p.exclude_servers)], pool.dropped + Counter({'excluded_server': len(out)}))
+                              p.min_server_tools, p.min_description_words, p.exclude_servers)
         (run_dir / '01_pool').mkdir(parents=True, exist_ok=True)
         _atomic_write(run_dir / '01_pool' / 'dropped.json', json.dumps(dict(pool.dropped), sort_keys=True).encode())
         recs = _write_step(path, cfg, [t.model_dump(mode='json') for t in pool])
@@ -160,7 +157,7 @@ class RecipeRun:
     def __init__(self, p: AgentScalerParams, run_dir: Path, client: LLMClient, sandbox, progress: bool = False):
         self.p, self.run_dir, self.client, self.sandbox, self.progress = p, Path(run_dir), client, sandbox, progress
         self._envs: dict[str, Environment] = {}
-        self._lock = __import__('threading').Lock()         # the filter stage runs in threads
+        self._lock = threading.Lock()         # the filter stage runs in threads
     @property
     def envs_dir(self) -> Path: return self.run_dir / 'envs'
     def env(self, name: str) -> Environment:

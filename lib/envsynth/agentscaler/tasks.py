@@ -11,7 +11,7 @@ from typing import Any, Iterable, Literal
 import networkx as nx
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
-from .pool import Domain, load_prompt
+from .pool import Domain, load_prompt, request_json
 from ..envs import Environment, Episode
 from ..graph import WalkStats, random_walks
 from ..llm import ChatRequest, LLMClient, LLMError, OfflineTeacher
@@ -20,9 +20,9 @@ from ..schema import Action, Task, Tool, ToolResult, canonical_json, content_has
 # %% auto #0
 __all__ = ['FILL_TAG', 'INTENT_TAG', 'derived_seed', 'compact', 'check_patch', 'diverse_initial_states', 'domain_graph',
            'sample_walks', 'tables_for_parameter', 'parameter_tables', 'tables_for_tool', 'state_view',
-           'ArgumentChoice', 'fill_request', 'fill_messages', 'StepOutcome', 'fill_and_call', 'request_json',
-           'offline_fill_arguments', 'user_facts', 'WalkResult', 'run_walk', 'UserIntent', 'intent_problems',
-           'intent_request', 'write_intent', 'offline_user_intent', 'register_offline', 'TaskBatch', 'synthesize_tasks']
+           'ArgumentChoice', 'fill_request', 'fill_messages', 'StepOutcome', 'fill_and_call', 'offline_fill_arguments',
+           'user_facts', 'WalkResult', 'run_walk', 'UserIntent', 'intent_problems', 'intent_request', 'write_intent',
+           'offline_user_intent', 'register_offline', 'TaskBatch', 'synthesize_tasks']
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #30b5e16c
 def derived_seed(*parts: Any) -> int:
@@ -267,15 +267,6 @@ async def fill_and_call(env: Environment, ep: Episode, client: LLMClient, tool_n
     return StepOutcome(arguments=args, reason=res.error.type, error=f'{res.error.type}: {res.error.message}')
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #0871cf6a
-_JSON_BLOCK = re.compile(r'```json\s*\n(.*?)\n```', re.S)
-
-def request_json(req: ChatRequest) -> dict:
-    "The ```json block of a request's last user message (what an offline responder may read)."
-    text = next((m.content for m in reversed(req.messages) if m.role == 'user'), '') or ''
-    blocks = _JSON_BLOCK.findall(text)
-    if not blocks: raise ValueError(f'{req.tag}: the request carries no ```json block')
-    return json.loads(blocks[-1])
-
 @lru_cache(maxsize=4096)
 def _schema_validator(schema_json: str) -> Draft202012Validator: return Draft202012Validator(json.loads(schema_json))
 

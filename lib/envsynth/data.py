@@ -8,15 +8,16 @@ import json, os
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Iterable, Literal
-from pydantic import BaseModel, Field
-from .formats import IM_END, IM_START, _is_tool_response_turn, render_assistant_turn, render_hermes
-from .pipeline import _atomic_write
-from .schema import Message, Task, Tool, Trajectory, check_trajectory
+from pydantic import BaseModel, Field, TypeAdapter
+from .formats import IM_END, IM_START, is_tool_response_turn, render_assistant_turn, render_hermes
+from .pipeline import atomic_write
+from .schema import SUPERVISION_FIELDS, Message, Task, Tool, Trajectory, check_trajectory
 
 # %% auto #0
-__all__ = ['ASSISTANT_HEADER', 'Reasoning', 'Overflow', 'SFT_COLUMNS', 'DataExportError', 'RowTooLongError', 'SFTText',
-           'check_sft_trajectory', 'sft_text', 'SFTRow', 'tokenize_sft', 'fit_length', 'build_sft_rows', 'sft_dataset',
-           'write_sft', 'rl_row', 'env_spec', 'ground_truth', 'write_rl_parquet']
+__all__ = ['ASSISTANT_HEADER', 'Reasoning', 'Overflow', 'SFT_COLUMNS', 'REWARD_SUPERVISION', 'ROLLOUT_SUPERVISION',
+           'DataExportError', 'RowTooLongError', 'SFTText', 'check_sft_trajectory', 'sft_text', 'SFTRow',
+           'tokenize_sft', 'fit_length', 'build_sft_rows', 'sft_dataset', 'write_sft', 'rl_row', 'env_spec',
+           'ground_truth', 'row_supervision', 'write_rl_parquet']
 
 # %% ../../nbs/core/16_data.ipynb #f0ec907b
 class DataExportError(ValueError):
@@ -45,7 +46,7 @@ def check_sft_trajectory(traj: Trajectory):
         raise DataExportError(f'trajectory {traj.id}: no assistant turn, nothing to train on')
 
 def _last_user_query(messages: list[Message]) -> int:
-    return max((i for i, m in enumerate(messages) if m.role == 'user' and not _is_tool_response_turn(m)), default=-1)
+    return max((i for i, m in enumerate(messages) if m.role == 'user' and not is_tool_response_turn(m)), default=-1)
 
 # %% ../../nbs/core/16_data.ipynb #1a1bb8f1
 def sft_text(traj: Trajectory, reasoning: Reasoning = 'all') -> SFTText:
@@ -158,11 +159,14 @@ def write_sft(rows: Iterable[SFTRow], out_dir: str | Path) -> dict[str, Path]:
     out, rows = Path(out_dir), list(rows)
     out.mkdir(parents=True, exist_ok=True)
     lines = ''.join(json.dumps({c: getattr(r, c) for c in SFT_COLUMNS}, ensure_ascii=False) + '\n' for r in rows)
-    _atomic_write(out / 'sft.jsonl', lines.encode())
+    atomic_write(out / 'sft.jsonl', lines.encode())
     sft_dataset(rows).save_to_disk(str(out / 'dataset'))
     return {'jsonl': out / 'sft.jsonl', 'dataset': out / 'dataset'}
 
 # %% ../../nbs/core/16_data.ipynb #f5d84823
+REWARD_SUPERVISION = ('sub_questions', 'final_answer', 'rubric', 'forbidden_behaviors', 'masked_arguments')
+ROLLOUT_SUPERVISION = ('hidden_context', 'user_queries')
+
 def _json(obj) -> str: return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(',', ':'), allow_nan=False)
 
 def _check_rl_task(task: Task, names: list[str]):
@@ -174,8 +178,8 @@ def _check_rl_task(task: Task, names: list[str]):
     unknown = sorted({a.name for a in task.gold_actions} - set(names))
     if unknown: raise DataExportError(f'{where}: gold actions call {unknown}, which are not offered')
     if not task.instruction.strip(): raise DataExportError(f'{where}: empty instruction')
-    if task.gold_state_hash is None and not task.gold_actions:
-        raise DataExportError(f'{where}: no gold state hash and no gold actions, nothing to reward')
+    if task.gold_state_hash is None and not task.gold_actions and not (task.sub_questions or task.final_answer or task.rubric):
+        raise DataExportError(f'{where}: no gold state hash, gold actions, sub-questions, final answer or rubric: nothing to reward')
 
 # %% ../../nbs/core/16_data.ipynb #934e0d6a
 def rl_row(task: Task, tools: Iterable[Tool], index: int = 0, split: str = 'train', data_source: str = 'envsynth',
@@ -185,9 +189,11 @@ def rl_row(task: Task, tools: Iterable[Tool], index: int = 0, split: str = 'trai
     names = [t.name for t in tools]
     _check_rl_task(task, names)
     prompt = ([{'role': 'system', 'content': system_prompt}] if system_prompt else []) + [{'role': 'user', 'content': task.instruction}]
-    env = {'task_id': task.id, 'env_id': task.env_id, 'tools': [t.to_openai() for t in tools],
-           'initial_state': task.initial_state, 'user_context': task.user_context}
-    gold = {'gold_state_hash': task.gold_state_hash, 'gold_actions': [a.model_dump(mode='json') for a in task.gold_actions]}
+    env = {'task_id': task.id, 'env_id': task.env_id, 'tools': [t.model_dump(mode='json', exclude_none=True) for t in tools],
+           'initial_state': task.initial_state, 'user_context': task.user_context,
+           **task.model_dump(mode='json', include=set(ROLLOUT_SUPERVISION))}           # unset supervision adds no key
+    gold = {'gold_state_hash': task.gold_state_hash, 'gold_actions': [a.model_dump(mode='json') for a in task.gold_actions],
+            **task.model_dump(mode='json', include=set(REWARD_SUPERVISION))}
     row = {'data_source': data_source, 'prompt': prompt, 'ability': ability,
            'reward_model': {'style': 'rule', 'ground_truth': _json(gold)},
            'extra_info': {'index': index, 'split': split, 'task_id': task.id, 'env_json': _json(env), 'tool_selection': names,
@@ -200,8 +206,17 @@ def env_spec(row: dict) -> dict:
     return json.loads(row['extra_info']['env_json'])
 
 def ground_truth(row: dict) -> dict:
-    "The gold state hash and gold actions of a verl row, decoded."
+    "The gold state hash, gold actions and reward-side supervision of a verl row, decoded."
     return json.loads(row['reward_model']['ground_truth'])
+
+# %% ../../nbs/core/16_data.ipynb #5754ef1d
+_SUPERVISION_TYPES = {k: TypeAdapter(Task.model_fields[k].annotation) for k in SUPERVISION_FIELDS}
+
+def row_supervision(row: dict) -> dict:
+    "The task supervision a verl row carries, by `Task` field name, as typed values (`SubQuestion`s, `RubricItem`s, ...)."
+    found = {k: v for k, v in ground_truth(row).items() if k in REWARD_SUPERVISION}
+    found |= {k: v for k, v in env_spec(row).items() if k in ROLLOUT_SUPERVISION}
+    return {k: _SUPERVISION_TYPES[k].validate_python(v) for k, v in found.items()}
 
 # %% ../../nbs/core/16_data.ipynb #249562cb
 def write_rl_parquet(rows: Iterable[dict], path: str | Path) -> Path:

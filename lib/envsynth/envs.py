@@ -20,10 +20,10 @@ from .schema import (Action, Task, Tool, ToolCall, ToolCallError, ToolError, Too
 __all__ = ['ToolKind', 'ENV_FILES', 'normalize_floats', 'table_bytes', 'table_hash', 'combine_hashes', 'state_hash', 'TableDiff',
            'state_diff', 'Row', 'StateError', 'validate_table', 'Database', 'ToolFailure', 'ToolDefinitionError',
            'read_tool', 'write_tool', 'ToolSpec', 'tool_spec', 'EpisodeClock', 'Toolkit', 'apply_patch',
-           'output_size_over', 'EnvRuntime', 'EnvBackend', 'ToolInfo', 'task_seed', 'Episode', 'Environment',
-           'GoldActionError', 'with_gold_hash', 'ToolTestCall', 'ToolTest', 'run_tool_tests', 'CheckReport',
-           'check_environment', 'lint_tool_code', 'EnvironmentLoadError', 'read_tasks', 'load_environment',
-           'read_tool_tests', 'write_environment', 'validate_environment']
+           'output_size_over', 'exception_result', 'EnvRuntime', 'EnvBackend', 'ToolInfo', 'task_seed', 'Episode',
+           'Environment', 'GoldActionError', 'with_gold_hash', 'ToolTestCall', 'ToolTest', 'run_tool_tests',
+           'CheckReport', 'check_environment', 'lint_tool_code', 'EnvironmentLoadError', 'read_tasks',
+           'load_environment', 'read_tool_tests', 'write_environment', 'validate_environment']
 
 # %% ../../nbs/core/09_envs.ipynb #46536906
 _SCALARS = frozenset({str, int, bool, type(None)})
@@ -274,7 +274,7 @@ def _jsonable_output(value: Any) -> Any:
     from pydantic_core import to_jsonable_python
     return orjson.loads(orjson.dumps(value, default=to_jsonable_python))
 
-def _exception_result(name: str, e: BaseException) -> dict:
+def exception_result(name: str, e: BaseException) -> dict:
     if isinstance(e, ToolFailure): return _error('execution_error', str(e))
     if isinstance(e, ImportError): return _error('import_error', f'tool {name!r} could not import: {e}')
     if isinstance(e, (MemoryError, RecursionError)): return _error('resource_limit', f'tool {name!r}: {type(e).__name__}: {e}')
@@ -346,7 +346,7 @@ class EnvRuntime:
         try: out = spec.method(tk, **arguments)
         except BaseException as e:
             if isinstance(e, (KeyboardInterrupt, SystemExit)): raise
-            result = _exception_result(name, e)
+            result = exception_result(name, e)
         else: result = self._output(name, out)
         if spec.writes and self.validate_writes:
             for t in spec.writes:

@@ -12,10 +12,10 @@ from .schema import (Message, Tool, ToolCall, FunctionCall, ToolCallError, ToolS
 
 # %% auto #0
 __all__ = ['IM_START', 'IM_END', 'TOOLS_PREAMBLE', 'TOOLS_POSTAMBLE', 'FormatError', 'render_tools_block', 'render_tool_call',
-           'render_assistant_turn', 'render_hermes', 'ParsedAssistant', 'split_think', 'parse_assistant_text',
-           'parse_hermes', 'from_openai_message', 'from_openai_messages', 'to_openai_messages', 'from_openai_response',
-           'parse_bfcl_call', 'parse_bfcl_calls', 'to_bfcl_call', 'to_bfcl_calls', 'bfcl_function_to_tool',
-           'to_tau2_messages', 'Tau2Conversion', 'from_tau2_messages']
+           'render_assistant_turn', 'is_tool_response_turn', 'render_hermes', 'ParsedAssistant', 'split_think',
+           'parse_assistant_text', 'parse_hermes', 'from_openai_message', 'from_openai_messages', 'to_openai_messages',
+           'from_openai_response', 'parse_bfcl_call', 'parse_bfcl_calls', 'to_bfcl_call', 'to_bfcl_calls',
+           'bfcl_function_to_tool', 'to_tau2_messages', 'Tau2Conversion', 'from_tau2_messages']
 
 # %% ../../nbs/core/02_formats.ipynb #7f578043
 class FormatError(ValueError):
@@ -51,7 +51,7 @@ def render_assistant_turn(m: Message, reasoning: bool = True) -> str:
     return out
 
 # %% ../../nbs/core/02_formats.ipynb #83504e82
-def _is_tool_response_turn(m: Message) -> bool:
+def is_tool_response_turn(m: Message) -> bool:
     c = (m.content or '').strip()
     return m.role == 'user' and c.startswith('<tool_response>') and c.endswith('</tool_response>')
 
@@ -60,7 +60,7 @@ def render_hermes(messages: list[Message], tools: Iterable[Tool | dict] | None =
                   reasoning: Literal['all', 'after_last_user'] = 'all') -> str:
     "The Qwen3/Hermes chat text of `messages` with `tools` declared in the system turn."
     messages, tools = list(messages), list(tools or [])
-    last_user = max([i for i, m in enumerate(messages) if m.role == 'user' and not _is_tool_response_turn(m)], default=-1)
+    last_user = max([i for i, m in enumerate(messages) if m.role == 'user' and not is_tool_response_turn(m)], default=-1)
     out, i = [], 0
     if tools:
         head = messages[0].content + '\n\n' if messages and messages[0].role == 'system' else ''

@@ -335,10 +335,11 @@ class LLMClient:
 # %% ../../nbs/core/05_llm.ipynb #160347bb
 def make_client(role: str = 'teacher', teacher: OfflineTeacher | None = None, settings=None, cache: bool = True,
                 replay: bool = False) -> LLMClient:
-    "The `LLMClient` for `role` ('teacher', 'judge', 'user_simulator') as configured in settings.ini."
+    "The `LLMClient` for `role` (one of `envsynth.settings.LLM_ROLES`) as settings.ini configures it."
     from envsynth.settings import get_settings
     s = settings or get_settings()
-    backend = (teacher or OfflineTeacher()) if s.llm.offline else \
-        OpenAIBackend(s.llm.endpoint, os.environ.get(s.llm.api_key_env), timeout_s=s.llm.timeout_s)
-    return LLMClient(backend, s.llm.model_for(role), cache=Path(s.paths.cache_dir) / 'llm.sqlite' if cache else None,
-                     max_concurrency=s.llm.max_concurrency, timeout_s=s.llm.timeout_s, max_retries=s.llm.max_retries, replay=replay)
+    cfg = s.llm.role(role)                       # unknown role: ValueError listing the roles
+    backend = (teacher or OfflineTeacher()) if cfg.offline else \
+        OpenAIBackend(cfg.endpoint, os.environ.get(cfg.api_key_env) if cfg.api_key_env else None, timeout_s=cfg.timeout_s)
+    return LLMClient(backend, cfg.model, cache=Path(s.paths.cache_dir) / 'llm.sqlite' if cache else None,
+                     max_concurrency=cfg.max_concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries, replay=replay)

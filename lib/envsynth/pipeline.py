@@ -5,16 +5,19 @@
 # %% ../../nbs/core/03_pipeline.ipynb #948075f0
 from __future__ import annotations
 import asyncio, fcntl, inspect, json, os, random, time, traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, Sequence
+from fastcore.basics import patch
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 from .schema import canonical_json, content_hash
 
 # %% auto #0
 __all__ = ['Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key', 'item_seed',
-           'JournalError', 'StageResult', 'run_stage', 'arun_stage', 'read_entries', 'read_records']
+           'JournalError', 'atomic_write', 'StageResult', 'run_stage', 'arun_stage', 'read_entries', 'read_records',
+           'Step', 'RunFolder']
 
 # %% ../../nbs/core/03_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def _merge_entry(entries: dict[str, dict], e: dict):
     if e.get('status') == 'failed' and entries.get(e['key'], {}).get('status') in ('kept', 'dropped'): return
     entries[e['key']] = e
 
-def _atomic_write(path: Path, data: bytes):
+def atomic_write(path: Path, data: bytes):
     "Write `data` to `path` so that readers see the old or the new file, never a mix."
     tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
     with open(tmp, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
@@ -181,7 +184,7 @@ class _StageRun:
                                        'Use another out_dir, or overwrite=True to delete the old outputs.')
             for p in self.out_dir.glob('shard-*.jsonl'): p.unlink()
             for p in self.out_dir.glob('stats*.json'): p.unlink()
-        _atomic_write(path, (json.dumps(meta, indent=1, ensure_ascii=False) + '\n').encode())
+        atomic_write(path, (json.dumps(meta, indent=1, ensure_ascii=False) + '\n').encode())
 
     def context(self, index, key) -> ItemContext: return ItemContext(key=key, index=index, seed=item_seed(key, self.seed))
 
@@ -200,9 +203,9 @@ class _StageRun:
         mine = [dict(self.done[k], index=current[k]) for k in current if k in self.done]
         others = sorted((e for k, e in self.done.items() if k not in current), key=lambda e: (e['index'], e['key']))
         if not any(e['status'] == 'failed' for e in mine):
-            _atomic_write(self.path, b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others))
+            atomic_write(self.path, b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others))
         stats = _stats(mine)
-        _atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json', (json.dumps(stats, indent=1) + '\n').encode())
+        atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json', (json.dumps(stats, indent=1) + '\n').encode())
         _write_total_stats(self.out_dir)
         self.lock.close()
         run = {'computed': len(self.todo), 'reused': self.reused, 'seconds': time.monotonic() - self.t0}
@@ -229,7 +232,7 @@ def _write_total_stats(out_dir: Path):
         for k in ('inputs', 'kept', 'records'): total[k] += s[k]
         for k in ('dropped', 'failed'):
             for r, c in s[k].items(): total[k][r] = total[k].get(r, 0) + c
-    _atomic_write(out_dir / 'stats.json', (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
+    atomic_write(out_dir / 'stats.json', (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
 
 # %% ../../nbs/core/03_pipeline.ipynb #fa6cd5e9
 def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str | None = None, config: Any = None,
@@ -296,3 +299,117 @@ def read_entries(out_dir: str | Path) -> list[dict]:
 def read_records(out_dir: str | Path) -> list[dict]:
     "The output records of a stage folder, in input order."
     return [r for e in read_entries(out_dir) if e['status'] == 'kept' for r in e['records']]
+
+# %% ../../nbs/core/03_pipeline.ipynb #293ad25f
+@dataclass(frozen=True)
+class Step:
+    "A named step of a recipe and the folder (inside the run folder) it owns."
+    name: str
+    folder: str
+    per_item: bool = False     # a journaled stage over items (resumable, shardable); else computed as a whole set
+
+# %% ../../nbs/core/03_pipeline.ipynb #b2deb8a1
+class RunFolder:
+    """One run of a recipe: a folder, the recipe's named steps inside it, and which steps this process runs."""
+    def __init__(self, root: str | Path, steps: Iterable[Step], *, namespace: str = 'run', concurrency: int = 8,
+                 progress: bool = False):
+        steps = list(steps)
+        if len({s.name for s in steps}) < len(steps) or len({s.folder for s in steps}) < len(steps):
+            raise ValueError(f'step names and folders must be unique: {[(s.name, s.folder) for s in steps]}')
+        self.root, self.namespace, self.concurrency, self.progress = Path(root), namespace, concurrency, progress
+        self.steps = {s.name: s for s in steps}          # the folder is made by the first write
+
+    def step(self, name: str) -> Step:
+        if name not in self.steps: raise KeyError(f'{self.namespace} has no step {name!r}; its steps are {list(self.steps)}')
+        return self.steps[name]
+
+    def dir(self, step: str | None = None) -> Path:
+        "The folder of `step` (the run folder itself for None)."
+        return self.root if step is None else self.root / self.step(step).folder
+
+    def file(self, step: str | None, name: str) -> Path:
+        "A file of `step` (or of the run, for None); its parent folders are created."
+        path = self.dir(step) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def __repr__(self): return f'RunFolder({str(self.root)!r}, steps={list(self.steps)})'
+
+# %% ../../nbs/core/03_pipeline.ipynb #f39ad1e1
+@patch
+def write_json(self: RunFolder, step: str | None, name: str, obj: Any, indent: int | None = None, sort_keys: bool = True) -> Path:
+    "Write `obj` as JSON to the file `name` of `step`, atomically."
+    text = json.dumps(obj, indent=indent, sort_keys=sort_keys) + ('\n' if indent is not None else '')
+    path = self.file(step, name); atomic_write(path, text.encode()); return path
+
+@patch
+def read_json(self: RunFolder, step: str | None, name: str, default: Any = ...) -> Any:
+    "The JSON file `name` of `step`; `default` when it does not exist (an error if no default is given)."
+    path = self.dir(step) / name
+    if not path.exists():
+        if default is ...: raise FileNotFoundError(f'{path} does not exist: run the {step or "run"} step first')
+        return default
+    return json.loads(path.read_text())
+
+# %% ../../nbs/core/03_pipeline.ipynb #2f817bb0
+@patch
+def cached(self: RunFolder, step: str, config: Any) -> list[dict] | None:
+    "The records of whole-set `step` if its file holds them for this `config`, else None."
+    path = self.dir(step) / f'{step}.jsonl'
+    if not path.exists(): return None
+    head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    return recs if head.get('config_key') == content_hash(config, 24) else None
+
+@patch
+def save(self: RunFolder, step: str, config: Any, records: Iterable[dict]) -> list[dict]:
+    "Write whole-set `step`'s records after a header with the hash of `config`; returns what a resumed run will read."
+    lines = [json.dumps({'config_key': content_hash(config, 24), 'config': config}, sort_keys=True)] + [json.dumps(r) for r in records]
+    atomic_write(self.file(step, f'{step}.jsonl'), ('\n'.join(lines) + '\n').encode())
+    return self.cached(step, config)
+
+# %% ../../nbs/core/03_pipeline.ipynb #bad529f6
+@patch
+async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, *, config: Any = None,
+                    shard: str | tuple[int, int] | None = None, concurrency: int | None = None) -> StageResult:
+    "Run per-item `step` over `inputs` (resuming what is done), on `shard`."
+    if not self.step(step).per_item: raise ValueError(f'step {step!r} is computed as a whole set, not per item')
+    return await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}', config=config, shard=shard,
+                            concurrency=concurrency or self.concurrency, progress=self.progress)
+
+@patch
+def records(self: RunFolder, step: str) -> list[dict]: return read_records(self.dir(step))
+@patch
+def entries(self: RunFolder, step: str) -> list[dict]: return read_entries(self.dir(step))
+@patch
+def stats(self: RunFolder, step: str) -> dict: return self.read_json(step, 'stats.json', {})
+@patch
+def finished(self: RunFolder, *steps: str) -> bool: return all((self.dir(s) / 'stats.json').exists() for s in steps)
+
+# %% ../../nbs/core/03_pipeline.ipynb #0cfb97eb
+@patch
+def plan(self: RunFolder, stages: Sequence[str] | None = None, shard: str | tuple[int, int] | None = None) -> list[str]:
+    "The per-item steps to run for `--stages` (default: all of them, in order) and `--shard`."
+    items = [s.name for s in self.steps.values() if s.per_item]
+    todo = [s for s in items if s in stages] if stages else items
+    if stages and (bad := sorted(set(stages) - set(items))): raise ValueError(f'unknown stages {bad}; the per-item stages are {items}')
+    if shard is not None:
+        if not stages: raise ValueError('--shard needs --stages: each Slurm array task runs one per-item stage on its shard')
+        parse_shard(shard)
+    return todo
+
+# %% ../../nbs/core/03_pipeline.ipynb #384e8bc9
+@patch
+def write_params(self: RunFolder, params: BaseModel) -> Path:
+    path = self.file(None, 'params.json'); atomic_write(path, (params.model_dump_json(indent=1) + '\n').encode()); return path
+
+@patch
+def add_to_ledger(self: RunFolder, counts: dict[str, dict]) -> dict:
+    "Add this process's per-tag counts to `ledger.json` (numbers summed, `failures` summed per kind); returns the total."
+    total = self.read_json(None, 'ledger.json', {})
+    for tag, s in counts.items():
+        if tag == 'total': continue
+        t = total.setdefault(tag, {k: ({} if k == 'failures' else 0) for k in s})
+        for k, v in s.items():
+            t[k] = dict(Counter(t.get(k) or {}) + Counter(v)) if k == 'failures' else t.get(k, 0) + v
+    self.write_json(None, 'ledger.json', total, indent=1)
+    return total

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/14_rollout.ipynb #80abaaf2
 from __future__ import annotations
-import asyncio, json, random, re, time
+import asyncio, json, random, re, string, time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
@@ -16,10 +16,13 @@ from .schema import (Action, Message, Task, Tool, ToolCall, ToolCallError, ToolE
                              assistant, canonical_json, content_hash, system, user, validate_arguments)
 
 # %% auto #0
-__all__ = ['EMULATOR_PROMPT', 'FAILURE_MESSAGES', 'STOP_TOKENS', 'USER_PROMPT', 'INVALID_CALL_ERRORS', 'error_result',
-           'ToolExecutor', 'EnvExecutor', 'MCPExecutor', 'EmulatedOutput', 'EmulatedExecutor', 'offline_tool_emulator',
-           'HybridExecutor', 'UserTurn', 'read_user_text', 'ScriptedUser', 'LLMUser', 'offline_user_simulator',
-           'offline_teacher', 'PolicyTurn', 'Policy', 'LLMPolicy', 'OraclePolicy', 'DoNothingPolicy', 'EpisodeLimits',
+__all__ = ['EMULATOR_PROMPT', 'FAILURE_MESSAGES', 'CONSISTENCY_SCOPES', 'STOP_TOKENS', 'USER_PROMPT', 'SYNTHAGENT_USER_PROMPT',
+           'USER_PROMPTS', 'USER_PROMPT_PLACEHOLDERS', 'USER_VARIANTS', 'INVALID_CALL_ERRORS', 'ANSWER_PATTERN',
+           'error_result', 'ToolExecutor', 'EnvExecutor', 'MCPExecutor', 'EmulatedOutput', 'ConsistencyMap',
+           'EmulatedExecutor', 'offline_tool_emulator', 'ConsistencyMaps', 'HybridExecutor', 'UserTurn',
+           'read_user_text', 'ScriptedUser', 'user_prompt_template', 'LLMUser', 'offline_user_simulator',
+           'reveal_next_sentence', 'offline_teacher', 'task_hidden_context', 'task_user_queries', 'user_for_task',
+           'PolicyTurn', 'Policy', 'LLMPolicy', 'OraclePolicy', 'DoNothingPolicy', 'EpisodeLimits', 'extract_answer',
            'run_episode', 'env_system_prompt', 'rollout_env']
 
 # %% ../../nbs/core/14_rollout.ipynb #4cabc7e0
@@ -83,21 +86,53 @@ Earlier calls in this session (call -> answer):
 FAILURE_MESSAGES = {'timeout': '{name}: no response from the service within the time limit',
                     'unavailable': '{name}: the service is unreachable'}
 
+# %% ../../nbs/core/14_rollout.ipynb #ae05f43e
+class ConsistencyMap:
+    """Tool calls (canonical JSON keys) → the answers given, in the order recorded. Several executors may share one;
+    a new call is answered once, under a lock per key, however many askers make it concurrently."""
+    def __init__(self):
+        self.entries: dict[str, ToolResult] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._askers: Counter = Counter()         # askers holding or waiting for each key's lock
+    def __len__(self) -> int: return len(self.entries)
+    def __contains__(self, key: str) -> bool: return key in self.entries
+    def items(self): return self.entries.items()
+
+    async def get_or_create(self, key: str, make: Callable[[], Awaitable[tuple[ToolResult, bool]]]) -> tuple[ToolResult, bool]:
+        """`(answer, fresh)`: the recorded answer for `key` (`fresh=False`), or `await make()` → `(answer, keep)`,
+        recorded when `keep` (`fresh=True`). Askers of a key take turns on its lock, so only the first one makes it."""
+        if key in self.entries: return self.entries[key], False
+        lock = self._locks.setdefault(key, asyncio.Lock()); self._askers[key] += 1
+        try:
+            async with lock:
+                if key in self.entries: return self.entries[key], False
+                answer, keep = await make()
+                if keep: self.entries[key] = answer
+                return answer, True
+        finally:
+            self._askers[key] -= 1
+            if not self._askers[key]: del self._askers[key], self._locks[key]     # no lock outlives its askers
+
 # %% ../../nbs/core/14_rollout.ipynb #7ba0c201
 class EmulatedExecutor(ToolExecutor):
     """Tools played by an LLM from their documentation, one instance per episode. Identical calls get identical
-    answers (the per-episode `world` map); `failure_rate` of the calls fail with a timeout or an unreachable
-    service, drawn from `random.Random(seed)` in call order."""
+    answers from `world`, a `ConsistencyMap` (a fresh one per episode unless one is passed: pass a task's map to share
+    it across the task's rollouts); `failure_rate` of the calls fail with a timeout or an unreachable service, drawn
+    from `random.Random(seed)` in call order. With `query` (the task's instruction), the emulator prompt shows it with
+    probability `query_visibility`, drawn once per episode from `seed`."""
     def __init__(self, client: LLMClient, tools: Iterable[Tool | dict], *, failure_rate: float = 0.0, seed: int = 0,
                  context: str = '', history: int = 20, tag: str = 'tool_emulator', failure_kinds=('timeout', 'unavailable'),
-                 **sampling):
+                 world: ConsistencyMap | None = None, query: str | None = None, query_visibility: float = 1.0, **sampling):
         if not 0 <= failure_rate <= 1: raise ValueError(f'failure_rate must be in [0, 1], got {failure_rate}')
+        if not 0 <= query_visibility <= 1: raise ValueError(f'query_visibility must be in [0, 1], got {query_visibility}')
         self.client, self.tools = client, [Tool.parse(t) for t in tools]
         self.by_name = {t.name: t for t in self.tools}
         self.failure_rate, self.failure_kinds, self.rng = failure_rate, tuple(failure_kinds), random.Random(seed)
         self.context, self.history, self.tag, self.sampling = context, history, tag, sampling
-        self.world: dict[str, ToolResult] = {}          # canonical (tool, arguments) -> the answer given
-        self._inflight: dict[str, asyncio.Future] = {}
+        self.world = ConsistencyMap() if world is None else world      # canonical (tool, arguments) -> the answer given
+        self.query = query
+        self.query_visible = bool(query) and random.Random(f'query_visibility:{seed}').random() < query_visibility
+        self.asked: dict[str, None] = {}                                # this episode's calls, in order (info)
         self.stats = Counter()
 
     async def call_many(self, calls: list[ToolCall]) -> list[ToolResult]:
@@ -116,35 +151,36 @@ class EmulatedExecutor(ToolExecutor):
             kind = self.rng.choice(self.failure_kinds); self.stats[f'injected_{kind}'] += 1
             return error_result(call, kind, FAILURE_MESSAGES.get(kind, '{name}: ' + kind).format(name=call.name))
         key = canonical_json({'name': call.name, 'arguments': args})
-        if key in self.world: self.stats['consistent_repeats'] += 1; return self.world[key].model_copy(update={'call_id': call.id})
-        if key not in self._inflight: self._inflight[key] = asyncio.ensure_future(self._emulate(tool, args, key))
-        else: self.stats['consistent_repeats'] += 1
-        res = await asyncio.shield(self._inflight[key])
+        self.asked.setdefault(key)
+        res, fresh = await self.world.get_or_create(key, lambda: self._emulate(tool, args))
+        if not fresh: self.stats['consistent_repeats'] += 1
         return res.model_copy(update={'call_id': call.id})
 
     def _prompt(self, tool: Tool, args: dict) -> list[Message]:
         earlier = list(self.world.items())[-self.history:] if self.history else []
         history = '\n'.join(f'{k} -> {r.content()}' for k, r in earlier) or '(none)'
-        context = f'\nContext of this session:\n{self.context}\n' if self.context else ''
+        query = f"\nThe user's request in this session:\n{self.query}\n" if self.query_visible else ''
+        context = query + (f'\nContext of this session:\n{self.context}\n' if self.context else '')
         sys_text = EMULATOR_PROMPT.format(name=tool.name, schema=json.dumps(tool.model_dump(mode='json')['function'], ensure_ascii=False),
                                           context=context, history=history)
         return [system(sys_text), user(canonical_json({'name': tool.name, 'arguments': args}))]
 
-    async def _emulate(self, tool: Tool, args: dict, key: str) -> ToolResult:
+    async def _emulate(self, tool: Tool, args: dict) -> tuple[ToolResult, bool]:
+        "Ask the emulator model: `(result, keep)`; a failed request is an `internal_error` result, not kept."
         try:
             r = await self.client.chat(self._prompt(tool, args), response_model=EmulatedOutput, tag=self.tag, **self.sampling)
         except LLMError as e:
-            self.stats['emulator_failures'] += 1; self._inflight.pop(key, None)
-            return ToolResult(call_id='', name=tool.name, error=ToolError(type='internal_error', message=f'tool emulator failed: {type(e).__name__}'))
+            self.stats['emulator_failures'] += 1
+            return ToolResult(call_id='', name=tool.name, error=ToolError(type='internal_error', message=f'tool emulator failed: {type(e).__name__}')), False
         out: EmulatedOutput = r.parsed
-        res = ToolResult(call_id='', name=tool.name, output=None if out.error else out.output,
-                         error=ToolError(type='execution_error', message=out.error) if out.error else None)
-        self.world[key] = res; self._inflight.pop(key, None); self.stats['emulated'] += 1
-        return res
+        self.stats['emulated'] += 1
+        return ToolResult(call_id='', name=tool.name, output=None if out.error else out.output,
+                          error=ToolError(type='execution_error', message=out.error) if out.error else None), True
 
     def info(self) -> dict:
-        return {'emulator': dict(self.stats), 'world': [{'call': json.loads(k), 'result': r.content(), 'error': r.error is not None}
-                                                        for k, r in self.world.items()]}
+        "Stats, and the world as this episode saw it (the calls it made, in the map's order)."
+        world = [{'call': json.loads(k), 'result': r.content(), 'error': r.error is not None} for k, r in self.world.items() if k in self.asked]
+        return {'emulator': dict(self.stats), 'world': world} | ({'query_visible': self.query_visible} if self.query else {})
 
 # %% ../../nbs/core/14_rollout.ipynb #9531a7de
 def offline_tool_emulator(req: ChatRequest) -> EmulatedOutput:
@@ -152,6 +188,20 @@ def offline_tool_emulator(req: ChatRequest) -> EmulatedOutput:
     call = json.loads(req.messages[-1].content)
     return EmulatedOutput(output={'emulated': 'offline', 'tool': call['name'], 'arguments': call['arguments'],
                                   'id': content_hash(call, 8)})
+
+# %% ../../nbs/core/14_rollout.ipynb #08503f03
+CONSISTENCY_SCOPES = ('episode', 'task')
+
+class ConsistencyMaps:
+    "Consistency maps by `scope`: a fresh map per episode (`'episode'`), or one per task id shared by its rollouts (`'task'`)."
+    def __init__(self, scope: str = 'episode'):
+        if scope not in CONSISTENCY_SCOPES: raise ValueError(f'unknown consistency scope {scope!r}: choose one of {list(CONSISTENCY_SCOPES)}')
+        self.scope, self.by_task = scope, {}
+    def for_task(self, task_id: str) -> ConsistencyMap:
+        "The map an episode of task `task_id` uses."
+        if self.scope == 'episode': return ConsistencyMap()
+        if not task_id: raise ValueError('a task-scoped consistency map needs a task id')
+        return self.by_task.setdefault(task_id, ConsistencyMap())
 
 # %% ../../nbs/core/14_rollout.ipynb #b012c973
 class HybridExecutor(ToolExecutor):
@@ -212,12 +262,49 @@ agent offers to transfer you to a human and you want that, end with ###TRANSFER#
 {private}
 </private>"""
 
+# %% ../../nbs/core/14_rollout.ipynb #eb724171
+SYNTHAGENT_USER_PROMPT = """You are a user asking an AI assistant for help with a task. You know the task and some background
+the assistant cannot see. Reply in ONE short sentence per turn. Reveal the background gradually: only the piece the
+assistant's last message asks about, never the whole task or background at once. Never suggest solutions, steps or
+tools; never invent facts you were not given (if asked something the background does not cover, say you do not
+know). When the assistant has completed the task, or it cannot be done, end with ###STOP###.
+<instruction>
+{instruction}
+</instruction>
+<private>
+{private}
+</private>"""
+
+USER_PROMPTS = {'customer': USER_PROMPT, 'synthagent': SYNTHAGENT_USER_PROMPT}
+
+# %% ../../nbs/core/14_rollout.ipynb #caa84f58
+USER_PROMPT_PLACEHOLDERS = ('instruction', 'private')
+
+def user_prompt_template(variant: str | None = None, template: str | None = None) -> str:
+    "The user simulator's prompt template: `USER_PROMPTS[variant]` (default `'customer'`), or your own checked `template`."
+    if template is None:
+        if (variant or 'customer') not in USER_PROMPTS:
+            raise ValueError(f'unknown user prompt variant {variant!r}: choose one of {sorted(USER_PROMPTS)} or pass template=')
+        return USER_PROMPTS[variant or 'customer']
+    if variant is not None: raise ValueError('give a user prompt variant or a template, not both')
+    try: fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+    except ValueError as e: raise ValueError(f'user prompt template is not a format string ({e}); write literal braces as {{{{ and }}}}') from None
+    if missing := [p for p in USER_PROMPT_PLACEHOLDERS if '{' + p + '}' not in template]:
+        raise ValueError(f'user prompt template lacks placeholder(s) {missing}; it needs {list(USER_PROMPT_PLACEHOLDERS)}')
+    if unknown := sorted(fields - set(USER_PROMPT_PLACEHOLDERS)):
+        raise ValueError(f'user prompt template has unknown placeholder(s) {unknown}; only {list(USER_PROMPT_PLACEHOLDERS)} exist')
+    return template
+
+# %% ../../nbs/core/14_rollout.ipynb #996b99e0
 class LLMUser:
-    "A user played by an LLM with a goal (`instruction`) and private facts the agent cannot see."
-    def __init__(self, client: LLMClient, instruction: str, private: dict | str | None = None, tag: str = 'user_simulator', **sampling):
+    """A user played by an LLM with a goal (`instruction`) and private facts the agent cannot see. The system prompt is
+    a named `variant` of `USER_PROMPTS` (default `'customer'`) or your own `template` (see `user_prompt_template`)."""
+    def __init__(self, client: LLMClient, instruction: str, private: dict | str | None = None, tag: str = 'user_simulator', *,
+                 variant: str | None = None, template: str | None = None, **sampling):
         private = private if isinstance(private, str) else json.dumps(private or {}, ensure_ascii=False, sort_keys=True)
         self.client, self.tag, self.sampling = client, tag, sampling
-        self.prompt = USER_PROMPT.format(instruction=instruction, private=private)
+        self.variant = 'custom' if template is not None else variant or 'customer'
+        self.prompt = user_prompt_template(variant, template).format(instruction=instruction, private=private)
 
     def _view(self, messages: list[Message]) -> list[Message]:
         "The conversation as the user sees it: roles swapped, tool traffic and the agent's system prompt left out."
@@ -236,20 +323,56 @@ class LLMUser:
 
 # %% ../../nbs/core/14_rollout.ipynb #9501177d
 def offline_user_simulator(req: ChatRequest) -> str:
-    "Offline-teacher responder for `user_simulator`: opens with the instruction, answers questions from the private facts, then stops."
+    """Offline-teacher responder for `user_simulator`: opens with the instruction, answers questions from the private
+    facts (a dict: the facts asked about; text: its next sentence), then stops."""
     prompt = req.messages[0].content or ''
-    instruction = re.search(r'<instruction>\n(.*?)\n</instruction>', prompt, re.S).group(1)
-    private = json.loads(re.search(r'<private>\n(.*?)\n</private>', prompt, re.S).group(1) or '{}')
+    found = [re.search(rf'<{t}>\n(.*?)\n</{t}>', prompt, re.S) for t in ('instruction', 'private')]
+    if not all(found): raise ValueError('offline user simulator: the prompt has no <instruction> and <private> blocks to read')
+    instruction, private_text = (m.group(1) for m in found)
+    try: private = json.loads(private_text or '{}')
+    except json.JSONDecodeError: private = None
     agent_said = [m.content or '' for m in req.messages[1:] if m.role == 'user']
     if len(req.messages) <= 2 and agent_said[-1:] == ['(The agent is waiting. Write your first message.)']: return instruction
     last = agent_said[-1] if agent_said else ''
+    if not isinstance(private, dict): return reveal_next_sentence(private_text, req.messages) if '?' in last else 'Thank you. ###STOP###'
     asked = [k for k in sorted(private) if k.replace('_', ' ') in last.lower() or k in last] if '?' in last else []
     if asked: return ' '.join(f'My {k.replace("_", " ")} is {private[k]}.' for k in asked)
     return 'Thank you. ###STOP###'
 
+def reveal_next_sentence(background: str, messages: list[Message]) -> str:
+    "The first sentence of `background` the user (`assistant` role in its own view) has not said yet."
+    said = {m.content for m in messages if m.role == 'assistant'}
+    sentences = [s for s in re.split(r'(?<=[.!?])\s+', background.strip()) if s]
+    return next((s for s in sentences if s not in said), "I don't know more than that.")
+
 def offline_teacher() -> OfflineTeacher:
     "An offline teacher with this module's responders registered (`tool_emulator`, `user_simulator`)."
     return OfflineTeacher({'tool_emulator': offline_tool_emulator, 'user_simulator': offline_user_simulator})
+
+# %% ../../nbs/core/14_rollout.ipynb #c95e3c18
+USER_VARIANTS = ('customer', 'synthagent', 'scripted')
+
+def task_hidden_context(task: Task) -> str | dict:
+    "What only the task's user knows: its `hidden_context` (SynthAgent's C), else its `user_context` facts."
+    return getattr(task, 'hidden_context', None) or task.user_context.get('hidden_context') or task.user_context
+
+def task_user_queries(task: Task) -> list[str]:
+    "The user's per-turn queries (EnvFactory's `user_queries`), else the instruction alone."
+    queries = getattr(task, 'user_queries', None) or task.user_context.get('user_queries')
+    if isinstance(queries, str) or not all(isinstance(q, str) for q in queries or []):
+        raise ValueError(f'user_queries must be a list of strings, got {queries!r}')
+    return list(queries) if queries else [task.instruction]
+
+# %% ../../nbs/core/14_rollout.ipynb #2136c3b5
+def user_for_task(task: Task, variant: str = 'customer', client: LLMClient | None = None, **kwargs):
+    """The user of `task`: `'customer'` (an `LLMUser` with the instruction and `user_context`), `'synthagent'` (an `LLMUser`
+    with the instruction and the hidden context only) or `'scripted'` (a `ScriptedUser` replaying the per-turn queries).
+    `kwargs` go to the user's constructor (`tag` and sampling for the LLM users, `final` for the scripted one)."""
+    if variant not in USER_VARIANTS: raise ValueError(f'unknown user variant {variant!r}: choose one of {list(USER_VARIANTS)}')
+    if variant == 'scripted': return ScriptedUser(task_user_queries(task), **kwargs)
+    if client is None: raise ValueError(f'the {variant!r} user is played by an LLM: pass client=')
+    private = task_hidden_context(task) if variant == 'synthagent' else task.user_context
+    return LLMUser(client, task.instruction, private, variant=variant, **kwargs)
 
 # %% ../../nbs/core/14_rollout.ipynb #8c4f6162
 @dataclass
@@ -296,6 +419,7 @@ class EpisodeLimits:
     max_turns: int = 30
     max_tokens: int | None = None
     max_tool_calls: int | None = 100
+    stop_on_answer: bool = False     # end when the assistant writes a complete <answer>...</answer>
 
 INVALID_CALL_ERRORS = ('invalid_json', 'invalid_arguments', 'unknown_tool')
 
@@ -303,15 +427,22 @@ def _call_record(call: ToolCall, res: ToolResult) -> dict:
     return {'name': call.name, 'valid': not (res.error and res.error.type in INVALID_CALL_ERRORS),
             'error': res.error.type if res.error else None}
 
+# %% ../../nbs/core/14_rollout.ipynb #943b9c46
+ANSWER_PATTERN = re.compile(r'<answer>((?:(?!<answer>).)*?)</answer>', re.S)
+
+def extract_answer(text: str | None) -> str | None:
+    "The last complete, non-empty `<answer>...</answer>` in `text`, stripped; None if there is none."
+    return next((a for a in reversed([m.strip() for m in ANSWER_PATTERN.findall(text or '')]) if a), None)
+
 # %% ../../nbs/core/14_rollout.ipynb #770d8261
 async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *, task: Task | None = None,
                       system_prompt: str | None = None, limits: EpisodeLimits = EpisodeLimits(), info: dict | None = None) -> Trajectory:
     """One episode: the user (or `task.instruction` when there is no user) opens, then policy turns, tool calls and
-    user replies alternate until a termination rule fires. Returns the `Trajectory` with `info['termination']`,
+    user replies alternate until a termination rule fires (see `EpisodeLimits`). Returns the `Trajectory` with `info['termination']`,
     per-turn records and the executor's final state hash."""
     if user_sim is None and task is None: raise ValueError('run_episode needs a user simulator or a task (whose instruction opens)')
     messages = [system(system_prompt)] if system_prompt else []
-    turns, termination, error, tokens, n_calls = [], None, None, 0, 0
+    turns, termination, error, tokens, n_calls, answer = [], None, None, 0, 0, None
     t0 = time.perf_counter()
     try: messages.append(user(await user_sim.opening() if user_sim else task.instruction))
     except LLMError as e: termination, error = 'user_error', f'{type(e).__name__}: {e}'
@@ -329,8 +460,9 @@ async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *, 
             messages += [r.model_copy(update={'call_id': c.id}).to_message() for c, r in zip(calls, results)]
             rec['tool_calls'], rec['tool_latency_s'] = [_call_record(c, r) for c, r in zip(calls, results)], time.perf_counter() - t
             n_calls += len(calls)
-        elif user_sim is None: termination = 'no_tool_call'
-        else:
+        if limits.stop_on_answer and (answer := extract_answer(turn.message.content)) is not None: termination = 'answer'
+        elif not calls and user_sim is None: termination = 'no_tool_call'
+        elif not calls:
             t = time.perf_counter()
             try: reply = await user_sim.reply(messages)
             except LLMError as e: termination, error = 'user_error', f'{type(e).__name__}: {e}'; break
@@ -346,7 +478,7 @@ async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *, 
     meta = {'termination': termination, 'error': error, 'turns': turns, 'wall_s': time.perf_counter() - t0,
             'tool_calls': len(calls), 'invalid_tool_calls': sum(not c['valid'] for c in calls),
             'tool_errors': sum(c['error'] is not None for c in calls), 'completion_tokens': tokens,
-            'prompt_tokens': sum(r.get('prompt_tokens', 0) for r in turns)}
+            'prompt_tokens': sum(r.get('prompt_tokens', 0) for r in turns)} | ({'answer': answer} if limits.stop_on_answer else {})
     return Trajectory(task_id=task.id if task else None, tools=executor.tools, messages=messages,
                       final_state_hash=executor.state_hash(), info=meta | executor.info() | (info or {}))
 

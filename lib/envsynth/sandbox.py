@@ -123,7 +123,7 @@ def _load_module(name: str, code: str):
 
 # %% ../../nbs/core/10_sandbox.ipynb #8f11bcd1
 def _serve(proto_in: int, proto_out: int, cfg: dict) -> None:
-    from envsynth.envs import EnvRuntime, _exception_result, output_size_over
+    from envsynth.envs import EnvRuntime, exception_result, output_size_over
     runtimes: dict[str, EnvRuntime] = {}
     max_out = cfg['limits']['max_output_bytes']
     while True:
@@ -158,7 +158,7 @@ def _serve(proto_in: int, proto_out: int, cfg: dict) -> None:
             else: reply = {'error': {'type': 'internal_error', 'message': f'unknown op {op!r}'}}
         except BaseException as e:
             if isinstance(e, KeyboardInterrupt): raise
-            reply = {**_exception_result(req.get('func') or req.get('toolkit') or op, e), 'recycle': isinstance(e, (MemoryError, SystemExit))}
+            reply = {**exception_result(req.get('func') or req.get('toolkit') or op, e), 'recycle': isinstance(e, (MemoryError, SystemExit))}
         err = reply['ok'].get('error', {}) if isinstance(reply.get('ok'), dict) else reply.get('error', {})
         if err.get('type') == 'resource_limit': reply['recycle'] = True
         if err.get('type') == 'import_error': err['message'] += ' (modules a worker did not import before lock-down may be unreadable: add them to SandboxLimits.preload)'

@@ -9,13 +9,14 @@ from functools import lru_cache
 from typing import Any, Iterator, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 # %% auto #0
-__all__ = ['Role', 'ErrorType', 'canonical_json', 'content_hash', 'ToolSchemaError', 'check_parameters_schema', 'FunctionSchema',
-           'Tool', 'ArgumentError', 'validate_arguments', 'ToolCallError', 'FunctionCall', 'ToolCall', 'Message',
-           'system', 'user', 'assistant', 'tool_message', 'ToolError', 'ToolResult', 'Action', 'Task', 'Trajectory',
-           'check_trajectory']
+__all__ = ['Role', 'ErrorType', 'SUPERVISION_FIELDS', 'canonical_json', 'content_hash', 'ToolSchemaError',
+           'check_parameters_schema', 'check_output_schema', 'FunctionSchema', 'Tool', 'ArgumentError',
+           'validate_arguments', 'validate_output', 'ToolCallError', 'FunctionCall', 'ToolCall', 'Message', 'system',
+           'user', 'assistant', 'tool_message', 'ToolError', 'ToolResult', 'Action', 'SubQuestion', 'RubricItem',
+           'MaskedArgument', 'Task', 'Trajectory', 'check_trajectory']
 
 # %% ../../nbs/core/01_schema.ipynb #e5dfab2a
 def _normalize(obj: Any) -> Any:
@@ -63,13 +64,25 @@ def check_parameters_schema(params: Any, tool_name: str = '?') -> dict:
     if missing: raise ToolSchemaError(f'tool {tool_name!r}: required parameters {missing} are not in properties')
     return params
 
+# %% ../../nbs/core/01_schema.ipynb #93b19074
+def check_output_schema(schema: Any, tool_name: str = '?') -> dict:
+    "Validate a tool's `output_schema`: a JSON Schema (draft 2020-12) given as a JSON object, of any type."
+    if not isinstance(schema, dict):
+        raise ToolSchemaError(f'tool {tool_name!r}: output_schema must be a JSON Schema object, got {type(schema).__name__}')
+    problem = _metaschema_problem(json.dumps(schema, sort_keys=True, default=str))
+    if problem: raise ToolSchemaError(f'tool {tool_name!r}: output_schema is not a valid JSON Schema at {problem}')
+    missing = [r for r in schema.get('required', []) if 'properties' in schema and r not in schema['properties']]
+    if missing: raise ToolSchemaError(f'tool {tool_name!r}: output_schema requires {missing}, which are not in its properties')
+    return schema
+
 # %% ../../nbs/core/01_schema.ipynb #6901380f
 class FunctionSchema(BaseModel):
-    "The `function` part of an OpenAI tool: name, description and a JSON Schema for the arguments."
+    "The `function` part of an OpenAI tool: name, description, a JSON Schema for the arguments and, optionally, one for the result."
     model_config = ConfigDict(extra='allow', frozen=True)
     name: str
     description: str = ''
     parameters: dict = Field(default_factory=lambda: {'type': 'object', 'properties': {}})
+    output_schema: dict | None = None       # JSON Schema of the result (MCP: `outputSchema`)
 
     @field_validator('name')
     @classmethod
@@ -77,9 +90,26 @@ class FunctionSchema(BaseModel):
         if not _TOOL_NAME.match(v): raise ToolSchemaError(f'invalid tool name {v!r}: use letters, digits, _ . - (max 128), not starting with a digit')
         return v
 
+    @model_validator(mode='before')
+    @classmethod
+    def _mcp_output_schema(cls, data):
+        if not isinstance(data, dict) or 'outputSchema' not in data: return data
+        data = dict(data); alias = data.pop('outputSchema')
+        if data.get('output_schema') is not None and data['output_schema'] != alias:
+            raise ToolSchemaError(f"tool {data.get('name')!r}: outputSchema and output_schema are both given and differ")
+        return {**data, 'output_schema': alias}
+
     @model_validator(mode='after')
     def _params(self):
-        check_parameters_schema(self.parameters, self.name); return self
+        check_parameters_schema(self.parameters, self.name)
+        if self.output_schema is not None: check_output_schema(self.output_schema, self.name)
+        return self
+
+    @model_serializer(mode='wrap')
+    def _dump(self, handler):
+        out = handler(self)        # no output schema: no `output_schema` key, so such a tool dumps as it always has
+        if isinstance(out, dict) and 'output_schema' in out and out['output_schema'] is None: del out['output_schema']
+        return out
 
 # %% ../../nbs/core/01_schema.ipynb #18195e16
 def _schema_problem(name, err: ValidationError) -> str:
@@ -118,8 +148,8 @@ class Tool(BaseModel):
         except ValidationError as e: raise ToolSchemaError(_schema_problem(fn.get('name'), e)) from None
 
     def to_openai(self) -> dict:
-        "The tool as the dict the OpenAI API (and vLLM, and chat templates) expect."
-        return self.model_dump(mode='json', exclude_none=True)
+        "The tool as the dict the OpenAI API (and vLLM, and chat templates) expect: without the output schema."
+        return self.model_dump(mode='json', exclude_none=True, exclude={'function': {'output_schema'}})
 
 # %% ../../nbs/core/01_schema.ipynb #83722d3d
 class ArgumentError(BaseModel):
@@ -164,6 +194,15 @@ def validate_arguments(tool: Tool, arguments: dict | str | None, strict: bool = 
     v = _validator(json.dumps(params, sort_keys=True))
     errs = sorted(v.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     return [_describe(e, params) for e in errs]
+
+# %% ../../nbs/core/01_schema.ipynb #18ab1589
+def validate_output(tool: Tool, output: Any) -> list[ArgumentError]:
+    "Problems with `output` (a tool's result as a JSON value) against `tool`'s output schema; [] if valid or if there is none."
+    schema = tool.function.output_schema
+    if schema is None: return []
+    errs = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(output),
+                  key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [ArgumentError(path=_json_path(e.absolute_path), message=e.message) for e in errs]
 
 # %% ../../nbs/core/01_schema.ipynb #6c024314
 class ToolCallError(ValueError):
@@ -268,8 +307,104 @@ class Action(BaseModel):
 
     def to_tool_call(self, index: int = 0) -> ToolCall: return ToolCall.make(self.name, self.arguments, index=index)
 
+# %% ../../nbs/core/01_schema.ipynb #93e854fc
+def _nonblank(what: str, v: str) -> str:
+    if not v.strip(): raise ValueError(f'{what} is empty')
+    return v
+
+class SubQuestion(BaseModel):
+    "One step of an ASTRA question decomposition: the sub-question, its hop, its dependencies and its gold answer."
+    model_config = ConfigDict(frozen=True)
+    id: str
+    question: str
+    hop: int = Field(ge=1)
+    parallel: bool = False                  # can run alongside the other sub-questions of its hop
+    depends_on: list[str] = Field(default_factory=list)
+    answer: str | None = None
+    needs_tool: bool = True
+
+    @model_validator(mode='after')
+    def _text(self):
+        _nonblank('sub-question id', self.id); _nonblank(f'sub-question {self.id!r}', self.question); return self
+
+# %% ../../nbs/core/01_schema.ipynb #05de4d65
+class RubricItem(BaseModel):
+    "One item of a SynthAgent rubric: a sub-goal to reach, or an interaction the agent must have with the user."
+    model_config = ConfigDict(frozen=True)
+    kind: Literal['subgoal', 'interaction']
+    text: str
+
+    @model_validator(mode='after')
+    def _text(self): _nonblank(f'{self.kind} rubric item', self.text); return self
+
+class MaskedArgument(BaseModel):
+    "An argument of gold call `call_index` whose exact value does not matter: the trace reward does not compare it."
+    model_config = ConfigDict(frozen=True)
+    call_index: int = Field(ge=0)
+    tool: str
+    argument: str
+    value: Any
+
+# %% ../../nbs/core/01_schema.ipynb #f4d5ce4c
+def _dependency_cycle(deps: dict[str, list[str]]) -> list[str] | None:
+    "A cycle `[a, b, ..., a]` of the graph `deps` (node -> nodes it depends on), or None if it is a DAG."
+    done, path = set(), []
+    def visit(n):
+        if n in path: return path[path.index(n):] + [n]
+        if n in done: return None
+        path.append(n)
+        for d in deps[n]:
+            if cycle := visit(d): return cycle
+        path.pop(); done.add(n)
+    return next((c for n in deps if (c := visit(n))), None)
+
+def _check_sub_questions(subs: list[SubQuestion]):
+    ids = [q.id for q in subs]
+    if dup := sorted({i for i in ids if ids.count(i) > 1}): raise ValueError(f'sub_questions: duplicate ids {dup}')
+    by_id = {q.id: q for q in subs}
+    for q in subs:
+        if unknown := [d for d in q.depends_on if d not in by_id]:
+            raise ValueError(f'sub-question {q.id!r} depends on unknown ids {unknown}; the ids are {ids}')
+    if cycle := _dependency_cycle({q.id: q.depends_on for q in subs}):
+        raise ValueError(f"sub_questions: dependency cycle {' -> '.join(cycle)}")
+    for q in subs:
+        for d in q.depends_on:
+            if by_id[d].hop >= q.hop:
+                raise ValueError(f'sub-question {q.id!r} (hop {q.hop}) depends on {d!r} (hop {by_id[d].hop}): a dependency must come at an earlier hop')
+
+# %% ../../nbs/core/01_schema.ipynb #d9d432a7
+def _check_masked_arguments(masked: list[MaskedArgument], gold: list[Action]):
+    seen = set()
+    for m in masked:
+        where = f'masked argument {m.argument!r} of call {m.call_index}'
+        if m.call_index >= len(gold): raise ValueError(f'{where}: the task has only {len(gold)} gold actions')
+        call = gold[m.call_index]
+        if m.tool != call.name: raise ValueError(f'{where}: names tool {m.tool!r}, but gold call {m.call_index} is {call.name!r}')
+        if m.argument not in call.arguments: raise ValueError(f'{where}: {call.name!r} is called without it; its arguments are {sorted(call.arguments)}')
+        if canonical_json(m.value) != canonical_json(call.arguments[m.argument]):
+            raise ValueError(f'{where}: value {m.value!r} is not the gold value {call.arguments[m.argument]!r}')
+        if (m.call_index, m.argument) in seen: raise ValueError(f'{where}: masked twice')
+        seen.add((m.call_index, m.argument))
+
+# %% ../../nbs/core/01_schema.ipynb #4fa71cfe
+def _check_supervision(t: Task):
+    if t.sub_questions is not None: _check_sub_questions(t.sub_questions)
+    if t.hidden_context is not None: _nonblank('hidden_context', t.hidden_context)
+    if t.rubric is not None and not any(r.kind == 'subgoal' for r in t.rubric): raise ValueError('rubric: a rubric needs at least one sub-goal')
+    for i, b in enumerate(t.forbidden_behaviors or []): _nonblank(f'forbidden_behaviors[{i}]', b)
+    if t.user_queries is not None:
+        if not t.user_queries: raise ValueError('user_queries is an empty list: give one query per turn, or None')
+        for i, q in enumerate(t.user_queries): _nonblank(f'user_queries[{i}]', q)
+        if t.user_queries[0] != t.instruction:
+            raise ValueError(f'user_queries[0] must be the instruction (the first turn), got {t.user_queries[0]!r:.80} for {t.instruction!r:.80}')
+    if t.masked_arguments is not None: _check_masked_arguments(t.masked_arguments, t.gold_actions)
+
+# %% ../../nbs/core/01_schema.ipynb #22e0d1a8
+SUPERVISION_FIELDS = ('sub_questions', 'final_answer', 'hidden_context', 'rubric', 'forbidden_behaviors',
+                      'user_queries', 'masked_arguments')
+
 class Task(BaseModel):
-    "A task: instruction, allowed tools, initial state, gold actions and gold end-state hash."
+    "A task: instruction, allowed tools, initial state, gold actions, gold end-state hash, and each paper's supervision."
     id: str = ''
     env_id: str | None = None
     instruction: str
@@ -279,11 +414,40 @@ class Task(BaseModel):
     gold_state_hash: str | None = None
     user_context: dict = Field(default_factory=dict)
     metadata: dict = Field(default_factory=dict)
+    sub_questions: list[SubQuestion] | None = None           # ASTRA: the decomposition, a DAG over sub-question ids
+    final_answer: str | None = None                         # ASTRA: the gold answer
+    hidden_context: str | None = None                       # SynthAgent: known only to the simulated user
+    rubric: list[RubricItem] | None = None                  # SynthAgent: sub-goals and required user interactions
+    forbidden_behaviors: list[str] | None = None            # SynthAgent: any of them zeroes the reward
+    user_queries: list[str] | None = None                   # EnvFactory: one user query per turn; [0] = instruction
+    masked_arguments: list[MaskedArgument] | None = None    # EnvFactory: gold-call arguments the trace reward ignores
 
     @model_validator(mode='after')
     def _id(self):
+        _check_supervision(self)
         if not self.id: self.id = 'task_' + content_hash(self.model_dump(mode='json', exclude={'id', 'metadata'}), 12)
         return self
+
+    @model_serializer(mode='wrap')
+    def _dump(self, handler):
+        out = handler(self)          # unset supervision is left out: the dump (and the id) of a task without it is unchanged
+        if isinstance(out, dict):
+            for k in SUPERVISION_FIELDS:
+                if k in out and out[k] is None: del out[k]
+        return out
+
+    def rubric_sections(self) -> dict[str, list[str]]:
+        "The rubric as SynthAgent's three sections, the fields of `envsynth.rewards.Rubric`: forbidden, subgoals, interactions."
+        if self.rubric is None: raise ValueError(f'task {self.id} has no rubric')
+        return {'forbidden': list(self.forbidden_behaviors or []),
+                'subgoals': [r.text for r in self.rubric if r.kind == 'subgoal'],
+                'interactions': [r.text for r in self.rubric if r.kind == 'interaction']}
+
+    def masked_argument_names(self) -> list[list[str]]:
+        "For each gold action, the names of its masked arguments: the `masked` argument of `envsynth.rewards.trace_reward`."
+        out = [[] for _ in self.gold_actions]
+        for m in self.masked_arguments or []: out[m.call_index].append(m.argument)
+        return out
 
 # %% ../../nbs/core/01_schema.ipynb #f1a08228
 class Trajectory(BaseModel):

@@ -7,36 +7,98 @@ from __future__ import annotations
 import configparser, os
 from functools import lru_cache
 from pathlib import Path
-from pydantic import BaseModel, ConfigDict, ValidationError
+from urllib.parse import urlparse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 # %% auto #0
-__all__ = ['SECTIONS', 'LLMSettings', 'EmbedSettings', 'SlurmSettings', 'PathSettings', 'Settings', 'SettingsError',
-           'find_settings_file', 'load_settings', 'get_settings']
+__all__ = ['LLM_ROLES', 'SECTIONS', 'LLM_SHORT_FORMS', 'LLMRoleSettings', 'LLMRoleConfig', 'LLMSettings', 'EmbedSettings',
+           'SlurmSettings', 'PathSettings', 'Settings', 'SettingsError', 'section_keys', 'find_settings_file',
+           'env_var', 'load_settings', 'get_settings']
 
 # %% ../../nbs/core/00_settings.ipynb #65aa3972
 class _Section(BaseModel):
     model_config = ConfigDict(extra='forbid', validate_assignment=True)
 
-class LLMSettings(_Section):
-    endpoint: str = ''                  # OpenAI-compatible base URL; '' = offline teacher
-    api_key_env: str = 'OPENAI_API_KEY' # name of the env var holding the key
-    model: str = 'offline-teacher'      # default model for every role
-    teacher_model: str = ''             # synthesis model ('' = `model`)
-    judge_model: str = ''               # reward/judge model ('' = `model`)
-    user_simulator_model: str = ''      # simulated user ('' = `model`)
-    max_concurrency: int = 16
-    timeout_s: float = 120.0
-    max_retries: int = 4
+def _check_endpoint(url: str) -> str:
+    "`url` if empty (not set) or an http(s) URL with a host; else a `ValueError` that shows the expected form."
+    parts = urlparse(url)
+    if url and (parts.scheme not in ('http', 'https') or not parts.netloc):
+        raise ValueError('endpoint must be an http(s) URL such as http://node12:8000/v1')
+    return url
+
+# %% ../../nbs/core/00_settings.ipynb #87cdfbba
+LLM_ROLES = ('teacher', 'judge', 'user_simulator', 'tool_emulator', 'policy')
+
+class LLMRoleSettings(_Section):
+    "`[llm.<role>]`: what one role changes from `[llm]`; empty ('' or None) = `[llm]`'s value."
+    endpoint: str = ''
+    api_key_env: str = ''
+    model: str = ''
+    max_concurrency: int | None = Field(None, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+    max_retries: int | None = Field(None, ge=0)
+
+    @field_validator('max_concurrency', 'timeout_s', 'max_retries', mode='before')
+    @classmethod
+    def _empty_is_unset(cls, v): return None if v == '' else v
+
+    @field_validator('endpoint')
+    @classmethod
+    def _url(cls, v: str) -> str: return _check_endpoint(v)
+
+# %% ../../nbs/core/00_settings.ipynb #d4965de7
+class LLMRoleConfig(BaseModel):
+    "One role's resolved LLM settings (see `LLMSettings.role`)."
+    model_config = ConfigDict(frozen=True)
+    role: str
+    endpoint: str
+    api_key_env: str
+    model: str
+    max_concurrency: int
+    timeout_s: float
+    max_retries: int
 
     @property
     def offline(self) -> bool:
-        "True when no endpoint is configured: the offline teacher answers every call."
+        "True when this role has no endpoint: the offline teacher answers its calls."
         return not self.endpoint
 
-    def model_for(self, role: str) -> str:
-        "Model name for `role` ('teacher', 'judge', 'user_simulator'), falling back to `model`."
-        return getattr(self, f'{role}_model', '') or self.model
+# %% ../../nbs/core/00_settings.ipynb #2589baa7
+class LLMSettings(_Section):
+    "`[llm]`: the defaults of every role; `[llm.<role>]` sections are the fields named after the roles."
+    endpoint: str = ''                  # OpenAI-compatible base URL; '' = offline teacher
+    api_key_env: str = 'OPENAI_API_KEY' # name of the env var holding the key
+    model: str = 'offline-teacher'      # model name of every role that names none
+    max_concurrency: int = Field(16, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    teacher: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    judge: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    user_simulator: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    tool_emulator: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    policy: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
 
+    @field_validator('endpoint')
+    @classmethod
+    def _url(cls, v: str) -> str: return _check_endpoint(v)
+
+    @property
+    def offline(self) -> bool:
+        "True when `[llm]` names no endpoint (a role may still name its own: check `role(name).offline`)."
+        return not self.endpoint
+
+    def role(self, role: str) -> LLMRoleConfig:
+        "The settings `role` uses: its `[llm.<role>]` values, `[llm]`'s where it sets none."
+        if role not in LLM_ROLES: raise ValueError(f'unknown LLM role {role!r}; the roles are: {", ".join(LLM_ROLES)}')
+        own = getattr(self, role)
+        value = lambda key: v if (v := getattr(own, key)) not in ('', None) else getattr(self, key)
+        return LLMRoleConfig(role=role, **{key: value(key) for key in LLMRoleSettings.model_fields})
+
+    def model_for(self, role: str) -> str:
+        "Model name for `role` (one of `LLM_ROLES`), falling back to `[llm] model`."
+        return self.role(role).model
+
+# %% ../../nbs/core/00_settings.ipynb #e4cbab03
 class EmbedSettings(_Section):
     model: str = 'all-MiniLM-L6-v2'
     device: str = 'cpu'
@@ -66,11 +128,19 @@ class Settings(_Section):
     source: Path | None = None          # the settings.ini these came from, if any
 
 # %% ../../nbs/core/00_settings.ipynb #5e61ac71
-SECTIONS = {'llm': LLMSettings, 'embed': EmbedSettings, 'slurm': SlurmSettings, 'paths': PathSettings}
+SECTIONS = {'llm': LLMSettings, **{f'llm.{r}': LLMRoleSettings for r in LLM_ROLES},
+            'embed': EmbedSettings, 'slurm': SlurmSettings, 'paths': PathSettings}
+LLM_SHORT_FORMS = {f'{r}_model': r for r in LLM_ROLES}   # [llm] judge_model = M  ==  [llm.judge] model = M
 
 class SettingsError(ValueError):
     "A settings file or environment variable that cannot be used, with where it came from."
 
+def section_keys(section: str) -> list[str]:
+    "The keys `[section]` accepts (the `[llm.<role>]` sections are sections of their own, not keys of `[llm]`)."
+    if section == 'llm': return sorted((set(LLMSettings.model_fields) - set(LLM_ROLES)) | set(LLM_SHORT_FORMS))
+    return sorted(SECTIONS[section].model_fields)
+
+# %% ../../nbs/core/00_settings.ipynb #c26c3635
 def find_settings_file(start: str | Path | None = None, environ: dict | None = None) -> Path | None:
     "`$ENVSYNTH_SETTINGS`, else the nearest `settings.ini` at or above `start` (default: cwd)."
     environ = os.environ if environ is None else environ
@@ -92,37 +162,67 @@ def _read_ini(path: Path) -> dict[str, dict[str, str]]:
     out = {}
     for sec in cp.sections():
         if sec not in SECTIONS: raise SettingsError(f'{path}: unknown section [{sec}]; expected one of {sorted(SECTIONS)}')
-        fields = SECTIONS[sec].model_fields
         for key in cp[sec]:
-            if key not in fields: raise SettingsError(f'{path}: unknown key {key!r} in [{sec}]; expected one of {sorted(fields)}')
+            if key not in section_keys(sec): raise SettingsError(f'{path}: unknown key {key!r} in [{sec}]; expected one of {section_keys(sec)}')
         out[sec] = {k: v.strip() for k, v in cp[sec].items()}
-    return out
+    return _expand_short_forms(out, path)
+
+def _expand_short_forms(sections: dict[str, dict[str, str]], where) -> dict[str, dict[str, str]]:
+    "`[llm] <role>_model = M` becomes `[llm.<role>] model = M`; an empty short form is dropped."
+    for key, role in LLM_SHORT_FORMS.items():
+        value = sections.get('llm', {}).pop(key, '')
+        if not value: continue
+        own = sections.setdefault(f'llm.{role}', {})
+        if own.get('model'): raise SettingsError(f'{where}: [llm] {key} and [llm.{role}] model both set the {role} model; keep one')
+        own['model'] = value
+    return sections
 
 # %% ../../nbs/core/00_settings.ipynb #35c6c691
+def env_var(section: str, key: str) -> str:
+    "The environment variable that overrides `[section] key`, e.g. `ENVSYNTH_LLM_JUDGE_ENDPOINT`."
+    if section not in SECTIONS or key not in section_keys(section): raise SettingsError(f'no setting [{section}] {key}')
+    return f"ENVSYNTH_{section.replace('.', '_')}_{key}".upper()
+
 def _env_overrides(environ: dict) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
+    longest_first = sorted(SECTIONS, key=len, reverse=True)
     for name, value in environ.items():
         if not name.startswith('ENVSYNTH_') or name == 'ENVSYNTH_SETTINGS': continue
         rest = name[len('ENVSYNTH_'):].lower()
-        sec = next((s for s in SECTIONS if rest.startswith(s + '_')), None)
+        sec = next((s for s in longest_first if rest.startswith(s.replace('.', '_') + '_')), None)
         key = rest[len(sec) + 1:] if sec else None
-        if sec is None or key not in SECTIONS[sec].model_fields:
+        if sec is None or key not in section_keys(sec):
             raise SettingsError(f'environment variable {name} names no setting; use ENVSYNTH_<SECTION>_<KEY> '
-                                f'with a section in {sorted(SECTIONS)}')
+                                f'with a section in {sorted(SECTIONS)} (a dot written as _)')
         out.setdefault(sec, {})[key] = value.strip()
     return out
 
 # %% ../../nbs/core/00_settings.ipynb #3135eb55
+def _nest(sections: dict[str, dict[str, str]]) -> dict[str, dict]:
+    "`{'llm.judge': {...}}` → `{'llm': {'judge': {...}}}`, the shape of `Settings`."
+    out: dict[str, dict] = {}
+    for sec, kv in sections.items():
+        head, _, role = sec.partition('.')
+        (out.setdefault(head, {}).setdefault(role, {}) if role else out.setdefault(head, {})).update(kv)
+    return out
+
+def _describe_error(err: dict) -> str:
+    "One pydantic error as `[section] key = value: problem (variable NAME)`."
+    loc = [str(part) for part in err['loc']]
+    section, key, msg = '.'.join(loc[:-1]), loc[-1], err['msg'].removeprefix('Value error, ')
+    var = f' (variable {env_var(section, key)})' if section in SECTIONS and key in section_keys(section) else ''
+    return f'  [{section}] {key} = {err.get("input")!r}: {msg}{var}'
+
 def load_settings(path: str | Path | None = None, environ: dict | None = None) -> Settings:
     "Settings from `path` (default: `find_settings_file()`), overridden by `ENVSYNTH_*` variables."
     environ = dict(os.environ if environ is None else environ)
     path = Path(path) if path is not None else find_settings_file(environ=environ)
     merged: dict[str, dict[str, str]] = _read_ini(path) if path else {}
     for sec, kv in _env_overrides(environ).items(): merged.setdefault(sec, {}).update(kv)
-    try: s = Settings(**merged, source=path)
+    try: s = Settings(**_nest(merged), source=path)
     except ValidationError as e:
         where = f'{path} (or ENVSYNTH_* variables)' if path else 'ENVSYNTH_* variables'
-        raise SettingsError(f'invalid settings in {where}:\n{e}') from e
+        raise SettingsError(f'invalid settings in {where}:\n' + '\n'.join(map(_describe_error, e.errors()))) from e
     base = path.parent.resolve() if path else Path.cwd()
     for name in PathSettings.model_fields:
         p = getattr(s.paths, name)

@@ -4,33 +4,24 @@
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #541a3fd1
 from __future__ import annotations
-import asyncio, json, random, re
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+import asyncio
+from typing import Iterable
 from .pool import load_prompt
+from .tasks import task_domain
 from ..envs import Environment
-from ..llm import ChatRequest, LLMClient, OfflineTeacher
+from ..llm import LLMClient
 from ..rewards import FilterResult, agentscaler_filter, filter_funnel
-from ..rollout import (EnvExecutor, EpisodeLimits, LLMPolicy, LLMUser, env_system_prompt, offline_user_simulator,
-                              run_episode)
-from ..schema import Action, FunctionCall, Message, Task, Tool, ToolCall, Trajectory, assistant, content_hash
+from ..rollout import EnvExecutor, EpisodeLimits, LLMPolicy, LLMUser, env_system_prompt, run_episode
+from ..schema import Task, Trajectory
 
 # %% auto #0
-__all__ = ['AGENT_TAG', 'USER_TAG', 'CALL_MISTAKES', 'POLITE_ANSWER', 'FOLLOW_UP', 'REPEATED_SENTENCE', 'write_tools',
-           'task_domain', 'task_kind', 'agent_system_prompt', 'interplay', 'perturb_value', 'wrong_arguments',
-           'facts_to_ask', 'AgentPlan', 'agent_plan', 'offline_agent', 'register_offline', 'filter_trajectory',
+__all__ = ['AGENT_TAG', 'USER_TAG', 'write_tools', 'task_kind', 'agent_system_prompt', 'interplay', 'filter_trajectory',
            'interplay_and_filter']
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #131fcdd8
 def write_tools(env: Environment) -> set[str]:
     "Names of the environment's write tools, from the runtime's read/write tags."
     return {n for n, i in env.tool_info.items() if i.kind == 'write'}
-
-def task_domain(task: Task, env: Environment | None = None) -> str:
-    "The task's domain: `metadata['domain']` (AgentScaler tasks), else its environment's name."
-    d = task.metadata.get('domain') or task.env_id or (env.name if env is not None else None)
-    if not d: raise ValueError(f'task {task.id} has no domain: no metadata["domain"], no env_id and no environment given')
-    return d
 
 def task_kind(task: Task, env: Environment) -> str:
     "`metadata['kind']` if the task carries one, else 'write' if a gold action writes and 'read' if none does."
@@ -73,140 +64,6 @@ async def interplay(env: Environment, task: Task, client: LLMClient, *, attempts
         try: return await run_episode(policy, ex, user_sim, task=task, system_prompt=prompt, limits=limits, info=info | {'attempt': i})
         finally: ex.close()
     return list(await asyncio.gather(*(attempt(i) for i in range(attempts))))
-
-# %% ../../../nbs/agentscaler/03_interplay.ipynb #d71abca0
-CALL_MISTAKES = ('wrong_argument', 'skipped_step', 'malformed_call', 'unknown_tool', 'corrected_error')
-POLITE_ANSWER = "I'm sorry, I could not work out what you need. Could you describe your request in other words?"
-FOLLOW_UP = 'You are welcome. Let me know if there is anything else I can do for you.'
-REPEATED_SENTENCE = 'Your request is complete and everything has been done for you.'
-
-def _rng(*parts) -> random.Random: return random.Random(int(content_hash(list(parts), 15), 16))
-
-def _tool_schema(tools: Iterable[Tool], name: str) -> dict:
-    return next((dict(t.function.parameters or {}) for t in tools if t.name == name), {})
-
-# %% ../../../nbs/agentscaler/03_interplay.ipynb #867e4f69
-def perturb_value(value: Any, schema: dict, rng: random.Random) -> Any:
-    "A plausible wrong value for an argument (another enum option, the next id or date, a number off); `value` if none."
-    if others := [v for v in schema.get('enum') or [] if v != value]: return rng.choice(others)
-    if isinstance(value, bool): return not value
-    if isinstance(value, int): return value - 1 if schema.get('maximum') is not None and value + 1 > schema['maximum'] else value + 1
-    if isinstance(value, float): return round(value + max(1.0, abs(value) * 0.5), 2)
-    if isinstance(value, str):
-        if m := re.search(r'(\d+)(\D*)$', value):
-            return value[:m.start(1)] + str(int(m[1]) + 1).zfill(len(m[1])) + m[2]
-        words = value.split()
-        if len(words) > 1: return ' '.join(words[:-1])
-        return value.upper() if value != value.upper() else value.lower()
-    if isinstance(value, list) and len(value) > 1: return value[:-1]
-    return value
-
-def wrong_arguments(action: Action, tools: Iterable[Tool], rng: random.Random) -> dict | None:
-    "The action's arguments with one of them changed by `perturb_value`, or None if none can be."
-    props = _tool_schema(tools, action.name).get('properties') or {}
-    keys = [k for k in sorted(action.arguments) if perturb_value(action.arguments[k], props.get(k) or {}, random.Random(0)) != action.arguments[k]]
-    if not keys: return None
-    k = rng.choice(keys)
-    return {**action.arguments, k: perturb_value(action.arguments[k], props.get(k) or {}, rng)}
-
-# %% ../../../nbs/agentscaler/03_interplay.ipynb #2fd9b71c
-def _flat_values(x) -> list[str]:
-    if isinstance(x, dict): return [s for v in x.values() for s in _flat_values(v)]
-    if isinstance(x, list): return [s for v in x for s in _flat_values(v)]
-    return [str(x)]
-
-def facts_to_ask(task: Task) -> list[str]:
-    """Keys of `user_context` whose (scalar) value the first gold call needs but the instruction does not state: the
-    agent asks for them before it starts (later calls may take their values from earlier tools' outputs)."""
-    needed = set(_flat_values(task.gold_actions[0].arguments)) if task.gold_actions else set()
-    return [k for k, v in sorted(task.user_context.items())
-            if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v) in needed and str(v) not in task.instruction][:2]
-
-def _bad_json_call(name: str, arguments: dict, index: int) -> ToolCall:
-    raw = json.dumps(arguments, ensure_ascii=False)[:-1]           # the closing brace is missing
-    return ToolCall(id='call_' + content_hash({'name': name, 'raw': raw, 'index': index}, 12), function=FunctionCall(name=name, arguments=raw))
-
-def _corrected_error_call(action: Action, tools: list[Tool], index: int) -> ToolCall:
-    "The gold call with a required argument missing (an `invalid_arguments` error), or with broken JSON if none is required."
-    required = [k for k in _tool_schema(tools, action.name).get('required') or [] if k in action.arguments]
-    if not required: return _bad_json_call(action.name, action.arguments, index)
-    return ToolCall.make(action.name, {k: v for k, v in action.arguments.items() if k != required[-1]}, index=index)
-
-# %% ../../../nbs/agentscaler/03_interplay.ipynb #8703ef6d
-@dataclass
-class AgentPlan:
-    "The offline agent's attempt: `(label, message)` turns (the closing turn's message is written later) and its mistakes."
-    turns: list[tuple[str, Message | None]]
-    mistakes: list[str] = field(default_factory=list)
-    @property
-    def labels(self) -> list[str]: return [l for l, _ in self.turns]
-
-def agent_plan(task: Task, seed: Any, noise: float, tools: Iterable[Tool]) -> AgentPlan:
-    "The offline agent's turns for one attempt of `task` (attempt = `seed`), with mistakes drawn at rate `noise` per turn."
-    tools, turns, made, n_calls = list(tools), [], [], 0
-    offered = {t.name for t in tools}
-    def call(tc: ToolCall, label: str):
-        nonlocal n_calls
-        turns.append((label, assistant(tool_calls=[tc]))); n_calls += 1
-    if asked := facts_to_ask(task):
-        turns.append(('ask', assistant(f"Happy to help. Could you give me your {' and '.join(k.replace('_', ' ') for k in asked)}?")))
-    for i, gold in enumerate(task.gold_actions):
-        rng = _rng('agentscaler.offline_agent', task.id, seed, 'step', i)
-        mistake = None
-        if rng.random() < noise:
-            wrong = wrong_arguments(gold, tools, rng)
-            mistake = rng.choice([m for m in CALL_MISTAKES if m != 'wrong_argument' or wrong is not None])
-        if mistake: made.append(mistake)
-        if mistake == 'skipped_step': continue
-        if mistake == 'wrong_argument': call(ToolCall.make(gold.name, wrong, index=n_calls), 'wrong_argument'); continue
-        if mistake == 'malformed_call': call(_bad_json_call(gold.name, gold.arguments, n_calls), 'malformed_call'); continue
-        if mistake == 'unknown_tool':
-            fake = next(f'{gold.name}{s}' for s in ('_v2', '_v3', '_new', '_x') if f'{gold.name}{s}' not in offered)
-            call(ToolCall.make(fake, gold.arguments, index=n_calls), 'unknown_tool')
-        if mistake == 'corrected_error': call(_corrected_error_call(gold, tools, n_calls), 'corrected_error')
-        call(gold.to_tool_call(n_calls), 'call')
-    repeat = _rng('agentscaler.offline_agent', task.id, seed, 'answer').random() < noise / len(CALL_MISTAKES)
-    if repeat: made.append('repetitive_answer')
-    turns.append(('repetitive_answer' if repeat else 'answer', None))
-    return AgentPlan(turns, made)
-
-# %% ../../../nbs/agentscaler/03_interplay.ipynb #cf47b33d
-def _closing(messages: list[Message], label: str) -> str:
-    if label == 'repetitive_answer': return ' '.join([REPEATED_SENTENCE] * 8)
-    last = next((m for m in reversed(messages) if m.role == 'tool' and not m.error), None)
-    if last is None: return 'I have taken care of your request.'
-    out = re.sub(r'[?#]', '', last.content or '')
-    return f'All done. {last.name} returned: {out[:200] + ("..." if len(out) > 200 else "")}'
-
-def offline_agent(tasks: Iterable[Task], noise: float = 0.3) -> Callable[[ChatRequest], Message]:
-    """Offline-teacher responder for `agentscaler.agent`: a noisy replay of the gold actions of the task whose
-    instruction opened the conversation (see above), not a model. `noise=0` is the oracle."""
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise <= 1: raise ValueError(f'noise must be in [0, 1], got {noise!r}')
-    by_instruction: dict[str, list[Task]] = {}
-    for t in sorted(tasks, key=lambda t: t.id): by_instruction.setdefault(t.instruction.strip(), []).append(t)
-    if not by_instruction: raise ValueError('offline_agent needs at least one task to replay')
-
-    def find(req: ChatRequest) -> Task | None:
-        opening = next((m.content for m in req.messages if m.role == 'user'), None) or ''
-        offered = {t.name for t in req.tools or []}
-        found = [t for t in by_instruction.get(opening.strip(), []) if {a.name for a in t.gold_actions} <= offered]
-        return found[0] if found else None
-
-    def respond(req: ChatRequest) -> Message:
-        task = find(req)
-        if task is None: return assistant(POLITE_ANSWER)
-        plan = agent_plan(task, req.sampling.get('seed', 0), noise, req.tools or [])
-        turn = sum(m.role == 'assistant' for m in req.messages)
-        if turn >= len(plan.turns): return assistant(FOLLOW_UP)
-        label, message = plan.turns[turn]
-        return message if message is not None else assistant(_closing(req.messages, label))
-    return respond
-
-def register_offline(teacher: OfflineTeacher, tasks: Iterable[Task], noise: float = 0.3) -> OfflineTeacher:
-    "Register `offline_agent(tasks, noise)` for `agentscaler.agent` and, unless one is there, the offline user simulator; returns `teacher`."
-    teacher.register(AGENT_TAG, offline_agent(tasks, noise))
-    teacher.responders.setdefault(USER_TAG, offline_user_simulator)
-    return teacher
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #94882828
 def filter_trajectory(traj: Trajectory, task: Task, env: Environment) -> FilterResult:

@@ -10,27 +10,25 @@ from typing import Any, ClassVar, Literal
 import docstring_parser
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
-from .pool import Domain, load_prompt, request_json
+from .pool import Domain, load_prompt
 from ..envs import (Row, StateError, Toolkit, ToolTest, ToolTestCall, check_environment, combine_hashes,
                            lint_tool_code, validate_environment, validate_table, write_environment)
-from ..llm import ChatRequest, LLMClient, OfflineTeacher, RequestError, StructuredOutputError, TransportError
+from ..llm import LLMClient, RequestError, StructuredOutputError, TransportError
 from ..pipeline import Drop
 from ..schema import Tool, canonical_json
 
 # %% auto #0
-__all__ = ['JsonType', 'Operation', 'READ_OPERATIONS', 'WRITE_OPERATIONS', 'MODULE_NAMES', 'CLOCK_START', 'SAFE_BUILTINS',
-           'TOOL_GLOBALS', 'TOOLKIT_API', 'READ_VERBS', 'INSERT_VERBS', 'UPDATE_VERBS', 'DELETE_VERBS', 'STATUS_VERBS',
+__all__ = ['JsonType', 'Operation', 'READ_OPERATIONS', 'WRITE_OPERATIONS', 'MODULE_NAMES', 'ENUM_TYPES', 'TABLE_NAME_PATTERN',
+           'ID_PREFIX_PATTERN', 'PYTHON_TYPES', 'CLOCK_START', 'SAFE_BUILTINS', 'TOOL_GLOBALS', 'TOOLKIT_API',
            'QUERY_PARAMS', 'LIMIT_PARAMS', 'FIRST_NAMES', 'LAST_NAMES', 'WORDS', 'PLACES', 'TAGS', 'LLM_FAILURES',
-           'identifier_problem', 'ColumnSpec', 'TableSpec', 'singular', 'plural', 'ToolBinding', 'DatabaseDesign',
-           'design_problems', 'ToolCode', 'SeedRows', 'column_type', 'row_class_name', 'row_models', 'seed_problems',
-           'json_types', 'enum_values', 'main_type', 'tool_problems', 'python_type', 'column_annotation',
-           'toolkit_name', 'assemble_tools_code', 'method_problems', 'schema_problems', 'name_words', 'tool_verb',
-           'verb_operation', 'id_entity', 'offline_design', 'comparable', 'storable', 'column_default',
-           'method_signature', 'method_docstring', 'offline_tool_code', 'stable_int', 'typed_value', 'column_schema',
-           'offline_seed_rows', 'candidate_arguments', 'probe_tool', 'build_round', 'EnvBuild', 'design_request',
-           'code_request', 'seed_request', 'ask_model', 'materializable_tools', 'ask_tool_code', 'CodeRounds',
-           'code_rounds', 'finish_environment', 'materialize_domain', 'offline_db_design', 'offline_code',
-           'offline_seed', 'register_offline']
+           'identifier_problem', 'column_name_problem', 'ColumnSpec', 'TableSpec', 'singular', 'plural', 'ToolBinding',
+           'DatabaseDesign', 'design_problems', 'ToolCode', 'SeedRows', 'column_type', 'row_class_name', 'row_models',
+           'seed_problems', 'json_types', 'enum_values', 'main_type', 'tool_parameters', 'tool_problems', 'python_type',
+           'column_annotation', 'toolkit_name', 'python_docstring', 'assemble_tools_code', 'method_problems',
+           'schema_problems', 'name_words', 'stable_int', 'day_before', 'typed_value', 'candidate_arguments',
+           'probe_tool', 'build_round', 'EnvBuild', 'design_request', 'code_request', 'seed_request', 'ask_model',
+           'materializable_tools', 'ask_tool_code', 'CodeRounds', 'code_rounds', 'finish_environment',
+           'materialize_domain']
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #cb297240
 JsonType = Literal['string', 'integer', 'number', 'boolean', 'array', 'object']
@@ -49,7 +47,13 @@ def identifier_problem(name: Any, what: str) -> str | None:
     return None
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #9a587ba0
-_ENUM_TYPES = {'string': (str,), 'integer': (int,), 'number': (int, float), 'boolean': (bool,)}
+ENUM_TYPES = {'string': (str,), 'integer': (int,), 'number': (int, float), 'boolean': (bool,)}
+
+def column_name_problem(name: Any) -> str | None:
+    "Why `name` cannot name a column, a field of the generated row model (`None` if it can)."
+    if p := identifier_problem(name, 'column'): return p
+    if name in _MODEL_ATTRS: return f'column {name!r} is an attribute of pydantic BaseModel; choose another name'
+    return None
 
 class ColumnSpec(BaseModel):
     "A column of a table: its JSON type, what it holds, whether it may be null, a closed vocabulary, the table it references."
@@ -63,10 +67,9 @@ class ColumnSpec(BaseModel):
 
     @model_validator(mode='after')
     def _check(self):
-        if p := identifier_problem(self.name, 'column'): raise ValueError(p)
-        if self.name in _MODEL_ATTRS: raise ValueError(f'column {self.name!r} is an attribute of pydantic BaseModel; choose another name')
+        if p := column_name_problem(self.name): raise ValueError(p)
         if self.enum is not None:
-            ok = _ENUM_TYPES.get(self.type)
+            ok = ENUM_TYPES.get(self.type)
             if ok is None: raise ValueError(f'column {self.name!r}: only string, integer, number and boolean columns can have an enum, not {self.type}')
             bad = [v for v in self.enum if not isinstance(v, ok) or (isinstance(v, bool) != (self.type == 'boolean'))]
             if bad or not self.enum: raise ValueError(f'column {self.name!r}: enum values {bad or "[]"} are not {self.type}s')
@@ -77,7 +80,7 @@ class ColumnSpec(BaseModel):
         return self
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #f3ec8531
-_TABLE_NAME, _ID_PREFIX = re.compile(r'^[a-z][a-z0-9_]{0,62}$'), re.compile(r'^[A-Z]{1,4}$')
+TABLE_NAME_PATTERN, ID_PREFIX_PATTERN = re.compile(r'^[a-z][a-z0-9_]{0,62}$'), re.compile(r'^[A-Z]{1,4}$')
 
 class TableSpec(BaseModel):
     "A table: rows keyed by ids made of `id_prefix` and digits (e.g. 'L00042'), with typed columns."
@@ -88,9 +91,9 @@ class TableSpec(BaseModel):
 
     @model_validator(mode='after')
     def _check(self):
-        if not _TABLE_NAME.match(self.name) or keyword.iskeyword(self.name):
+        if not TABLE_NAME_PATTERN.match(self.name) or keyword.iskeyword(self.name):
             raise ValueError(f'table name {self.name!r} must be lowercase snake_case (letters, digits, _) and not a Python keyword')
-        if not _ID_PREFIX.match(self.id_prefix): raise ValueError(f'table {self.name!r}: id_prefix {self.id_prefix!r} must be 1 to 4 capital letters')
+        if not ID_PREFIX_PATTERN.match(self.id_prefix): raise ValueError(f'table {self.name!r}: id_prefix {self.id_prefix!r} must be 1 to 4 capital letters')
         if not self.columns: raise ValueError(f'table {self.name!r} has no columns')
         names = [c.name for c in self.columns]
         if dups := sorted({n for n in names if names.count(n) > 1}): raise ValueError(f'table {self.name!r} has duplicate columns {dups}')
@@ -171,9 +174,8 @@ class DatabaseDesign(BaseModel):
         return self
 
     @classmethod
-    def for_tools(cls, tools: list[Tool | dict]) -> type[DatabaseDesign]:
+    def for_tools(cls, tools: list[Tool]) -> type[DatabaseDesign]:
         "This model, also checking that the bindings cover exactly `tools` and name only their parameters."
-        tools = [Tool.parse(t) for t in tools]
         return type(cls.__name__, (cls,), {'__module__': cls.__module__, '__doc__': cls.__doc__,
                                            'expected_tools': {t.name: t.function.parameters.get('properties', {}) for t in tools}})
 
@@ -238,11 +240,11 @@ class SeedRows(BaseModel):
         return type(cls.__name__, (cls,), {'__module__': cls.__module__, '__doc__': cls.__doc__, 'design': design})
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #6278129f
-_PY_TYPES = {'string': str, 'integer': int, 'number': float, 'boolean': bool, 'array': list, 'object': dict}
+PYTHON_TYPES = {'string': str, 'integer': int, 'number': float, 'boolean': bool, 'array': list, 'object': dict}
 
 def column_type(c: ColumnSpec) -> Any:
     "The Python type of a column, as the generated row model declares it."
-    t = Literal[tuple(c.enum)] if c.enum else list[_PY_TYPES[c.items]] if c.items else _PY_TYPES[c.type]
+    t = Literal[tuple(c.enum)] if c.enum else list[PYTHON_TYPES[c.items]] if c.items else PYTHON_TYPES[c.type]
     return t | None if c.nullable else t
 
 def row_class_name(table: str) -> str: return ''.join(p[:1].upper() + p[1:] for p in table.split('_') if p) + 'Row'
@@ -310,19 +312,18 @@ def main_type(schema: Any) -> str | None:
     if ts == {'integer', 'number'}: return 'number'
     return next(iter(ts)) if len(ts) == 1 and ts != {'any'} else None
 
-def _params(tool: Tool) -> tuple[dict, list]:
+def tool_parameters(tool: Tool) -> tuple[dict, list]:
+    "A tool's parameter schemas by name, and the names of its required parameters."
     p = tool.function.parameters
     return p.get('properties') or {}, list(p.get('required') or [])
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #ce2ffd71
-def tool_problems(tool: Tool | dict) -> list[str]:
+def tool_problems(tool: Tool) -> list[str]:
     "Why a tool document cannot become a toolkit method at all (its name or a parameter's name cannot be Python)."
-    try: tool = Tool.parse(tool)
-    except Exception as e: return [f'invalid tool document: {e}']
     out = []
     if p := identifier_problem(tool.name, 'tool name'): out.append(p)
     elif tool.name in _TOOLKIT_ATTRS: out.append(f'tool name {tool.name!r} is an attribute of Toolkit')
-    props, _ = _params(tool)
+    props, _ = tool_parameters(tool)
     for name in props:
         if p := identifier_problem(name, 'parameter'): out.append(p)
         elif name == 'self' or (name.startswith('model_') and name in _MODEL_ATTRS): out.append(f'parameter {name!r} is reserved')
@@ -353,7 +354,7 @@ def python_type(schema: Any) -> str:
 
 def column_annotation(c: ColumnSpec) -> str:
     "The annotation (source text) of a column."
-    t = f'Literal[{", ".join(map(repr, c.enum))}]' if c.enum else f'list[{_PY_TYPES[c.items].__name__}]' if c.items else _PY_TYPES[c.type].__name__
+    t = f'Literal[{", ".join(map(repr, c.enum))}]' if c.enum else f'list[{PYTHON_TYPES[c.items].__name__}]' if c.items else PYTHON_TYPES[c.type].__name__
     return f'{t} | None' if c.nullable else t
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #a3bf3d55
@@ -364,7 +365,7 @@ def toolkit_name(domain: str) -> str:
     camel = ''.join(p[:1].upper() + p[1:] for p in re.split(r'[^0-9A-Za-z]+', domain) if p)
     return ('Env' if not camel or camel[0].isdigit() else '') + camel + 'Tools'
 
-def _docstring(text: str, indent: str = '') -> str:
+def python_docstring(text: str, indent: str = '') -> str:
     "`text` as a triple-quoted docstring (backslashes and quotes escaped)."
     body = text.replace('\\', '\\\\').replace('"""', '\\"\\"\\"').strip()
     if body.endswith('"'): body += ' '
@@ -375,12 +376,12 @@ def assemble_tools_code(domain: str, design: DatabaseDesign, methods: dict[str, 
     """tools.py of an environment: a module docstring, the imports, one `Row` model per table and one `Toolkit` with
     `methods` (tool name → method source). Returns the code, the toolkit's class name and each method's lines."""
     cls = toolkit_name(domain)
-    head = [_docstring(f'{domain}: {design.description}\n\nGenerated by envsynth.agentscaler.materialize (AgentScaler programmatic '
+    head = [python_docstring(f'{domain}: {design.description}\n\nGenerated by envsynth.agentscaler.materialize (AgentScaler programmatic '
                        f'materialization): the tables come from the tools\' parameters; each tool is a read or write operation over them.'),
             'import datetime as dt', 'from typing import Any, Literal', '', 'from pydantic import Field', '',
             'from envsynth.envs import Row, Toolkit, ToolFailure, read_tool, write_tool']
     for t in design.tables:
-        head += ['', '', f'class {row_class_name(t.name)}(Row):', _docstring(t.description or f'A row of {t.name}.', '    ')]
+        head += ['', '', f'class {row_class_name(t.name)}(Row):', python_docstring(t.description or f'A row of {t.name}.', '    ')]
         head += [f'    {c.name}: {column_annotation(c)} = Field(description={c.description!r})' if c.description else
                  f'    {c.name}: {column_annotation(c)}' for c in t.columns]
     tables = ', '.join(f'{t.name!r}: {row_class_name(t.name)}' for t in design.tables)
@@ -439,7 +440,7 @@ def _signature(fn: ast.FunctionDef) -> tuple[list[tuple[ast.arg, ast.AST | None]
 def _signature_problems(fn: ast.FunctionDef, tool: Tool) -> list[str]:
     "The method's parameters against the tool document: names, required vs default, defaults, annotations."
     params, out = _signature(fn)
-    props, required = _params(tool)
+    props, required = tool_parameters(tool)
     names = [p.arg for p, _ in params]
     if missing := [n for n in props if n not in names]: out.append(f'signature: parameters {missing} of the tool are missing')
     if extra := [n for n in names if n not in props]: out.append(f'signature: parameters {extra} are not parameters of the tool')
@@ -512,9 +513,8 @@ def _body_problems(fn: ast.FunctionDef, design: DatabaseDesign) -> list[str]:
     return list(dict.fromkeys(out))
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #5a431f50
-def method_problems(code: str, tool: Tool | dict, binding: ToolBinding, design: DatabaseDesign) -> list[str]:
+def method_problems(code: str, tool: Tool, binding: ToolBinding, design: DatabaseDesign) -> list[str]:
     "Every problem found in one tool's method source before it is loaded (empty = it may be loaded)."
-    tool = Tool.parse(tool)
     try: tree = ast.parse(code)
     except SyntaxError as e: return [f'syntax: line {e.lineno}: {e.msg}']
     fns = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -530,7 +530,7 @@ def method_problems(code: str, tool: Tool | dict, binding: ToolBinding, design: 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #9f683205
 def schema_problems(source: Tool, derived: Tool) -> list[str]:
     "How the schema the toolkit derives from a method differs from the tool document (names, required set, types, enums)."
-    (sp, sr), (dp, dr) = _params(source), _params(derived)
+    (sp, sr), (dp, dr) = tool_parameters(source), tool_parameters(derived)
     out = []
     if set(sp) != set(dp): out.append(f'schema: derived parameters {sorted(dp)} differ from the document\'s {sorted(sp)}')
     if set(sr) != set(dr): out.append(f'schema: derived required parameters {sorted(dr)} differ from the document\'s {sorted(sr)}')
@@ -543,29 +543,7 @@ def schema_problems(source: Tool, derived: Tool) -> list[str]:
             out.append(f'schema: parameter {name!r} only accepts {de}; the document allows {se if se is not None else "any value"}')
     return out
 
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #632e2a2b
-READ_VERBS = frozenset('get find search list check view read show lookup look fetch query quote describe count estimate calculate compute '
-                       'preview browse retrieve inspect validate verify track monitor summarize summarise overview lookup peek see '
-                       'locate display export download is has can'.split())
-INSERT_VERBS = frozenset('create add book reserve make register enter file post place open submit schedule start record report log '
-                         'lend borrow order capture insert send write upload apply request execute pay transfer generate new '
-                         'issue rent hire invite enroll enrol subscribe join deposit withdraw note comment rate review'.split())
-UPDATE_VERBS = frozenset('update set change modify edit move assign adjust reschedule respond rename restore plan toggle reset extend '
-                         'increase decrease upgrade downgrade sync mark operate configure link unlink attach detach transfer edit '
-                         'put patch replace swap tag label rank prioritize prioritise snooze'.split())
-DELETE_VERBS = frozenset('delete remove drop discard clear erase purge unregister destroy'.split())
-STATUS_VERBS = {'cancel': 'cancelled', 'close': 'closed', 'revoke': 'revoked', 'terminate': 'terminated', 'block': 'blocked',
-                'unblock': 'active', 'activate': 'active', 'deactivate': 'inactive', 'suspend': 'suspended', 'renew': 'renewed',
-                'return': 'returned', 'complete': 'completed', 'finish': 'finished', 'end': 'ended', 'approve': 'approved',
-                'reject': 'rejected', 'confirm': 'confirmed', 'archive': 'archived', 'lock': 'locked', 'unlock': 'unlocked',
-                'fill': 'filled', 'reissue': 'reissued', 'settle': 'settled', 'refund': 'refunded', 'check_in': 'checked_in',
-                'check_out': 'checked_out', 'resolve': 'resolved', 'reopen': 'open', 'publish': 'published', 'pause': 'paused',
-                'resume': 'active', 'ship': 'shipped', 'deliver': 'delivered', 'accept': 'accepted', 'decline': 'declined',
-                'dispatch': 'dispatched', 'enable': 'enabled', 'disable': 'disabled', 'expire': 'expired', 'escalate': 'escalated',
-                'receive': 'received', 'release': 'released', 'redeem': 'redeemed', 'void': 'voided', 'withdraw': 'withdrawn'}
-_STOP = frozenset('by to into for of the a an in on at from with and or all my new details detail info information data id ids '
-                  'key keys status via using per'.split())
-_ROLES = frozenset('from to new old next prev previous parent source target src dst current primary secondary other'.split())
+# %% ../../../nbs/agentscaler/01_materialize.ipynb #59647642
 QUERY_PARAMS = frozenset('query q search keyword keywords text term terms search_term search_query search_text phrase'.split())
 LIMIT_PARAMS = frozenset('limit max_results top_k top_n page_size num_results max_items size count n'.split())
 
@@ -573,352 +551,6 @@ def name_words(name: str) -> list[str]:
     "Lowercase words of a snake_case, kebab-case or camelCase name."
     s = re.sub(r'([A-Z]+)([A-Z][a-z])', r'\1_\2', re.sub(r'([a-z0-9])([A-Z])', r'\1_\2', name))
     return [w.lower() for w in re.split(r'[^0-9A-Za-z]+', s) if w]
-
-def tool_verb(name: str) -> tuple[str | None, list[str]]:
-    "The verb a tool name starts with (`None` if it does not start with a known one) and the words after it."
-    w = name_words(name)
-    if len(w) > 1 and w[0] in ('check', 'sign', 'log', 'opt') and w[1] in ('in', 'out', 'up'): return f'{w[0]}_{w[1]}', w[2:]
-    known = READ_VERBS | INSERT_VERBS | UPDATE_VERBS | DELETE_VERBS | set(STATUS_VERBS)
-    return (w[0], w[1:]) if w and w[0] in known else (None, w)
-
-def verb_operation(verb: str | None) -> str:
-    "What a tool that starts with `verb` does: 'read', 'insert', 'update', 'status' (update to a new status) or 'delete'."
-    if verb in STATUS_VERBS: return 'status'
-    if verb in DELETE_VERBS: return 'delete'
-    if verb in UPDATE_VERBS: return 'update'
-    if verb in INSERT_VERBS: return 'insert'
-    return 'read'
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #db9c001b
-def id_entity(param: str, schema: dict) -> tuple[tuple[str, ...], bool] | None:
-    "If `param` holds row ids ('member_id', 'issue_key', 'attendee_ids'), the words of the entity and whether it is a list."
-    w, types = name_words(param), json_types(schema) - {'null'}
-    if len(w) < 2 or enum_values(schema): return None
-    if w[-1] in ('id', 'key') and types <= {'string', 'any'}: return tuple(w[:-1]), False
-    if w[-1] in ('ids', 'keys') and types <= {'array', 'any'} and json_types(schema.get('items') or {}) <= {'string', 'any'}: return tuple(w[:-1]), True
-    return None
-
-def _canonical_entity(words: tuple[str, ...], known: set[tuple[str, ...]]) -> tuple[str, ...]:
-    "The entity a role-named id refers to: 'from_account' → 'account' when accounts exist, 'new_room' → 'room'."
-    for i in range(1, len(words)):
-        if words[i:] in known: return words[i:]
-    while len(words) > 1 and words[0] in _ROLES: words = words[1:]
-    return words
-
-def _noun(word: str) -> str: return singular(word) if (word.endswith('s') and len(word) > 3) or word in ('people', 'children', 'men', 'women') else word
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #100738fa
-def _entity_in(nouns: list[str], entities: set[tuple[str, ...]], last: bool = False) -> tuple[str, ...] | None:
-    "The entity the words name, the longest match ending last ('standing order' → ('standing', 'order') or ('order',)); `last`: only a match of the last word."
-    for end in range(len(nouns), 0 if not last else len(nouns) - 1, -1):
-        for start in range(end):
-            if tuple(nouns[start:end]) in entities: return tuple(nouns[start:end])
-    return None
-
-def _plan_tools(tools: list[Tool]) -> tuple[dict, dict]:
-    """Per tool: (operation, target entity, key parameter, status); per (tool, parameter) holding ids: (entity, is_list).
-    A read tool is about the entity its name ends with, else the one its first required id names; an insert creates the
-    entity its name ends with; an update, status change or delete changes the row its first required id names."""
-    raw = {(t.name, p): e for t in tools for p, s in _params(t)[0].items() if (e := id_entity(p, s))}
-    known = {w for w, _ in raw.values()}
-    ids = {k: (_canonical_entity(w, known), lst) for k, (w, lst) in raw.items()}
-    by_id = {e for e, _ in ids.values()}
-    entities = set(by_id)
-    for _ in range(2):               # a second pass sees the entities that tool names introduced in the first
-        plans, new = {}, set()
-        for t in tools:
-            verb, rest = tool_verb(t.name)
-            op, nouns = verb_operation(verb), [_noun(w) for w in rest if w not in _STOP and not w.isdigit()]
-            props, required = _params(t)
-            req_ids = [ids[(t.name, p)][0] for p in props if (t.name, p) in ids and not ids[(t.name, p)][1] and p in required]
-            fresh = (nouns[-1],) if nouns else ('record',)
-            if op == 'read':
-                target = _entity_in(nouns, by_id, last=True) or (req_ids[0] if req_ids else None) or _entity_in(nouns, entities) or fresh
-            elif op == 'insert' or not req_ids: op, target = 'insert', _entity_in(nouns, entities, last=True) or fresh
-            else: target = req_ids[0]
-            new.add(target)
-            key = next((p for p in props if ids.get((t.name, p)) == (target, False) and (p in required or op == 'insert')), None)
-            plans[t.name] = (op, target, key, STATUS_VERBS.get(verb) if op == 'status' else None)
-        if new <= entities: break
-        entities |= new
-    return plans, ids
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #df6924bc
-def _add_column(cols: dict, name: str, schema: dict, *, nullable: bool = False, references: str | None = None, description: str = '') -> None:
-    "Add a column typed like parameter `schema` to `cols` (name → ColumnSpec dict), merging with a column already there."
-    if identifier_problem(name, 'column') or name in _MODEL_ATTRS: return
-    t = 'array' if references and 'array' in json_types(schema) else 'string' if references else main_type(schema)
-    if t not in _PY_TYPES: return
-    enum = enum_values(schema) if t in _ENUM_TYPES and not references else None
-    if enum is not None and (not enum or any(not isinstance(v, _ENUM_TYPES[t]) or isinstance(v, bool) != (t == 'boolean') for v in enum)): enum = None
-    nullable = nullable or 'null' in json_types(schema)
-    desc = description or (schema.get('description') or '').strip()
-    items = ('string' if references else main_type(schema.get('items') or {})) if t == 'array' else None
-    if name not in cols:
-        cols[name] = {'name': name, 'type': t, 'description': desc, 'nullable': nullable, 'enum': enum, 'references': references, 'items': items}
-        return
-    c = cols[name]
-    if c['type'] != t or c['items'] != items: return            # a conflicting type: the parameter stays unmapped
-    c['nullable'] = c['nullable'] or nullable
-    c['enum'] = None if c['enum'] is None or enum is None else list(dict.fromkeys(c['enum'] + enum))
-    c['description'] = c['description'] or desc
-
-def _id_prefixes(tables: list[str]) -> dict[str, str]:
-    "Distinct 1-4 letter id prefixes: initials, then the first letters, then letter pairs."
-    out, used = {}, set()
-    for t in tables:
-        letters = re.sub(r'[^a-z]', '', t).upper() or 'R'
-        initials = ''.join(w[0] for w in t.split('_') if w and w[0].isalpha()).upper()
-        cands = [initials[:4]] if len(initials) > 1 else []
-        cands += [letters[:n] for n in range(1, 5)] + [letters[0] + a + b for a in 'ABCDEFGHIJKLMNOPQRSTUVWXYZ' for b in 'ABCDEFGHIJKLMNOPQRSTUVWXYZ']
-        out[t] = next(c for c in cands if c and c not in used and _ID_PREFIX.match(c))
-        used.add(out[t])
-    return out
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #a1ca77dc
-def offline_design(domain: str, tools: list[Tool | dict]) -> DatabaseDesign:
-    """A deterministic design from tool documents alone: entities from `*_id` parameters and tool-name nouns, columns
-    from the other parameters, each tool bound by its verb (get/find/search/... read; create/book/... insert;
-    update/set/... update; cancel/renew/return/... a status change; delete/remove/... delete)."""
-    tools = [Tool.parse(t) for t in tools]
-    plans, ids = _plan_tools(tools)
-    order = []
-    for t in tools:
-        order += [plans[t.name][1]] + [ids[(t.name, p)][0] for p in _params(t)[0] if (t.name, p) in ids]
-    order = list(dict.fromkeys(order))
-    names = {}
-    for e in order:
-        n = plural('_'.join(e))
-        n = n if _TABLE_NAME.match(n) and not keyword.iskeyword(n) else 't_' + re.sub(r'[^a-z0-9_]', '_', n.lower())[:60]
-        while n in names.values(): n += '_x'
-        names[e] = n
-    cols = {names[e]: {} for e in order}
-    written = set()
-    for t in tools:
-        op, target, key, status = plans[t.name]
-        table, (props, required) = names[target], _params(t)
-        if op != 'read': written.add(table)
-        for p, s in props.items():
-            if p == key: continue
-            if (t.name, p) in ids:
-                ent, lst = ids[(t.name, p)]
-                if (ent == target and not lst) or op == 'delete' or (op == 'read' and key is not None): continue
-                _add_column(cols[table], p, s, references=names[ent], nullable=p not in required and op == 'insert')
-            elif op == 'read' and ((p in QUERY_PARAMS and main_type(s) == 'string') or (p in LIMIT_PARAMS and main_type(s) == 'integer')): continue
-            elif op == 'read' and p[:4] in ('min_', 'max_') and main_type(s) in ('integer', 'number'):
-                _add_column(cols[table], p[4:], {'type': main_type(s)}, description=f'the {p[4:].replace("_", " ")}')
-            elif op == 'delete' or (op == 'read' and key is not None): continue       # a get's options and a delete's remarks are not stored
-            else:
-                _add_column(cols[table], p, s, nullable=op == 'insert' and p not in required and s.get('default') is None)
-        if status:
-            c = cols[table].get('status')
-            if c is None: cols[table]['status'] = {'name': 'status', 'type': 'string', 'description': 'the current status', 'nullable': False,
-                                                  'enum': ['active', status] if status != 'active' else ['inactive', 'active'], 'references': None, 'items': None}
-            elif c['type'] == 'string' and c['enum'] is not None and status not in c['enum']: c['enum'].append(status)
-    for table, c in cols.items():
-        if table in written and 'updated_at' not in c:
-            c['updated_at'] = {'name': 'updated_at', 'type': 'string', 'description': 'when the row last changed, ISO 8601', 'nullable': False, 'enum': None, 'references': None, 'items': None}
-        if not any(x['type'] == 'string' and not x['enum'] and not x['references'] for x in c.values()):
-            free = next(n for n in ('name', 'label', 'title', 'name_text') if n not in c)
-            c[free] = {'name': free, 'type': 'string', 'description': f'a short name for the {singular(table).replace("_", " ")}', 'nullable': False, 'enum': None, 'references': None, 'items': None}
-    prefixes = _id_prefixes(list(cols))
-    tables = [TableSpec(name=n, id_prefix=prefixes[n], description=f'One {singular(n).replace("_", " ")} per row.',
-                        columns=[ColumnSpec(**c) for c in cs.values()]) for n, cs in cols.items()]
-    bindings = []
-    for t in tools:
-        op, target, key, _ = plans[t.name]
-        table = names[target]
-        operation = ('get' if key else 'search') if op == 'read' else 'update' if op == 'status' else op
-        bindings.append(ToolBinding(tool=t.name, kind='read' if op == 'read' else 'write', operation=operation, table=table,
-                                    writes=[] if op == 'read' else [table],
-                                    ids={p: names[ids[(t.name, p)][0]] for p in _params(t)[0] if (t.name, p) in ids}))
-    label = re.sub(r'^d\d+_', '', domain).replace('_', ' ')
-    listed = [t.name.replace('_', ' ') for t in tables]
-    desc = f'The {label} service: ' + (', '.join(listed[:-1]) + ' and ' + listed[-1] if len(listed) > 1 else listed[0]) + '.'
-    return DatabaseDesign.for_tools(tools)(description=desc, tables=tables, bindings=bindings)
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #f75a52c4
-_STORES = {'string': {'string'}, 'integer': {'integer'}, 'number': {'integer', 'number'}, 'boolean': {'boolean'}, 'array': {'array'}, 'object': {'object'}}
-
-def comparable(schema: dict, c: ColumnSpec) -> bool:
-    "Whether values of parameter `schema` can be compared with column `c` (same JSON type, same item type for arrays)."
-    ts = json_types(schema) - {'null'}
-    if not ts or 'any' in ts or not ts <= _STORES[c.type]: return False
-    if c.type != 'array' or c.items is None: return True
-    its = json_types(schema.get('items') or {}) - {'null'}
-    return 'any' not in its and its <= _STORES[c.items]
-
-def storable(schema: dict, c: ColumnSpec) -> bool:
-    "Whether every non-null value of parameter `schema` is a valid value of column `c` (type, and enum if it has one)."
-    if not comparable(schema, c): return False
-    if c.enum is None: return True
-    vals = enum_values(schema)
-    return vals is not None and {canonical_json(v) for v in vals} <= {canonical_json(v) for v in c.enum}
-
-def column_default(c: ColumnSpec) -> Any:
-    "The value a new row gets in a column no parameter fills."
-    if c.nullable: return None
-    if c.enum: return c.enum[0]
-    return {'string': '', 'integer': 0, 'number': 0.0, 'boolean': False, 'array': [], 'object': {}}[c.type]
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #36cb7b02
-def method_signature(tool: Tool) -> str:
-    "`def name(self, ...)` for a tool document: its parameters in order, annotated, optional ones with their defaults."
-    props, required = _params(tool)
-    parts, optional_seen = ['self'], False
-    for p, s in props.items():
-        ann = python_type(s)
-        if p in required:
-            if optional_seen and '*' not in parts: parts.append('*')     # a required parameter after an optional one: keyword-only
-            parts.append(f'{p}: {ann}')
-        else:
-            default = s.get('default')
-            if default is None and ann != 'Any' and 'None' not in ann.split(' | '): ann += ' | None'
-            parts.append(f'{p}: {ann} = {default!r}'); optional_seen = True
-    return f"def {tool.name}({', '.join(parts)})"
-
-def method_docstring(tool: Tool) -> str:
-    "The Google-style docstring of a tool document: its description, then Args: with one line per parameter."
-    props, _ = _params(tool)
-    desc = tool.function.description.strip() or tool.name.replace('_', ' ').capitalize() + '.'
-    args = [f'    {p}: ' + (' '.join((s.get('description') or '').split()) or 'the ' + p.replace('_', ' ')) for p, s in props.items()]
-    return _docstring(desc + ('\n\nArgs:\n' + '\n'.join(args) if args else ''), '    ')
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #88eb3fd8
-class _Locals:
-    "Local variable names of generated code that no parameter already uses."
-    def __init__(self, params): self.taken = set(params) | {'self'}
-    def __call__(self, name: str) -> str:
-        while name in self.taken: name += '_'
-        self.taken.add(name); return name
-
-def _given(p: str, s: dict, required: list) -> str | None:
-    "The condition under which an optional parameter was given (differs from its default); `None` for a required one."
-    if p in required: return None
-    d = s.get('default')
-    return f'{p} is not None' if d is None else p if d is False else f'not {p}' if d is True else f'{p} != {d!r}'
-
-def _when(cond: str | None, test: str) -> str: return f'if {cond} and {test}' if cond else f'if {test}'
-
-class _Template:
-    "What every operation's template needs: the tool, its binding, the tables, the row's table and key, fresh local names."
-    def __init__(self, tool: Tool, binding: ToolBinding, tables: list[TableSpec]):
-        self.tool, self.binding, self.tables = tool, binding, {t.name: t for t in tables}
-        self.props, self.required = _params(tool)
-        self.T, self.key = self.tables[binding.table], binding.key(tool)
-        self.what, self.v = self.T.singular.replace('_', ' '), _Locals(self.props)
-        self.row = self.v('row')
-        self.columns = {p: self.T.column(p) for p in self.props if p != self.key and self.T.column(p) is not None}
-
-    def reference_checks(self) -> list[str]:
-        "A `self.row(...)` for every parameter bound to another table's ids: the referenced rows must exist."
-        out = []
-        for p, s in self.props.items():
-            R = self.binding.ids.get(p)
-            if R is None or R not in self.tables or p == self.key: continue
-            w = singular(R).replace('_', ' ')
-            if 'array' in json_types(s):
-                ref = self.v('ref')
-                out.append(f'for {ref} in {p}' + (' or []' if p not in self.required else '') + f': self.row({R!r}, {ref}, {w!r})')
-            else: out.append(('' if p in self.required else f'if {p} is not None: ') + f'self.row({R!r}, {p}, {w!r})')
-        return out
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #9ce621cc
-def _get_body(c: _Template) -> list[str]:
-    "The row by its id, with the rows of other tables that reference it."
-    T, out, k, r = c.T, c.v('out'), c.v('k'), c.v('r')
-    body = [f'{c.row} = self.row({T.name!r}, {c.key}, {c.what!r})'] + c.reference_checks() + [f'{out} = {{{T.id_field!r}: {c.key}, **{c.row}}}']
-    for R in c.tables.values():
-        ref = next((x for x in R.columns if x.references == T.name and x.type == 'string'), None)
-        if ref is None or R is T: continue
-        name = R.name if T.column(R.name) is None and R.name != T.id_field else f'{R.name}_rows'
-        body.append(f'{out}[{name!r}] = [{{{R.id_field!r}: {k}, **{r}}} for {k}, {r} in self.db[{R.name!r}].items() if {r}[{ref.name!r}] == {c.key}][:20]')
-    return body + [f'return {out}']
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #402764d0
-def _search_body(c: _Template) -> list[str]:
-    "The rows that match every given filter: query words, column values, min_/max_ bounds, this table's id; cut to the limit."
-    T, props, hits, rid = c.T, c.props, c.v('hits'), c.v('row_id')
-    query = next((p for p in props if p in QUERY_PARAMS and main_type(props[p]) == 'string' and p not in c.columns), None)
-    limit = next((p for p in props if p in LIMIT_PARAMS and main_type(props[p]) == 'integer' and p not in c.columns), None)
-    body = c.reference_checks()
-    if query:
-        words = c.v('words')
-        body.append(f'{words} = {query}.lower().split()' if query in c.required else f'{words} = ({query} or "").lower().split()')
-    body += [f'{hits} = []', f'for {rid}, {c.row} in self.db[{T.name!r}].items():']
-    for p, s in props.items():
-        g, col = _given(p, s, c.required), c.columns.get(p)
-        if c.binding.ids.get(p) == T.name and 'array' not in json_types(s): test = f'{rid} != {p}'
-        elif p == query:
-            text, w = c.v('text'), c.v('w')
-            body.append(f'    {text} = f"{{[*{c.row}.values()]}}".lower()')
-            test, g = f'[{w} for {w} in {words} if {w} not in {text}]', None
-        elif col is not None and comparable(s, col): test = f'{c.row}[{p!r}] != {p}'
-        elif col is not None and col.type != 'array' and main_type(s) == 'array' and comparable(s.get('items') or {}, col): test = f'{c.row}[{p!r}] not in {p}'
-        elif p[:4] in ('min_', 'max_') and (col := T.column(p[4:])) is not None and col.type in ('integer', 'number') and comparable(s, col):
-            test = f'({c.row}[{p[4:]!r}] is None or {c.row}[{p[4:]!r}] {"<" if p.startswith("min_") else ">"} {p})'
-        else: continue
-        body.append('    ' + _when(g, test) + ': continue')
-    body.append(f'    {hits}.append({{{T.id_field!r}: {rid}, **{c.row}}})')
-    if not limit: return body + [f'return {hits}[:50]']
-    cut = f'{hits}[:{limit} if {limit} > 0 else 0]'
-    return body + [f'return {cut}' if limit in c.required or props[limit].get('default') is not None else f'return {hits} if {limit} is None else {cut}']
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #4ea2d288
-def _insert_body(c: _Template) -> list[str]:
-    "A new row: the parameters that name columns, defaults elsewhere (the time for `*_at`/`*_on` columns); a new id unless the caller gives one."
-    T, body = c.T, c.reference_checks()
-    if c.key:
-        rid = c.key
-        body.append(f'if {rid} in self.db[{T.name!r}]: raise ToolFailure(f"{c.what} {{{rid}!r}} already exists")')
-    else: rid = c.v('row_id'); body.append(f'{rid} = self.next_id({T.name!r}, {T.id_prefix!r})')
-    body.append(f'{c.row} = {{')
-    for col in T.columns:
-        s = c.props.get(col.name)
-        if s is not None and col.name != c.key and storable(s, col):
-            maybe_none = col.name not in c.required and (s.get('default') is None or 'null' in json_types(s))
-            val = f'{col.name} if {col.name} is not None else {column_default(col)!r}' if maybe_none and not col.nullable else col.name
-        elif col.type == 'string' and not col.enum and (col.name.endswith('_at') or col.name in ('created', 'updated', 'timestamp')): val = 'self.now().isoformat()'
-        elif col.type == 'string' and not col.enum and (col.name.endswith('_on') or col.name == 'date'): val = 'self.now().date().isoformat()'
-        else: val = repr(column_default(col))
-        body.append(f'    {col.name!r}: {val},')
-    return body + ['}', f'self.db[{T.name!r}][{rid}] = {c.row}', f'return {{{T.id_field!r}: {rid}, **{c.row}}}']
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #49b0f4af
-def _update_body(c: _Template) -> list[str]:
-    "Set the given columns of the row; a status verb (cancel, renew, ...) moves it to its status, once; stamp `updated_at`."
-    T, row, key = c.T, c.row, c.key
-    status, sc = STATUS_VERBS.get(tool_verb(c.tool.name)[0] or ''), T.column('status')
-    status = status if sc is not None and sc.type == 'string' and (sc.enum is None or status in sc.enum) else None
-    body = [f'{row} = self.row({T.name!r}, {key}, {c.what!r})'] + c.reference_checks()
-    if status: body.append(f'if {row}[\'status\'] == {status!r}: raise ToolFailure(f"{c.what} {{{key}!r}} is already {status}")')
-    for p, col in c.columns.items():
-        if storable(c.props[p], col) and not (status and p == 'status'):
-            g = _given(p, c.props[p], c.required)
-            body.append((f'if {g}: ' if g else '') + f'{row}[{p!r}] = {p}')
-    if status: body.append(f"{row}['status'] = {status!r}")
-    if (u := T.column('updated_at')) is not None and u.type == 'string' and not u.enum: body.append(f"{row}['updated_at'] = self.now().isoformat()")
-    return body + [f'return {{{key!r}: {key}, **{row}}}']
-
-def _delete_body(c: _Template) -> list[str]:
-    "Remove the row."
-    T, key = c.T, c.key
-    return [f'self.row({T.name!r}, {key}, {c.what!r})'] + c.reference_checks() + [f'del self.db[{T.name!r}][{key}]', f"return {{{key!r}: {key}, 'deleted': True}}"]
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #caac1735
-_BODIES = {'get': _get_body, 'search': _search_body, 'insert': _insert_body, 'update': _update_body, 'delete': _delete_body}
-
-def offline_tool_code(tool: Tool | dict, binding: ToolBinding, tables: list[TableSpec]) -> str:
-    """Working code for a tool from a template per operation: get a row by id (with the rows that reference it), search
-    with filters, insert a row, update a row (and its status), delete a row. It works for any design: parameters that
-    name a column fill or filter it; parameters bound to other tables are checked to exist."""
-    c = _Template(Tool.parse(tool), binding, tables)
-    op = binding.operation
-    if op == 'get' and c.key is None: op = 'search'
-    if op in ('update', 'delete') and c.key is None: op = 'insert'      # nothing names a row: record the request as a new row
-    deco = '@read_tool' if binding.kind == 'read' else f"@write_tool({', '.join(map(repr, binding.writes))})"
-    head = [deco, f"{method_signature(c.tool)} -> {'list[dict]' if op == 'search' else 'dict'}:", method_docstring(c.tool)]
-    return '\n'.join(head + ['    ' + l for l in _BODIES[op](c)])
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #4d150b82
 FIRST_NAMES = ('Ada', 'Bram', 'Chiara', 'Dev', 'Elif', 'Femi', 'Goran', 'Hana', 'Ines', 'Jonas', 'Kofi', 'Lena', 'Mateo', 'Nora',
@@ -935,7 +567,8 @@ def stable_int(*parts: Any) -> int:
     "A 48-bit integer from the content hash of `parts`: the randomness of the offline writers."
     return int(hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()[:12], 16)
 
-def _day(h: int, clock_start: str = CLOCK_START) -> dt.date:
+def day_before(h: int, clock_start: str = CLOCK_START) -> dt.date:
+    "The day `h` picks among the 700 days before `clock_start` (seeded dates lie in the past)."
     return dt.datetime.fromisoformat(clock_start).date() - dt.timedelta(days=1 + h % 700)
 
 def typed_value(name: str, schema: dict, h: int, *, table: str = '', clock_start: str = CLOCK_START) -> Any:
@@ -974,10 +607,10 @@ def typed_value(name: str, schema: dict, h: int, *, table: str = '', clock_start
     fmt, first, last, word = schema.get('format', ''), FIRST_NAMES[h % 25], LAST_NAMES[h // 25 % 25], WORDS[h // 7 % 25]
     if 'email' in words or fmt == 'email': return f'{first}.{last}@example.com'.lower()
     if fmt == 'date-time' or 'yyyy-mm-ddthh' in desc or words[-1:] == ['at'] or any(w in words for w in ('start', 'end', 'time', 'datetime', 'timestamp')):
-        return f'{_day(h, clock_start).isoformat()}T{8 + h % 10:02d}:{15 * (h // 3 % 4):02d}'
+        return f'{day_before(h, clock_start).isoformat()}T{8 + h % 10:02d}:{15 * (h // 3 % 4):02d}'
     if fmt == 'date' or 'yyyy-mm-dd' in desc or words[-1:] in (['on'], ['date'], ['since'], ['until']) or 'birth' in words or 'dob' in words \
             or any(w in words for w in ('arrival', 'departure', 'checkin', 'checkout', 'deadline', 'due')):
-        return (_day(h, clock_start) - dt.timedelta(days=365 * 30 * ('birth' in words or 'dob' in words))).isoformat()
+        return (day_before(h, clock_start) - dt.timedelta(days=365 * 30 * ('birth' in words or 'dob' in words))).isoformat()
     if 'phone' in words: return f'+1-555-{h % 10000:04d}'
     if 'url' in words or 'website' in words or fmt == 'uri': return f'https://example.com/{word}/{h % 1000}'
     if 'currency' in words: return ('EUR', 'USD', 'GBP', 'JPY')[h % 4]
@@ -992,44 +625,16 @@ def typed_value(name: str, schema: dict, h: int, *, table: str = '', clock_start
         return f'{word} {WORDS[h // 3 % 25]} {WORDS[h // 11 % 25]}'
     return f'{word}-{h % 1000:03d}'
 
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #197c6a0d
-def column_schema(c: ColumnSpec) -> dict:
-    "A column as a JSON schema (for the value generator)."
-    s = {'type': c.type, 'description': c.description}
-    if c.enum: s['enum'] = c.enum
-    if c.items: s['items'] = {'type': c.items}
-    return s
-
-def offline_seed_rows(tables: list[TableSpec], rows_per_table: int, seed: int = 0, clock_start: str = CLOCK_START) -> dict:
-    "A deterministic starting state: `rows_per_table` typed rows per table, references to existing rows, dates before the clock."
-    ids = {t.name: [f'{t.id_prefix}{i:05d}' for i in range(1, rows_per_table + 1)] for t in tables}
-    out = {}
-    for t in tables:
-        rows = {}
-        for rid in ids[t.name]:
-            row = {}
-            for c in t.columns:
-                h = stable_int(seed, t.name, rid, c.name)
-                if c.references in ids and c.type == 'array': row[c.name] = sorted({ids[c.references][(h >> i) % rows_per_table] for i in (0, 9)})
-                elif c.references in ids: row[c.name] = ids[c.references][h % rows_per_table]
-                elif c.nullable and h % 5 == 0: row[c.name] = None
-                elif c.name == 'updated_at' and c.type == 'string': row[c.name] = f'{_day(h, clock_start).isoformat()}T{8 + h % 10:02d}:00:00+00:00'
-                else: row[c.name] = typed_value(c.name, column_schema(c), h, table=t.name, clock_start=clock_start)
-            rows[rid] = row
-        out[t.name] = rows
-    return out
-
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #8999594f
 def _valid(value: Any, schema: dict) -> bool:
     try: return Draft202012Validator(schema).is_valid(value)
     except Exception: return False
 
-def candidate_arguments(tool: Tool | dict, binding: ToolBinding, design: DatabaseDesign, seed_rows: dict, seed: int = 0, n: int = 12) -> list[dict]:
+def candidate_arguments(tool: Tool, binding: ToolBinding, design: DatabaseDesign, seed_rows: dict, seed: int = 0, n: int = 12) -> list[dict]:
     """Up to `n` argument sets for a tool that should work on the seed state: ids of existing rows (the same row's
     references and values, so filters match), new values from another row for updates, references drawn afresh for
     inserts, typed values otherwise (every third set with small numbers, for rules like 'at most what is due')."""
-    tool = Tool.parse(tool)
-    props, required = _params(tool)
+    props, required = tool_parameters(tool)
     T = design.table(binding.table)
     key, rows = binding.key(tool), seed_rows.get(T.name) or {}
     order = sorted(rows, key=lambda k: stable_int(seed, tool.name, k))
@@ -1186,11 +791,10 @@ async def ask_model(client: LLMClient, prompt: str, model: type[BaseModel], requ
 def materializable_tools(domain: Domain) -> tuple[dict[str, Tool], dict[str, str]]:
     "The domain's tools that can become methods (by name), and the others with the reason."
     tools, dropped = {}, {}
-    for raw in domain.tools:
-        name = raw.get('function', raw).get('name', '?') if isinstance(raw, dict) else '?'
-        if probs := tool_problems(raw): dropped[name] = 'unmaterializable: ' + '; '.join(probs)
-        elif name in tools: dropped[f'{name} (2)'] = 'unmaterializable: a second tool document with this name'
-        else: tools[name] = Tool.parse(raw)
+    for tool in domain.tools:
+        if probs := tool_problems(tool): dropped[tool.name] = 'unmaterializable: ' + '; '.join(probs)
+        elif tool.name in tools: dropped[f'{tool.name} (2)'] = 'unmaterializable: a second tool document with this name'
+        else: tools[tool.name] = tool
     return tools, dropped
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #6119e9f3
@@ -1283,7 +887,7 @@ async def materialize_domain(domain: Domain, client: LLMClient, out_dir: str | P
         why = f'{len(kept)} of {len(tools)} tools work' + (' and none of them writes' if kept and not writes else '')
         return drop('no_working_env', f'{why}; dropped: {json.dumps(dropped, sort_keys=True)}')
     provenance = {'method': 'agentscaler', 'stage': 'materialize', 'domain': domain.name, 'model': client.model, 'seed': seed,
-                  'rows_per_table': rows_per_table, 'source_tools': [t.get('function', t).get('name') for t in domain.tools],
+                  'rows_per_table': rows_per_table, 'source_tools': domain.tool_names,
                   'design': design.model_dump(mode='json'), 'dropped_tools': dropped, 'attempts': r.history}
     info, late = await asyncio.to_thread(finish_environment, staging, final, domain.name, design, tools, {n: r.code[n] for n in kept},
                                          seed_rows.rows, sandbox, seed, provenance)
@@ -1291,23 +895,3 @@ async def materialize_domain(domain: Domain, client: LLMClient, out_dir: str | P
     return EnvBuild(domain=domain.name, env_dir=domain.name, tools=kept, read_tools=[n for n in kept if n not in writes], write_tools=writes,
                     dropped_tools=dropped, attempts=r.attempts, repairs=sum(r.attempts.values()) - len(tools),
                     problems=[f'{n}: {why}' for n, why in dropped.items() if why.startswith('unmaterializable')] + r.log, **info)
-
-# %% ../../../nbs/agentscaler/01_materialize.ipynb #7ede7cde
-def offline_db_design(req: ChatRequest) -> DatabaseDesign:
-    r = request_json(req)
-    return offline_design(r['domain'], r['tools'])
-
-def offline_code(req: ChatRequest) -> ToolCode:
-    r = request_json(req)
-    return ToolCode(code=offline_tool_code(r['tool'], ToolBinding(**r['binding']), [TableSpec(**t) for t in r['tables']]))
-
-def offline_seed(req: ChatRequest) -> SeedRows:
-    r = request_json(req)
-    return SeedRows(rows=offline_seed_rows([TableSpec(**t) for t in r['tables']], r['rows_per_table'], r['seed'], r['clock_start']))
-
-def register_offline(teacher: OfflineTeacher) -> OfflineTeacher:
-    "Register the deterministic responders of materialization: the designer, the template code writer and the seed writer."
-    teacher.register(TAGS['db_design'], offline_db_design)
-    teacher.register(TAGS['tool_code'], offline_code)
-    teacher.register(TAGS['seed_rows'], offline_seed)
-    return teacher

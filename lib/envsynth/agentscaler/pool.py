@@ -6,11 +6,11 @@
 from __future__ import annotations
 import json, re
 from pathlib import Path
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer, field_validator
+from ..schema import Tool
 
 # %% auto #0
-__all__ = ['prompts_dir', 'load_prompt', 'request_json', 'Domain', 'api_pool', 'offline_edge_reviewer', 'DomainSplit',
-           'build_domains', 'register_offline', 'plot_domains']
+__all__ = ['prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'DomainSplit', 'build_domains', 'plot_domains']
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #18b4d05f
 def prompts_dir() -> Path:
@@ -29,25 +29,26 @@ def load_prompt(name: str, **fields) -> str:
     if missing: raise KeyError(f'prompt {name!r} needs fields {missing}')
     return re.sub(r'\{([a-z_]+)\}', lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
 
-_JSON_BLOCK = re.compile(r'```json\s*\n(.*?)\n```', re.S)
-
-def request_json(req) -> dict:
-    """The data an AgentScaler request carries, and all an offline responder may read: the last ```json block of the
-    last user message that has one (a structured-output retry appends a user message without one)."""
-    for m in reversed(req.messages):
-        if m.role == 'user' and (blocks := _JSON_BLOCK.findall(m.content or '')): return json.loads(blocks[-1])
-    raise ValueError(f'{req.tag}: the request carries no ```json block')
-
 # %% ../../../nbs/agentscaler/00_pool.ipynb #9a84b844
 class Domain(BaseModel):
     "One domain of the tool graph: a name usable as a folder name, its tools and its (refined) dependency edges."
     name: str                                                   # e.g. 'd03_library'
     index: int                                                  # Louvain community index, largest first
-    tools: list[dict]                                           # OpenAI tool dicts, sorted by name
+    tools: list[Tool]                                           # sorted by name; dumped as OpenAI tool dicts
     edges: list[tuple[str, str, float]] = Field(default_factory=list)   # (from tool, to tool, weight)
     servers: list[str] = Field(default_factory=list)            # where the tools came from
+
+    @field_validator('tools', mode='before')
+    @classmethod
+    def _parse_tools(cls, tools):
+        "Tool documents in any form `Tool.parse` reads (OpenAI, bare function, MCP); a bad one is an error naming it."
+        return [Tool.parse(t) for t in tools] if isinstance(tools, (list, tuple)) else tools
+
+    @field_serializer('tools')
+    def _dump_tools(self, tools: list[Tool]) -> list[dict]: return [t.to_openai() for t in tools]
+
     @property
-    def tool_names(self) -> list[str]: return [t['function']['name'] for t in self.tools]
+    def tool_names(self) -> list[str]: return [t.name for t in self.tools]
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #945f9560
 from collections import Counter
@@ -73,29 +74,6 @@ def api_pool(corpus: ToolCorpus | None = None, files: Iterable[str | Path] = (),
 # %% ../../../nbs/agentscaler/00_pool.ipynb #27ce85a2
 import networkx as nx
 from ..graph import dependency_graph, detect_domains, embed_corpus, llm_refine_edges, EdgeReview
-
-# %% ../../../nbs/agentscaler/00_pool.ipynb #31cea59c
-_LOOKUP_VERBS = {'get', 'find', 'search', 'list', 'lookup', 'check', 'show', 'view', 'query', 'fetch', 'read', 'browse', 'describe'}
-_STOP_WORDS = {'a', 'an', 'the', 'of', 'for', 'by', 'to', 'in', 'on', 'and', 'or', 'with', 'from', 'all', 'my', 'new', 'details', 'info'}
-
-def _name_words(name: str) -> list[str]:
-    return [w for w in re.split(r'[_\-.\s]+|(?<=[a-z])(?=[A-Z])', name.lower()) if w]
-
-def _nouns(name: str) -> set[str]:
-    words = _name_words(name)[1:]
-    return {w.rstrip('s') for w in words if w not in _STOP_WORDS and len(w) > 2}
-
-def offline_edge_reviewer(req) -> EdgeReview:
-    "Offline-teacher responder for `graph.refine_edges`: add lookup → user edges between tools that share a noun."
-    text = req.messages[-1].content or ''
-    tools = re.findall(r'^- (\S+): (\S+)$', text, re.M)
-    edges = {tuple(e) for e in json.loads(re.search(r'Current dependency edges \(A feeds B\): (\[.*\])', text).group(1))}
-    add = []
-    for key_a, name_a in tools:
-        if _name_words(name_a)[:1] and _name_words(name_a)[0] not in _LOOKUP_VERBS: continue
-        for key_b, name_b in tools:
-            if key_a != key_b and (key_a, key_b) not in edges and _nouns(name_a) & _nouns(name_b): add.append((key_a, key_b))
-    return EdgeReview(add=sorted(add), remove=[])
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #2e89d0e0
 def _domain_name(index: int, servers: list[str]) -> str:
@@ -149,15 +127,9 @@ async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: f
         servers = [by_key[m].server for m in members]
         edges = sorted((by_key[a].name, by_key[b].name, round(float(d.get('weight', 1.0)), 6))
                        for a, b, d in g.subgraph(members).edges(data=True) if a in inside and b in inside)
-        tools = sorted((by_key[m].tool.to_openai() for m in members), key=lambda t: t['function']['name'])
+        tools = sorted((by_key[m].tool for m in members), key=lambda t: t.name)
         domains.append(Domain(name=_domain_name(i, servers), index=i, tools=tools, edges=edges, servers=sorted(set(servers))))
     return DomainSplit(domains=domains, dropped=dict(dropped), refined=dict(refined), labels=labels, graph=g)
-
-# %% ../../../nbs/agentscaler/00_pool.ipynb #94baa5f8
-def register_offline(teacher):
-    "Register this module's offline responders (`graph.refine_edges`) on an `OfflineTeacher`; returns it."
-    teacher.register('graph.refine_edges', offline_edge_reviewer)
-    return teacher
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #43d9d22b
 def plot_domains(split: DomainSplit, domain: int = 0):

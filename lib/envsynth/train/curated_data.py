@@ -8,7 +8,7 @@ import argparse, asyncio, json, sys
 from pathlib import Path
 from typing import Iterable, Sequence
 from ..env_library import list_environments, load_curated
-from ..pipeline import _atomic_write, item_key, parse_shard, shard_of
+from ..pipeline import atomic_write, item_key, parse_shard, shard_of
 from ..rollout import OraclePolicy, ScriptedUser, rollout_env
 from ..schema import Trajectory
 
@@ -60,7 +60,7 @@ def shard_path(out_dir: str | Path, shard: str | tuple[int, int] | None) -> Path
 
 def write_trajectories(trajs: Iterable[Trajectory], path: str | Path) -> Path:
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, ''.join(t.model_dump_json() + '\n' for t in trajs).encode())
+    atomic_write(path, ''.join(t.model_dump_json() + '\n' for t in trajs).encode())
     return path
 
 def read_trajectories(path: str | Path) -> list[Trajectory]:

@@ -1,4 +1,4 @@
-"""How envsynth.graph scales: embedding, top-k dependency graphs, Louvain and walks at 1k / 3k / 10k / 30k tools.
+"""How envsynth.corpora, envsynth.graph and envsynth.chains scale: embedding, top-k dependency graphs, Louvain and walks at 1k / 3k / 10k / 30k tools.
 
     .venv/bin/python benchmarks/graph_scale.py [--sizes 1000,3000,10000,30000] [--k 8]
 
@@ -15,7 +15,9 @@ from pathlib import Path
 
 def worker(n: int, cache: str, k: int) -> dict:
     from envsynth.embed import Embedder
-    from envsynth.graph import synthetic_corpus, embed_corpus, dependency_graph, detect_domains, random_walks
+    from envsynth.corpora import synthetic_corpus
+    from envsynth.graph import embed_corpus, dependency_graph, detect_domains
+    from envsynth.chains import random_walks
     out, t = {'n': n}, time.perf_counter()
     corpus = synthetic_corpus(n, seed=0); out['corpus_s'] = time.perf_counter() - t
     emb_model = Embedder(cache=cache, batch_size=256)

@@ -6,7 +6,7 @@ import json, subprocess, sys, zipfile
 import pytest
 from envsynth.env_library import curated_tools, list_environments, load_curated
 from envsynth.eval.decontam import (BenchmarkIndex, build_benchmark_index, decontamination_report, download_tau2_wheel)
-from envsynth.graph import download_bfcl_wheel
+from envsynth.corpora import download_bfcl_wheel
 from envsynth.schema import Task, Tool, Trajectory, assistant, user
 
 @pytest.fixture(scope='module')

@@ -1,7 +1,7 @@
-"""envsynth.graph's BFCL loader on the real wheel: function docs read out of the zip, never imported, all flagged."""
+"""envsynth.corpora's BFCL loader on the real wheel: function docs read out of the zip, never imported, all flagged."""
 import subprocess, sys
 import pytest
-from envsynth.graph import corpus_from_bfcl, download_bfcl_wheel, filter_corpus
+from envsynth.corpora import corpus_from_bfcl, download_bfcl_wheel, filter_corpus
 
 @pytest.fixture(scope='module')
 def wheel(tmp_path_factory):

@@ -1,13 +1,14 @@
-"""Invariants of envsynth.graph's samplers on synthetic corpora of 1,500 tools, across seeds.
+"""Invariants of the tool-graph samplers (envsynth.graph, envsynth.chains) on synthetic corpora of 1,500 tools, across seeds.
 
 A cheap deterministic bag-of-words embedder stands in for sentence-transformers (the notebook uses the real one), so
 these tests check the samplers' logic at a size where mistakes show, in seconds."""
 import hashlib, json, random, re
 import numpy as np
 import pytest
-from envsynth.graph import (BANDS, ToolPool, chain_satisfiable, classify_parameters, corpus_from_file, dependency_graph,
-                            detect_domains, embed_corpus, filter_corpus, mix_distractors, random_distractors, random_walks,
-                            sample_topology_chain, similarity_bands, synthetic_corpus, topk_similar, WalkStats)
+from envsynth.corpora import corpus_from_file, filter_corpus, synthetic_corpus
+from envsynth.graph import dependency_graph, detect_domains, embed_corpus, topk_similar
+from envsynth.chains import (BANDS, ToolPool, WalkStats, chain_satisfiable, classify_parameters, mix_distractors, random_distractors,
+                             random_walks, sample_topology_chain, similarity_bands)
 
 class HashEmbedder:
     "Bag of words hashed into 256 dimensions, L2-normalized."

@@ -74,8 +74,8 @@ def test_server_killed_mid_session(bin_dir):
         assert not r.ok and r.error.type in ('unavailable', 'timeout'), r
 
 def test_mcp_servers_as_a_tool_corpus(bin_dir, tmp_path):
-    "envsynth.graph reads a live server's tools into a corpus, tagged with the server."
-    from envsynth.graph import corpus_from_mcp, filter_corpus
+    "envsynth.corpora reads a live server's tools into a corpus, tagged with the server."
+    from envsynth.corpora import corpus_from_mcp, filter_corpus
     with MCPClient(str(bin_dir / 'mcp-server-sqlite'), ['--db-path', str(tmp_path / 'x.db')]) as c:
         corpus = corpus_from_mcp(c, 'sqlite')
     assert {t.key for t in corpus} >= {'sqlite/read_query', 'sqlite/write_query', 'sqlite/list_tables'}

@@ -50,3 +50,30 @@ def test_readme_starts_with_the_two_commands():
     head = (REPO / 'README.md').read_text().split('## ')[0]
     assert 'make quickstart' in head and 'make test' in head
     assert 'make test' in (REPO / '.ci' / 'run').read_text()
+
+def _private_imports(path: Path) -> list[str]:
+    "`from envsynth.x import _name`, `import envsynth.x as m` + `m._name`, and relative forms, in one module."
+    import ast
+    tree, found, aliases = ast.parse(path.read_text()), [], set()
+    pkg = path.relative_to(REPO / 'lib').with_suffix('').parts[:-1]
+    def absolute(node: ast.ImportFrom) -> str:
+        if not node.level: return node.module or ''
+        base = pkg[:len(pkg) - node.level + 1]
+        return '.'.join([*base, *([node.module] if node.module else [])])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and absolute(node).startswith('envsynth'):
+            for a in node.names:
+                if a.name.startswith('_') and not a.name.startswith('__'): found.append(f'{path.name}:{node.lineno} imports {absolute(node)}.{a.name}')
+                else: aliases.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name.split('.')[0] for a in node.names if a.name.startswith('envsynth')}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith('_') and not node.attr.startswith('__')
+                and isinstance(node.value, ast.Name) and node.value.id in aliases):
+            found.append(f'{path.name}:{node.lineno} uses {node.value.id}.{node.attr}')
+    return found
+
+def test_no_module_imports_another_modules_private_name():
+    "A name starting with `_` is private to its module: other modules use public names (the lib is what users import)."
+    found = [x for p in sorted((REPO / 'lib' / 'envsynth').rglob('*.py')) if p.name != '_modidx.py' for x in _private_imports(p)]
+    assert not found, 'private names used across modules:\n' + '\n'.join(found)

@@ -62,3 +62,37 @@ def test_a_failing_policy_server_ends_the_episode_and_keeps_the_conversation():
     assert len(calls) == 4                     # the first turn, then 1 + 2 retries of the second
     assert [m.role for m in traj.messages] == ['user', 'assistant', 'tool'] and traj.messages[2].error is None
     assert check_trajectory(traj) == []
+
+def test_synthagent_user_over_http_knows_only_the_instruction_and_the_hidden_context():
+    "SynthAgent's user model gets its own prompt with the hidden context, never the agent's system prompt or tool traffic."
+    from envsynth.rollout import EmulatedExecutor, EpisodeLimits, SYNTHAGENT_USER_PROMPT, offline_teacher, user_for_task
+    from envsynth.schema import Task, Tool
+    hidden = 'The trip is to Lima. I leave on Friday.'
+    task = Task(instruction='Tell me the weather for my trip.', user_context={'hidden_context': hidden})
+    weather = Tool.parse({'type': 'function', 'function': {'name': 'get_weather', 'description': 'Current weather.',
+                          'parameters': {'type': 'object', 'properties': {'city': {'type': 'string'}}, 'required': ['city']}}})
+    seen = []
+    def user_handler(body):
+        seen.append(body['messages'])
+        if len(seen) == 1: return completion({'content': task.instruction})
+        return completion({'content': 'It is Lima.'})
+    def policy_handler(body):
+        n = sum(m['role'] == 'assistant' for m in body['messages'])
+        if n == 0: return completion({'content': 'Where are you going?'})
+        if n == 1: return completion({'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {
+            'name': 'get_weather', 'arguments': json.dumps({'city': 'Lima'})}}]})
+        return completion({'content': '<answer>Mild in Lima.</answer>'})
+    with FakeOpenAIServer(policy_handler) as ps, FakeOpenAIServer(user_handler) as us:
+        async def main():
+            policy_client, user_client = LLMClient(OpenAIBackend(ps.base_url), 'p', max_retries=0), LLMClient(OpenAIBackend(us.base_url), 'u', max_retries=0)
+            ex = EmulatedExecutor(LLMClient(offline_teacher(), 'offline'), [weather])
+            try: return await run_episode(LLMPolicy(policy_client), ex, user_for_task(task, 'synthagent', user_client), task=task,
+                                          system_prompt='AGENT SYSTEM PROMPT', limits=EpisodeLimits(stop_on_answer=True))
+            finally: await policy_client.aclose(); await user_client.aclose()
+        traj = asyncio.run(main())
+    assert (traj.info['termination'], traj.info['answer']) == ('answer', 'Mild in Lima.')
+    assert len(seen) == 2 and all(msgs[0] == {'role': 'system', 'content': SYNTHAGENT_USER_PROMPT.format(instruction=task.instruction, private=hidden)}
+                                  for msgs in seen)
+    everything_the_user_saw = json.dumps(seen)
+    assert 'AGENT SYSTEM PROMPT' not in everything_the_user_saw and 'get_weather' not in everything_the_user_saw
+    assert [m['role'] for m in seen[1]] == ['system', 'assistant', 'user']    # its opening, then the agent's question

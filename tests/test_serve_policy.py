@@ -1,59 +1,118 @@
-"""`envsynth serve-policy` as a real process on 127.0.0.1: an oracle-style policy module is served,
-the openai SDK talks to it, bad input gets 400s, and the process is stopped by PID."""
-import json, os, signal, socket, subprocess, sys, textwrap, time
+"""`envsynth serve-policy` as a real process on 127.0.0.1: rollout policies (the `act` protocol) are served,
+the openai SDK talks to them, bad requests get 400s, a failing policy gets a JSON 500 and the server goes on,
+objects that are not policies are refused at start-up (exit 2), and every process is stopped by PID."""
+import json, os, select, signal, socket, subprocess, sys, textwrap, time
+from contextlib import contextmanager
 from pathlib import Path
 import openai
 import pytest
 
-POLICY = textwrap.dedent('''
-    from envsynth.schema import ToolCall, assistant
-    GOLD = {'Book AF7114 for Ada.': [('book_flight', {'flight_id': 'AF7114', 'passenger': 'Ada'})]}
-    async def oracle(messages, tools, sampling):
-        "Replays the gold calls of the task named by the first user message, then says done."
-        if messages[-1].role == 'tool': return assistant('Done.')
-        task = next(m.content for m in messages if m.role == 'user')
-        return assistant(tool_calls=[ToolCall.make(n, a, index=i) for i, (n, a) in enumerate(GOLD.get(task, []))] or None,
-                         content=None if task in GOLD else 'I cannot help with that.')
+ENVSYNTH = str(Path(sys.executable).parent / 'envsynth')
+
+POLICIES = textwrap.dedent('''
+    from envsynth.rollout import OraclePolicy, PolicyTurn
+    from envsynth.schema import Action, assistant
+
+    # an oracle for one task: book the flight, then say it is done
+    oracle = OraclePolicy([Action(name='book_flight', arguments={'flight_id': 'AF7114', 'passenger': 'Ada'})], final='Done.')
+
+    class Flaky:
+        "Answers, except when asked to fail."
+        async def act(self, messages, tools):
+            if messages[-1].content == 'fail': raise RuntimeError('the model backend is down')
+            return PolicyTurn(assistant(f'echo: {messages[-1].content}'), prompt_tokens=3, completion_tokens=2)
+
+    class NeedsArguments:
+        def __init__(self, checkpoint): self.checkpoint = checkpoint
+        async def act(self, messages, tools): ...
+
+    answer = 42
 ''')
+
+TOOLS = [{'type': 'function', 'function': {'name': 'book_flight', 'parameters': {'type': 'object', 'properties': {
+    'flight_id': {'type': 'string'}, 'passenger': {'type': 'string'}}}}}]
 
 def _free_port():
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
+def _env(folder: Path) -> dict:
+    return {**os.environ, 'PYTHONPATH': f"{folder}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
 @pytest.fixture
-def served(tmp_path):
-    (tmp_path / 'my_policies.py').write_text(POLICY)
+def policies(tmp_path):
+    (tmp_path / 'my_policies.py').write_text(POLICIES)
+    return tmp_path
+
+@contextmanager
+def serving(spec: str, folder: Path, timeout_s: float = 90):
+    "Start `envsynth serve-policy --policy spec`, yield its /v1 base URL once it listens, stop it by PID."
     port = _free_port()
-    env = {**os.environ, 'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen([str(Path(sys.executable).parent / 'envsynth'), 'serve-policy', '--policy', 'my_policies:oracle',
-                             '--port', str(port)], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([ENVSYNTH, 'serve-policy', '--policy', spec, '--port', str(port)], env=_env(folder),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stdout.readline()                      # printed once the server listens
-        assert f'http://127.0.0.1:{port}/v1' in line, line
+        ready, _, _ = select.select([proc.stdout], [], [], timeout_s)          # the line is printed once the server listens
+        line = proc.stdout.readline() if ready else ''
+        assert f'http://127.0.0.1:{port}/v1' in line, (line, proc.poll(), proc.stderr.read() if proc.poll() is not None else '')
         yield f'http://127.0.0.1:{port}/v1'
     finally:
-        os.kill(proc.pid, signal.SIGTERM); proc.wait(timeout=10)
+        if proc.poll() is None: os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0                                      # SIGTERM is a clean stop
+        proc.stdout.close(); proc.stderr.close()
 
-def test_serve_policy_answers_with_tool_calls(served):
-    sdk = openai.OpenAI(base_url=served, api_key='none', max_retries=0, timeout=30)
-    tools = [{'type': 'function', 'function': {'name': 'book_flight', 'parameters': {'type': 'object', 'properties': {
-        'flight_id': {'type': 'string'}, 'passenger': {'type': 'string'}}}}}]
-    r = sdk.chat.completions.create(model='oracle', messages=[{'role': 'user', 'content': 'Book AF7114 for Ada.'}], tools=tools)
-    call = r.choices[0].message.tool_calls[0]
+def _sdk(base_url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=base_url, api_key='none', max_retries=0, timeout=30)
+
+def test_do_nothing_policy_class_is_served(policies):
+    with serving('envsynth.rollout:DoNothingPolicy', policies) as url:
+        r = _sdk(url).chat.completions.create(model='floor', messages=[{'role': 'user', 'content': 'Book AF7114 for Ada.'}], tools=TOOLS)
+    assert r.choices[0].message.tool_calls is None and r.choices[0].finish_reason == 'stop' and r.model == 'floor'
+    assert "can't help" in r.choices[0].message.content
+
+def test_oracle_policy_object_answers_with_tool_calls(policies):
+    with serving('my_policies:oracle', policies) as url:
+        sdk = _sdk(url)
+        first = sdk.chat.completions.create(model='oracle', messages=[{'role': 'user', 'content': 'Book AF7114 for Ada.'}], tools=TOOLS)
+        call = first.choices[0].message.tool_calls[0]
+        second = sdk.chat.completions.create(model='oracle', tools=TOOLS, messages=[
+            {'role': 'user', 'content': 'Book AF7114 for Ada.'}, first.choices[0].message.model_dump(exclude_none=True),
+            {'role': 'tool', 'tool_call_id': call.id, 'content': '{"status": "confirmed"}'}])
+        models = [m.id for m in sdk.models.list().data]
+    assert first.choices[0].finish_reason == 'tool_calls'
     assert (call.function.name, json.loads(call.function.arguments)) == ('book_flight', {'flight_id': 'AF7114', 'passenger': 'Ada'})
-    r2 = sdk.chat.completions.create(model='oracle', tools=tools, messages=[
-        {'role': 'user', 'content': 'Book AF7114 for Ada.'}, r.choices[0].message.model_dump(exclude_none=True),
-        {'role': 'tool', 'tool_call_id': call.id, 'content': '{"status": "confirmed"}'}])
-    assert r2.choices[0].message.content == 'Done.' and r2.choices[0].finish_reason == 'stop'
-    assert [m.id for m in sdk.models.list().data] == ['envsynth-policy']
+    assert second.choices[0].message.content == 'Done.' and second.choices[0].finish_reason == 'stop'
+    assert models == ['envsynth-policy']
 
-def test_serve_policy_rejects_bad_requests_with_400(served):
-    sdk = openai.OpenAI(base_url=served, api_key='none', max_retries=0, timeout=30)
-    for bad, expected in [(dict(messages=[{'role': 'robot', 'content': 'x'}]), 'role'),
-                          (dict(messages=[{'role': 'user', 'content': 'x'}], tools=[{'type': 'function', 'function': {'name': 'f', 'parameters': {'type': 'array'}}}]), "type 'object'"),
-                          (dict(messages=[{'role': 'tool', 'content': 'x'}]), 'tool_call_id')]:
-        with pytest.raises(openai.BadRequestError, match=expected): sdk.chat.completions.create(model='m', **bad)
+def test_bad_requests_get_400_and_a_failing_policy_a_json_500(policies):
+    with serving('my_policies:Flaky', policies) as url:
+        sdk = _sdk(url)
+        for bad, expected in [(dict(messages=[{'role': 'robot', 'content': 'x'}]), 'role'),
+                              (dict(messages=[{'role': 'user', 'content': 'x'}], tools=[{'type': 'function', 'function': {'name': 'f', 'parameters': {'type': 'array'}}}]), "type 'object'"),
+                              (dict(messages=[{'role': 'tool', 'content': 'x'}]), 'tool_call_id')]:
+            with pytest.raises(openai.BadRequestError, match=expected): sdk.chat.completions.create(model='m', **bad)
+        with pytest.raises(openai.InternalServerError) as failed:
+            sdk.chat.completions.create(model='m', messages=[{'role': 'user', 'content': 'fail'}])
+        after = sdk.chat.completions.create(model='m', messages=[{'role': 'user', 'content': 'still there?'}])
+    assert failed.value.status_code == 500 and failed.value.body['message'] == 'RuntimeError: the model backend is down'
+    assert after.choices[0].message.content == 'echo: still there?' and after.usage.total_tokens == 5
 
-def test_serve_policy_refuses_a_missing_policy(tmp_path):
-    res = subprocess.run([str(Path(sys.executable).parent / 'envsynth'), 'serve-policy', '--policy', 'no_such_module:x', '--port', '0'],
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode != 0 and 'cannot load' in res.stderr
+@pytest.mark.parametrize('spec, said', [
+    ('builtins:len', 'builtins:len is not a policy, and calling it with no arguments failed (TypeError'),
+    ('my_policies:answer', 'my_policies:answer is not a policy; serve an object with `async act(messages, tools) -> PolicyTurn`'),
+    ('my_policies:NeedsArguments', "missing 1 required positional argument: 'checkpoint'"),
+    ('no_such_module:x', "cannot load 'no_such_module:x': ModuleNotFoundError"),
+    ('my_policies', 'must look like module:attribute'),
+])
+def test_what_is_not_a_policy_is_refused_at_start_up(policies, spec, said):
+    t0 = time.monotonic()
+    res = subprocess.run([ENVSYNTH, 'serve-policy', '--policy', spec, '--port', str(_free_port())], env=_env(policies),
+                         capture_output=True, text=True, timeout=90)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert res.stderr.startswith('envsynth serve-policy: error: ') and said in res.stderr, res.stderr
+    assert res.stdout == '' and time.monotonic() - t0 < 90                    # it never listened
+
+def test_a_port_in_use_is_a_clear_error(policies):
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0)); taken.listen(1)
+        res = subprocess.run([ENVSYNTH, 'serve-policy', '--policy', 'envsynth.rollout:DoNothingPolicy', '--port', str(taken.getsockname()[1])],
+                             capture_output=True, text=True, timeout=90)
+    assert res.returncode == 2 and 'cannot listen on 127.0.0.1:' in res.stderr, res.stderr

@@ -57,6 +57,8 @@ def output_fields(tool: Tool, max_depth: int = 4) -> list[OutputField]:
         if depth >= max_depth: return
         inner = None if name is None or _norm(name) in _GENERIC_NAMES else _norm(name)
         for prop, sub in s.get('properties', {}).items():
+            if sub is False: continue                                  # JSON Schema's `false`: the field never appears
+            sub = {} if sub is True else sub
             out.append(OutputField(f'{path}.{prop}' if path else prop, prop, inner, sub))
             children(sub, out[-1].path, prop, inner, depth + 1)
         if isinstance(s.get('items'), dict) and path:

@@ -16,8 +16,8 @@ from .envs import Environment, load_environment
 from .schema import Tool, ToolError, ToolResult, ToolSchemaError, validate_arguments
 
 # %% auto #0
-__all__ = ['tool_from_mcp', 'tool_to_mcp', 'environment_server', 'serve_stdio', 'serve_environment', 'environment_server_command',
-           'MCPConnectionError', 'MCPClient']
+__all__ = ['tool_from_mcp', 'tool_to_mcp', 'environment_server', 'serve_stdio', 'serve_environment', 'serve_mcp_parser', 'main',
+           'environment_server_command', 'MCPConnectionError', 'MCPClient']
 
 # %% ../../nbs/core/11_mcp.ipynb #c20af5c8
 def tool_from_mcp(t: mt.Tool) -> Tool:
@@ -53,6 +53,9 @@ async def serve_stdio(server: Server) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 # %% ../../nbs/core/11_mcp.ipynb #506e3ef4
+import argparse
+from .envs import EnvironmentLoadError
+
 def serve_environment(folder: str | Path, trusted: bool = False, task: str | None = None, sandbox_workers: int = 1) -> None:
     "Serve the environment in `folder` over stdio (blocking)."
     pool = None
@@ -65,9 +68,26 @@ def serve_environment(folder: str | Path, trusted: bool = False, task: str | Non
         env.close()
         if pool: pool.close()
 
+def serve_mcp_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog='envsynth serve-mcp', description='Serve an environment folder as an MCP server over stdio.')
+    ap.add_argument('folder', help='an environment folder (environment.py, seed state, tasks)')
+    ap.add_argument('--trusted', action='store_true', help='run the tool code in-process (curated environments only)')
+    ap.add_argument('--task', default=None, help='start the episode from this task')
+    ap.add_argument('--sandbox-workers', type=int, default=1, help='sandbox workers for untrusted tool code')
+    return ap
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve an environment folder as an MCP server over stdio (one episode per server process).
+    `envsynth serve-mcp FOLDER [--trusted] [--task ID] [--sandbox-workers N]` and `python -m envsynth.mcp ...`."""
+    args = serve_mcp_parser().parse_args(argv)
+    try: serve_environment(args.folder, args.trusted, args.task, args.sandbox_workers)
+    except EnvironmentLoadError as e:
+        print(f'envsynth serve-mcp: error: {e}', file=sys.stderr); return 2
+    return 0
+
 def environment_server_command(folder: str | Path, trusted: bool = False, task: str | None = None) -> tuple[str, list[str]]:
     "The command that serves `folder` over stdio with this Python (for `MCPClient` or any MCP host's config)."
-    args = ['-c', 'from envsynth.serve import main; main()', 'serve-mcp', str(Path(folder).resolve())]
+    args = ['-m', 'envsynth.mcp', str(Path(folder).resolve())]
     return sys.executable, args + (['--trusted'] if trusted else []) + (['--task', task] if task else [])
 
 # %% ../../nbs/core/11_mcp.ipynb #386313aa
@@ -149,3 +169,6 @@ class MCPClient:
         self._errlog.close()
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
+
+# %% ../../nbs/core/11_mcp.ipynb #3c848e26
+if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # `python -m envsynth.mcp FOLDER`, not the notebook

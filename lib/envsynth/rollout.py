@@ -438,8 +438,8 @@ def extract_answer(text: str | None) -> str | None:
 async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *, task: Task | None = None,
                       system_prompt: str | None = None, limits: EpisodeLimits = EpisodeLimits(), info: dict | None = None) -> Trajectory:
     """One episode: the user (or `task.instruction` when there is no user) opens, then policy turns, tool calls and
-    user replies alternate until a termination rule fires (see `EpisodeLimits`). Returns the `Trajectory` with `info['termination']`,
-    per-turn records and the executor's final state hash."""
+    user replies alternate until a termination rule fires (see `EpisodeLimits`). Returns the `Trajectory` with
+    `info['termination']` (and `info['answer']` when stopping on answers), per-turn records and the final state hash."""
     if user_sim is None and task is None: raise ValueError('run_episode needs a user simulator or a task (whose instruction opens)')
     messages = [system(system_prompt)] if system_prompt else []
     turns, termination, error, tokens, n_calls, answer = [], None, None, 0, 0, None

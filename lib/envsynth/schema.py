@@ -345,7 +345,7 @@ class MaskedArgument(BaseModel):
     argument: str
     value: Any
 
-# %% ../../nbs/core/01_schema.ipynb #f4d5ce4c
+# %% ../../nbs/core/01_schema.ipynb #4a4503b0
 def _dependency_cycle(deps: dict[str, list[str]]) -> list[str] | None:
     "A cycle `[a, b, ..., a]` of the graph `deps` (node -> nodes it depends on), or None if it is a DAG."
     done, path = set(), []
@@ -358,6 +358,7 @@ def _dependency_cycle(deps: dict[str, list[str]]) -> list[str] | None:
         path.pop(); done.add(n)
     return next((c for n in deps if (c := visit(n))), None)
 
+# %% ../../nbs/core/01_schema.ipynb #f4d5ce4c
 def _check_sub_questions(subs: list[SubQuestion]):
     ids = [q.id for q in subs]
     if dup := sorted({i for i in ids if ids.count(i) > 1}): raise ValueError(f'sub_questions: duplicate ids {dup}')

@@ -191,7 +191,8 @@ def _report(ids: dict[str, str], wait: bool, timeout_s: float) -> int:
     return 0 if not wait or all(st == 'COMPLETED' for st in states.values()) else 1
 
 def main(argv: list[str] | None = None) -> int:
-    "`envsynth slurm submit ...` | `envsynth slurm status RUN_DIR`; returns the exit status."
+    """Submit the serve → synthesize → train → evaluate chain to Slurm (`submit`), or follow it (`status`).
+    `envsynth slurm submit ...` | `envsynth slurm status RUN_DIR`; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     try:

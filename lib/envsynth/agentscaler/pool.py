@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #9907166c
 from __future__ import annotations
-import json, re
+import re
 from pathlib import Path
 from pydantic import BaseModel, Field, field_serializer, field_validator
 from ..schema import Tool
@@ -53,7 +53,7 @@ class Domain(BaseModel):
 # %% ../../../nbs/agentscaler/00_pool.ipynb #945f9560
 from collections import Counter
 from typing import Iterable
-from ..graph import ToolCorpus, corpus_from_environments, corpus_from_file, filter_corpus, synthetic_corpus
+from ..corpora import ToolCorpus, corpus_from_environments, corpus_from_file, filter_corpus, synthetic_corpus
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #fa08552c
 def api_pool(corpus: ToolCorpus | None = None, files: Iterable[str | Path] = (), synthetic_tools: int = 0, seed: int = 0,
@@ -73,7 +73,7 @@ def api_pool(corpus: ToolCorpus | None = None, files: Iterable[str | Path] = (),
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #27ce85a2
 import networkx as nx
-from ..graph import dependency_graph, detect_domains, embed_corpus, llm_refine_edges, EdgeReview
+from ..graph import dependency_graph, detect_domains, embed_corpus, llm_refine_edges
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #2e89d0e0
 def _domain_name(index: int, servers: list[str]) -> str:

@@ -10,7 +10,7 @@ from typing import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 from . import interplay as _interplay, materialize as _materialize, pool as _pool, sft_data as _sft, tasks as _tasks
 from ..envs import Environment, load_environment
-from ..graph import CorpusTool, ToolCorpus
+from ..corpora import CorpusTool, ToolCorpus
 from ..llm import ChatCache, LLMClient, OfflineTeacher
 from ..pipeline import Drop, RunFolder, Step
 from ..schema import Task, Trajectory, content_hash
@@ -18,7 +18,7 @@ from ..schema import Task, Trajectory, content_hash
 # %% auto #0
 __all__ = ['STEPS', 'ITEM_STAGES', 'AgentScalerParams', 'read_params', 'recipe_client', 'agentscaler_run_folder', 'RecipeRun',
            'stage_pool', 'stage_domains', 'stage_materialize', 'stage_tasks', 'stage_interplay', 'stage_filter',
-           'oracle_check', 'run_agentscaler', 'finish_run', 'recipe_parser', 'main']
+           'oracle_check', 'run_agentscaler', 'finish_run', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #42b79078
 class AgentScalerParams(BaseModel):
@@ -28,7 +28,7 @@ class AgentScalerParams(BaseModel):
     corpus_files: list[str] = Field(default_factory=list)   # OpenAI / ToolBench / MCP tool files, added to the curated tools
     curated_tools: bool = True                               # start from the curated environments' tool documents
     exclude_servers: list[str] = Field(default_factory=list)  # servers (curated environments) kept out, e.g. held-out ones
-    synthetic_tools: int = 0                                 # generated tool documents added (envsynth.graph.synthetic_corpus)
+    synthetic_tools: int = 0                                 # generated tool documents added (envsynth.corpora.synthetic_corpus)
     min_server_tools: int = 3
     min_description_words: int = 4
     # 2. domains
@@ -280,36 +280,21 @@ def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[_pool.Domain], task
     return card
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #c6f39b9a
-def recipe_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='envsynth agentscaler run', description='Run the AgentScaler recipe into a run folder (resumable).')
-    ap.add_argument('--params', default=None, help='YAML/JSON parameter file (papers_repro/agentscaler/*.yaml)')
-    ap.add_argument('--run-dir', required=True, help='the run folder (re-running it resumes)')
-    ap.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE', help='override a parameter (VALUE as JSON, else a string)')
-    ap.add_argument('--stages', default='', help=f'comma-separated per-item stages to run (default: all of {",".join(ITEM_STAGES)})')
-    ap.add_argument('--shard', default=None, help="i/n: this Slurm array task's share of --stages")
-    return ap
+from ..cli import run_recipe_command
 
-def _value(text: str):
-    try: return json.loads(text)
-    except json.JSONDecodeError: return text
+def run_from_command_line(args) -> dict:
+    "What `envsynth agentscaler run` does with its parsed arguments: the run, then a one-line summary."
+    out = asyncio.run(run_agentscaler(read_params(args.params, **args.overrides), args.run_dir, stages=args.stages,
+                                      shard=args.shard, progress=True))
+    keys = ('oracle', 'wall_s') if 'oracle' in out else ('stages', 'shard', 'wall_s')
+    return {'run_dir': str(args.run_dir), **{k: out[k] for k in keys},
+            **({'kept_trajectories': out['filter']['funnel']['kept']} if 'filter' in out else {})}
 
 def main(argv: Sequence[str] | None = None) -> int:
-    "The `envsynth agentscaler run` command; returns the exit status."
-    args = recipe_parser().parse_args(argv)
-    try:
-        overrides = {}
-        for item in args.set:
-            if '=' not in item: raise ValueError(f'--set {item!r}: expected FIELD=VALUE')
-            k, v = item.split('=', 1); overrides[k] = _value(v)
-        params = read_params(args.params, **overrides)
-        out = asyncio.run(run_agentscaler(params, args.run_dir, stages=[s for s in args.stages.split(',') if s] or None,
-                                          shard=args.shard, progress=True))
-    except (ValueError, FileNotFoundError) as e:
-        print(f'envsynth agentscaler run: error: {e}', file=sys.stderr); return 2
-    keys = ('oracle', 'wall_s') if 'oracle' in out else ('stages', 'shard', 'wall_s')
-    print(json.dumps({'run_dir': str(args.run_dir), **{k: out[k] for k in keys},
-                      **({'kept_trajectories': out['filter']['funnel']['kept']} if 'filter' in out else {})}))
-    return 0
+    """Run the AgentScaler recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
+    `envsynth agentscaler run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    return run_recipe_command('agentscaler', ITEM_STAGES, run_from_command_line, argv,
+                              'Run the AgentScaler recipe into a run folder (resumable).')
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d9d2b036
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # not when a notebook runs this cell

@@ -4,16 +4,14 @@
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #1e0aaf22
 from __future__ import annotations
-import asyncio, datetime as dt, json, math, random, re
+import asyncio, json, random, re
 from collections import Counter
-from functools import lru_cache
 from typing import Any, Iterable, Literal
 import networkx as nx
-from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 from .pool import Domain, load_prompt
 from ..envs import Environment, Episode
-from ..graph import WalkStats, random_walks
+from ..chains import WalkStats, random_walks
 from ..llm import LLMClient, LLMError
 from ..schema import Action, Task, Tool, ToolResult, canonical_json, content_hash, user, validate_arguments
 
@@ -127,7 +125,7 @@ def diverse_initial_states(env: Environment, n: int, seed: int = 0, *, drop_frac
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #c1fd2cc8
 def domain_graph(env: Environment, domain: Domain) -> nx.DiGraph:
-    "The domain's dependency edges among the tools `env` really has, as a weighted digraph for `envsynth.graph.random_walks`."
+    "The domain's dependency edges among the tools `env` really has, as a weighted digraph for `envsynth.chains.random_walks`."
     g = nx.DiGraph()
     for n in sorted(set(domain.tool_names) & set(env.tool_info)): g.add_node(n, server=domain.name)
     for u, v, w in sorted(domain.edges):

@@ -239,9 +239,11 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    "`envsynth eval bfcl --base-url URL --model NAME --run-dir DIR [--categories ...] [--ids ...|--limit N] [--oracle gold|empty]`"
+    """Run BFCL v4 multi-turn (the official bfcl-eval harness) against an OpenAI-compatible endpoint or an oracle.
+    `envsynth eval bfcl --base-url URL --model NAME --run-dir DIR [--categories ...] [--ids ...|--limit N] [--oracle gold|empty]`;
+    returns the score rows; bad input is `SystemExit` with the reason."""
     args = _parser().parse_args(argv)
-    if (args.base_url is None) == (args.oracle is None): raise SystemExit('eval bfcl: give exactly one of --base-url and --oracle')
+    if (args.base_url is None) == (args.oracle is None): raise SystemExit('give exactly one of --base-url and --oracle')
     ids = [i.strip() for i in args.ids.split(',') if i.strip()] if args.ids else None
     try:
         cats = parse_categories(args.categories)
@@ -253,7 +255,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             rows = run_bfcl(args.model or (f'bfcl-oracle-{args.oracle}' if oracle else 'envsynth-policy'),
                             srv.base_url if oracle else args.base_url, args.run_dir, cats, ids, args.limit, args.api_key,
                             args.temperature, args.num_threads, args.display_name, oracle.use if oracle else None)
-    except (HarnessError, ValueError) as e: raise SystemExit(f'eval bfcl: {e}') from None
+    except (HarnessError, ValueError) as e: raise SystemExit(str(e)) from None
     for r in rows:
         if r['metric'] == 'accuracy': print(f"{r['category']:<26} accuracy {r['value']:.4f}  (n={r['n']})")
     print(f'tidy table: {Path(args.run_dir) / "bfcl_scores.csv"}')

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 import docstring_parser
-from ..graph import BFCL_WHEEL, download_bfcl_wheel, download_wheel
+from ..corpora import BFCL_WHEEL, download_bfcl_wheel, download_wheel
 from ..pipeline import atomic_write
 from ..schema import Task, Tool, Trajectory
 

@@ -142,9 +142,12 @@ def check_endpoint(base_url: str, timeout_s: float = 5.0):
 
 # %% ../../../nbs/eval/00_harness.ipynb #90aa22fd
 def main(argv: list[str] | None = None):
-    "`python -m envsynth.eval.harness [bfcl] [tau2]`: create or refresh the harness venvs."
+    """Create or refresh the pinned BFCL and tau2 harness venvs (.venv-bfcl/, .venv-tau2/).
+    `envsynth eval venvs [bfcl] [tau2]` (what `make eval-venvs` runs); a failure is `SystemExit` with the reason."""
     import argparse
-    ap = argparse.ArgumentParser(prog='envsynth-eval-venvs', description='create the pinned BFCL / tau2 harness venvs')
+    ap = argparse.ArgumentParser(prog='envsynth eval venvs', description='Create or refresh the pinned BFCL / tau2 harness venvs.')
     ap.add_argument('names', nargs='*', default=sorted(HARNESSES), choices=sorted(HARNESSES))
     for name in ap.parse_args(argv).names:
-        ensure_harness(name); print(f'{venv_dir(name)}: {harness_version(name)}')
+        try: ensure_harness(name)
+        except HarnessError as e: raise SystemExit(str(e)) from None
+        print(f'{venv_dir(name)}: {harness_version(name)}')

@@ -205,9 +205,11 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    "`envsynth eval tau2 --base-url URL --model NAME --run-dir DIR [--user-base-url URL --user-model NAME] [--domains ...] [--num-trials N]`"
+    """Run tau2-bench (the published tau2 harness) against an OpenAI-compatible agent and user simulator, or an oracle.
+    `envsynth eval tau2 --base-url URL --model NAME --run-dir DIR [--user-base-url URL --user-model NAME] [--domains ...] [--num-trials N]`;
+    returns the score rows; bad input is `SystemExit` with the reason."""
     args = _parser().parse_args(argv)
-    if (args.base_url is None) == (args.oracle is None): raise SystemExit('eval tau2: give exactly one of --base-url and --oracle')
+    if (args.base_url is None) == (args.oracle is None): raise SystemExit('give exactly one of --base-url and --oracle')
     ids = [i.strip() for i in args.task_ids.split(',') if i.strip()] if args.task_ids else None
     try:
         doms = parse_domains(args.domains)
@@ -221,7 +223,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                             args.user_model, url if oracle else args.user_base_url, args.num_trials, ids, args.num_tasks, oracle,
                             args.max_concurrency, api_key=args.api_key, user_api_key=args.user_api_key, temperature=args.temperature,
                             user_temperature=args.user_temperature, max_steps=args.max_steps, seed=args.seed)
-    except (HarnessError, ValueError) as e: raise SystemExit(f'eval tau2: {e}') from None
+    except (HarnessError, ValueError) as e: raise SystemExit(str(e)) from None
     for r in rows:
         if r['metric'] == 'avg_reward' or r['metric'].startswith('pass^'): print(f"{r['category']:<8} {r['metric']:<10} {r['value']:.4f}  (n={r['n']})")
     print(f'tidy table: {Path(args.run_dir) / "tau2_scores.csv"}')

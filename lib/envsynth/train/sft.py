@@ -361,7 +361,8 @@ def sft_parser() -> argparse.ArgumentParser:
     return ap
 
 def main(argv: Sequence[str] | None = None) -> int:
-    "The `envsynth train sft` command; returns the exit status."
+    """Fine-tune a causal LM on envsynth SFT rows (one stage, or AgentScaler's two).
+    `envsynth train sft` and `python -m envsynth.train.sft`; returns the exit status."""
     args = sft_parser().parse_args(argv)
     kw = dict(max_steps=args.max_steps, lora=args.lora, resume=args.resume, seed=args.seed)
     try:

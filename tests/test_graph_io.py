@@ -2,7 +2,7 @@
 of 600 tools with declared outputs checked against a brute-force reference.
 
 A cheap deterministic bag-of-words embedder stands in for sentence-transformers (the notebook uses the real one)."""
-import hashlib, random, re
+import functools, hashlib, json, random, re
 import numpy as np
 import pytest
 from envsynth.chains import chain_satisfiable, classify_parameters, sample_topology_chain
@@ -117,13 +117,15 @@ def with_outputs(corpus: ToolCorpus, seed: int) -> ToolCorpus:
 def reference_links(corpus, emb, threshold, scope):
     "Every (producer, consumer, field, parameter, score) by brute force over all pairs (k unbounded)."
     tools, ref = list(corpus), {}
-    pschema = [tools[j].tool.function.parameters['properties'][n] for j, n in zip(emb.param_tool.tolist(), emb.param_name)]
+    pschema = [json.dumps(tools[j].tool.function.parameters['properties'][n], sort_keys=True) for j, n in zip(emb.param_tool.tolist(), emb.param_name)]
+    pnames = [link_names(n, tool_entities(tools[j].name)) for j, n in zip(emb.param_tool.tolist(), emb.param_name)]
+    fits = functools.lru_cache(None)(lambda a, b: types_compatible(json.loads(a), json.loads(b)))
     sims = emb.outputs @ emb.params.T
     for f, (i, of) in enumerate(zip(emb.output_tool.tolist(), emb.output_fields)):
-        fnames = link_names(of.name, [of.owner] if of.owner else tool_entities(tools[i].name))
+        fnames, fschema = link_names(of.name, [of.owner] if of.owner else tool_entities(tools[i].name)), json.dumps(of.schema, sort_keys=True)
         for p, j in enumerate(emb.param_tool.tolist()):
-            if i == j or (scope == 'server' and tools[i].server != tools[j].server) or not types_compatible(of.schema, pschema[p]): continue
-            score = 1.0 if fnames & link_names(emb.param_name[p], tool_entities(tools[j].name)) else None
+            if i == j or (scope == 'server' and tools[i].server != tools[j].server) or not fits(fschema, pschema[p]): continue
+            score = 1.0 if fnames & pnames[p] else None
             if sims[f, p] >= threshold: score = max(score or 0.0, round(float(sims[f, p]), 6))
             if score is not None:
                 key = (emb.keys[i], emb.keys[j], of.path, emb.param_name[p])

@@ -5,10 +5,17 @@
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #23ab2307
 from __future__ import annotations
 import argparse, asyncio, json, sys, threading, time
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 from pydantic import BaseModel, ConfigDict, Field
-from . import interplay as _interplay, materialize as _materialize, pool as _pool, sft_data as _sft, tasks as _tasks
+from .interplay import AGENT_TAG, filter_trajectory, interplay
+from .materialize import materialize_domain
+from .offline import offline_recipe_teacher, register_offline_agent
+from .pool import Domain, api_pool, build_domains
+from .sft_data import (SFTSplitError, data_card, data_card_markdown, ledger_counts, plot_data_card,
+                                           sft_splits, write_data_card, write_sft_splits)
+from .tasks import synthesize_tasks
 from ..envs import Environment, load_environment
 from ..corpora import CorpusTool, ToolCorpus
 from ..llm import ChatCache, LLMClient, OfflineTeacher
@@ -74,15 +81,13 @@ def read_params(path: str | Path | None = None, **overrides) -> AgentScalerParam
     return AgentScalerParams(**{**data, **overrides})
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #649abfa4
-from .offline import offline_recipe_teacher, register_offline_agent
-
 def recipe_client(run: RunFolder, client: LLMClient | None = None) -> LLMClient:
     "The client given, else the settings' teacher (offline: `offline_recipe_teacher`), cached in the run folder's `llm_cache.sqlite`."
     if client is not None: return client
     from envsynth.settings import get_settings
     from envsynth.llm import make_client
     s = get_settings()
-    if s.llm.offline: return LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
+    if s.llm.role('teacher').offline: return LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
     c = make_client('teacher', cache=False)
     c.cache = ChatCache(run.file(None, 'llm_cache.sqlite'))
     return c
@@ -92,10 +97,10 @@ def _register_offline_agent(client: LLMClient, tasks: list[Task], noise: float):
     "Offline, the teacher agent replays the run's tasks (a responder the caller registered for the agent is left alone)."
     t = client.backend
     if not isinstance(t, OfflineTeacher) or not tasks: return
-    mine = t.responders.get(_interplay.AGENT_TAG)
+    mine = t.responders.get(AGENT_TAG)
     if mine is not None and not getattr(mine, 'recipe_agent', False): return
     register_offline_agent(t, tasks, noise=noise)
-    t.responders[_interplay.AGENT_TAG].recipe_agent = True
+    t.responders[AGENT_TAG].recipe_agent = True
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #552ea188
 STEPS = (Step('pool', '01_pool'), Step('domains', '02_domains'),
@@ -128,13 +133,13 @@ def stage_pool(r: RecipeRun) -> ToolCorpus:
     cfg = p.model_dump(include={'corpus_files', 'curated_tools', 'exclude_servers', 'synthetic_tools', 'min_server_tools', 'min_description_words', 'seed'})
     recs = run.cached('pool', cfg)
     if recs is None:
-        pool = _pool.api_pool(None if p.curated_tools else ToolCorpus(), p.corpus_files, p.synthetic_tools, p.seed,
+        pool = api_pool(None if p.curated_tools else ToolCorpus(), p.corpus_files, p.synthetic_tools, p.seed,
                               p.min_server_tools, p.min_description_words, p.exclude_servers)
         run.write_json('pool', 'dropped.json', dict(pool.dropped))
         recs = run.save('pool', cfg, [t.model_dump(mode='json') for t in pool])
     return ToolCorpus([CorpusTool.model_validate(x) for x in recs], Counter(run.read_json('pool', 'dropped.json')))
 
-async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[_pool.Domain]:
+async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[Domain]:
     "Stage 2: Louvain domains of the parameter graph, reviewed by the teacher; the largest `max_domains` kept."
     p, run = r.p, r.run
     cfg = {'pool': content_hash([t.key for t in pool], 16),
@@ -142,29 +147,29 @@ async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[_
     recs = run.cached('domains', cfg)
     if recs is None:
         from envsynth.embed import Embedder
-        split = await _pool.build_domains(pool, embedder or Embedder(), r.client, threshold=p.threshold, k=p.k, resolution=p.resolution,
+        split = await build_domains(pool, embedder or Embedder(), r.client, threshold=p.threshold, k=p.k, resolution=p.resolution,
                                           min_tools=p.min_tools, max_tools=p.max_tools, seed=p.seed)
         doms = split.domains[:p.max_domains] if p.max_domains else split.domains
         beyond = {'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms):])} if len(doms) < len(split.domains) else {}
         run.write_json('domains', 'stats.json', {'domains': len(doms), 'refined': split.refined, 'dropped': {**split.dropped, **beyond}})
         recs = run.save('domains', cfg, [d.model_dump(mode='json') for d in doms])
-    return [_pool.Domain.model_validate(x) for x in recs]
+    return [Domain.model_validate(x) for x in recs]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #cbd5c904
-async def stage_materialize(r: RecipeRun, domains: list[_pool.Domain], shard=None):
+async def stage_materialize(r: RecipeRun, domains: list[Domain], shard=None):
     "Stage 3 → `envs/<domain>/` and the journal of `EnvBuild` records."
     async def materialize(rec: dict):
-        return await _materialize.materialize_domain(_pool.Domain.model_validate(rec), r.client, r.run.dir('envs'), r.sandbox,
+        return await materialize_domain(Domain.model_validate(rec), r.client, r.run.dir('envs'), r.sandbox,
                                                      max_repairs=r.p.max_repairs, rows_per_table=r.p.rows_per_table, seed=r.p.seed)
     cfg = r.p.model_dump(include={'max_repairs', 'rows_per_table', 'seed'})
     return await r.run.run_items('materialize', materialize, [d.model_dump(mode='json') for d in domains], config=cfg, shard=shard)
 
-async def stage_tasks(r: RecipeRun, domains: list[_pool.Domain], builds: list[dict], shard=None):
+async def stage_tasks(r: RecipeRun, domains: list[Domain], builds: list[dict], shard=None):
     "Stage 4 → the journal of tasks (gold actions, gold hash, intent) and `drops/<env>.json` (drop counts inside an environment)."
     by_name = {d.name: d for d in domains}
     async def synthesize(build: dict):
         env = r.env(build['domain'])
-        batch = await _tasks.synthesize_tasks(env, by_name[build['domain']], r.client, n_states=r.p.n_states, walks_per_state=r.p.walks_per_state,
+        batch = await synthesize_tasks(env, by_name[build['domain']], r.client, n_states=r.p.n_states, walks_per_state=r.p.walks_per_state,
                                               min_len=r.p.min_len, max_len=r.p.max_len, seed=r.p.seed)
         r.run.write_json('tasks', f'drops/{env.name}.json', {'dropped': batch.dropped, 'counts': batch.counts})
         if not batch.tasks: return Drop('no_tasks', json.dumps(batch.dropped, sort_keys=True))
@@ -178,7 +183,7 @@ async def stage_interplay(r: RecipeRun, tasks: list[Task], shard=None):
     from envsynth.rollout import EpisodeLimits
     async def converse(rec: dict):
         task = Task.model_validate(rec)
-        trajs = await _interplay.interplay(r.env(task.env_id), task, r.client, attempts=r.p.attempts, limits=EpisodeLimits(max_turns=r.p.max_turns))
+        trajs = await interplay(r.env(task.env_id), task, r.client, attempts=r.p.attempts, limits=EpisodeLimits(max_turns=r.p.max_turns))
         return [t.model_dump(mode='json', exclude_none=True) for t in trajs]
     cfg = r.p.model_dump(include={'attempts', 'agent_noise', 'max_turns', 'seed'})
     return await r.run.run_items('interplay', converse, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
@@ -188,7 +193,7 @@ async def stage_filter(r: RecipeRun, tasks: list[Task], trajectories: list[dict]
     by_id = {t.id: t for t in tasks}
     def keep(rec: dict):
         traj = Trajectory.model_validate(rec); task = by_id[traj.task_id]
-        res = _interplay.filter_trajectory(traj, task, r.env(task.env_id))
+        res = filter_trajectory(traj, task, r.env(task.env_id))
         return rec if res.kept else Drop(res.stage, res.reason)
     return await r.run.run_items('filter', keep, trajectories, config={}, shard=shard)
 
@@ -247,16 +252,16 @@ def _filter_results(run: RunFolder) -> list:
     return [FilterResult(kept=True) if e['status'] == 'kept' else FilterResult(kept=False, stage=e['reason'], reason=e.get('detail'))
             for e in run.entries('filter') if e['status'] in ('kept', 'dropped')]
 
-def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[_pool.Domain], tasks: list[Task], oracle: dict, t0: float) -> dict:
+def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[Domain], tasks: list[Task], oracle: dict, t0: float) -> dict:
     "Stages 7–8: the SFT splits and the data card; returns the card."
     p, run = r.p, r.run
     kept = [Trajectory.model_validate(x) for x in run.records('filter')]
     splits, sft_skipped = None, None
     try:
-        if not kept: raise _sft.SFTSplitError('no trajectory survived the filter (see the stage counts for why)')
-        splits = _sft.sft_splits(kept, {t.id: t for t in tasks}, _tokenizer(r, kept), p.vertical_domains or None, p.max_length)
-        _sft.write_sft_splits(splits, run.dir('sft'))
-    except _sft.SFTSplitError as e: sft_skipped = str(e)       # a weak teacher: the card says why there is no SFT data
+        if not kept: raise SFTSplitError('no trajectory survived the filter (see the stage counts for why)')
+        splits = sft_splits(kept, {t.id: t for t in tasks}, _tokenizer(r, kept), p.vertical_domains or None, p.max_length)
+        write_sft_splits(splits, run.dir('sft'))
+    except SFTSplitError as e: sft_skipped = str(e)       # a weak teacher: the card says why there is no SFT data
     dom_stats = run.stats('domains')
     stages = {'pool': {'inputs': len(pool) + sum(pool.dropped.values()), 'kept': len(pool), 'dropped': dict(pool.dropped)},
               'domains': {'inputs': len(pool), 'kept': sum(len(d.tools) for d in domains), 'records': len(domains),
@@ -268,14 +273,14 @@ def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[_pool.Domain], task
     if p.decontamination:
         from envsynth.eval.decontam import build_benchmark_index
         index = build_benchmark_index()
-    card = _sft.data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=envs,
-                          splits=splits, index=index, ledger=run.add_to_ledger(_sft.ledger_counts(r.client)),
+    card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=envs,
+                          splits=splits, index=index, ledger=run.add_to_ledger(ledger_counts(r.client)),
                           title='AgentScaler data card', sft_skipped=sft_skipped)
     card['oracle'] = oracle
     card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}
     card['wall_s'] = round(time.perf_counter() - t0, 1)
-    _sft.write_data_card(card, run.root)
-    fig = _sft.plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80)
+    write_data_card(card, run.root)
+    fig = plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80)
     import matplotlib.pyplot as plt; plt.close(fig)
     return card
 

@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/env_step.py [--calls 2000] [--baseline-calls 40] [--mb 3]
 
 1. A tool call in-process (read and write tools of environments/library), p50 / p99.
-2. The same read call sandboxed (a warm `SandboxPool` worker: netns, own uid, rlimits, audit hook), against the
-   baseline of one fresh sandboxed subprocess per call (`unshare -n python -I` that loads the environment and runs
-   the call: what a process-per-call sandbox pays). Targets: >= 15x faster, p50 <= 2 ms.
+2. The same read call sandboxed (a warm `SandboxPool` worker: network, PID and mount namespaces, private tmpfs, own
+   uid, rlimits, audit hook), against the baseline of one fresh sandboxed subprocess per call (`unshare` with the same
+   namespaces, `python -I` that loads the environment and runs the call: what a process-per-call sandbox pays).
+   Targets: >= 15x faster, p50 <= 2 ms. Also the cost of starting (and closing) one worker.
 3. Episode reset and the full-state hash of a ~3 MB database (library's seed state, scaled up), against
    tau2's approach in the same run: a deep copy of the parsed state per episode and
    `sha256(json.dumps(state, sort_keys=True))`. Targets: reset <= 5 ms, hash <= 50 ms.
@@ -55,11 +56,16 @@ def main():
             sandboxed = timings(lambda: ep.step(read), args.calls)
     code = ('import json; from envsynth.envs import load_environment; env = load_environment(%r, trusted=True); '
             'ep = env.reset(); print(json.dumps(ep.step(("get_member_account", {"member_id": "M00012"})).output))' % str(LIB))
-    fresh = timings(lambda: subprocess.run(['unshare', '-n', '--', sys.executable, '-I', '-c', code], check=True, capture_output=True), args.baseline_calls)
-    bare = timings(lambda: subprocess.run(['unshare', '-n', '--', sys.executable, '-I', '-S', '-c', 'pass'], check=True), args.baseline_calls)
+    ns = ['unshare', '--net', '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--']
+    fresh = timings(lambda: subprocess.run([*ns, sys.executable, '-I', '-c', code], check=True, capture_output=True), args.baseline_calls)
+    bare = timings(lambda: subprocess.run([*ns, sys.executable, '-I', '-S', '-c', 'pass'], check=True), args.baseline_calls)
+    def start_worker():
+        with SandboxPool(size=1) as p: p.worker(0)
+    started = timings(start_worker, max(3, args.baseline_calls // 4))
     rows.append(('sandboxed read call (warm worker, round trip)', sandboxed, None))
     rows.append(('baseline: fresh sandboxed subprocess per call', fresh, None))
     rows.append(('  (floor: bare `python -I -S -c pass` start, no work)', bare, None))
+    rows.append(('sandbox worker start + close (namespaces, private fs, preload)', started, None))
 
     seed = json.loads((LIB / 'seed_state.json').read_text())
     big = scaled_state(seed, args.mb)

@@ -261,3 +261,10 @@ def test_unavailable_namespaces_are_a_clear_error(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(sandbox.os, 'geteuid', lambda: 1000)
     with pytest.raises(SandboxUnavailable, match='drop_privileges=False'): SandboxPool(size=1)
+
+def test_cpu_limit_is_a_resource_limit():
+    "A worker that spends its CPU seconds is killed by the kernel, and the call says `resource_limit`, not `crashed`."
+    with SandboxPool(size=1, limits=SandboxLimits(cpu_s=3, call_timeout_s=30)) as p:
+        out = p.run('def spin():\n    while True: pass\n', 'spin')
+        assert out['error']['type'] == 'resource_limit', out
+        assert p.run('def f(): return 1', 'f') == {'ok': 1}

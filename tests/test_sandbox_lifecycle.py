@@ -1,6 +1,7 @@
-"""Sandbox workers outlive nothing: when the process that owns a pool is SIGKILLed, its workers see the pipe close,
-remove their private directories and exit. And episodes on a sandboxed environment run concurrently from asyncio."""
-import asyncio, json, os, signal, subprocess, sys, time
+"""Sandbox workers outlive nothing: when the process that owns a pool is SIGKILLed, its workers see the pipe close and
+exit, their PID namespaces take every process inside with them, and no folder is left on the host (a worker's home is
+a private tmpfs). And episodes on a sandboxed environment run concurrently from asyncio."""
+import asyncio, json, os, signal, subprocess, sys, tempfile, time
 from pathlib import Path
 from envsynth.envs import load_environment
 from envsynth.sandbox import SandboxPool
@@ -12,7 +13,7 @@ import json, sys
 from envsynth.sandbox import SandboxPool
 pool = SandboxPool(size=2)
 pids = [pool.worker(i).proc.pid for i in range(2)]
-homes = [pool.worker(i).home for i in range(2)]
+homes = [pool.worker(i).host_home for i in range(2)]
 print(json.dumps({"pids": pids, "homes": homes}), flush=True)
 import time; time.sleep(600)
 '''
@@ -23,16 +24,30 @@ def _alive(pid: int) -> bool:
     try: return Path(f'/proc/{pid}/status').read_text().split('State:')[1].split()[0] != 'Z'
     except (OSError, IndexError): return False
 
+def _tree(pid: int) -> list[int]:
+    kids = [int(k) for t in Path(f'/proc/{pid}/task').glob('*') for k in (t / 'children').read_text().split()] if _alive(pid) else []
+    return [pid] + [d for k in kids for d in _tree(k)]
+
+def _sandbox_dirs() -> set[str]: return {p.name for p in Path(tempfile.gettempdir()).glob('envsynth-sandbox-*')}
+
 def test_workers_exit_when_owner_is_killed():
+    before = _sandbox_dirs()
     owner = subprocess.Popen([sys.executable, '-c', OWNER], stdout=subprocess.PIPE, text=True)
-    info = json.loads(owner.stdout.readline())
-    assert all(_alive(p) for p in info['pids']) and all(Path(h).exists() for h in info['homes'])
-    owner.send_signal(signal.SIGKILL); owner.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (any(_alive(p) for p in info['pids']) or any(Path(h).exists() for h in info['homes'])):
-        time.sleep(0.1)
-    assert not any(_alive(p) for p in info['pids']), 'orphaned workers'
-    assert not any(Path(h).exists() for h in info['homes']), 'leftover sandbox directories'
+    pids = []
+    try:
+        info = json.loads(owner.stdout.readline())
+        pids = [p for w in info['pids'] for p in _tree(w)]          # each `unshare` and the worker inside it
+        assert len(pids) >= 4 and all(_alive(p) for p in pids) and info['homes'] == [None, None]
+        owner.send_signal(signal.SIGKILL); owner.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in pids): time.sleep(0.1)
+        assert not any(_alive(p) for p in pids), 'orphaned workers'
+        assert not (_sandbox_dirs() - before), 'leftover sandbox directories'
+    finally:
+        owner.kill(); owner.wait()
+        for p in pids:
+            try: os.kill(p, signal.SIGKILL)
+            except ProcessLookupError: pass
 
 def test_concurrent_sandboxed_episodes():
     "32 episodes over 2 workers from asyncio tasks, interleaved: each ends in its task's gold state."

@@ -15,7 +15,7 @@ from .schema import Tool, ToolSchemaError
 from .corpora import ToolCorpus
 
 # %% auto #0
-__all__ = ['OutputField', 'output_fields', 'json_types', 'tool_entities', 'link_names', 'types_compatible', 'tool_text',
+__all__ = ['OutputField', 'json_types', 'output_fields', 'tool_entities', 'link_names', 'types_compatible', 'tool_text',
            'param_text', 'ToolEmbeddings', 'embed_corpus', 'topk_similar', 'dependency_graph', 'detect_domains',
            'EdgeReview', 'llm_refine_edges']
 
@@ -41,6 +41,20 @@ def _norm(name: str) -> str:
 
 _GENERIC_NAMES = {_norm(n) for n in ['id', 'name', 'type', 'status', 'value', 'data', 'result', 'item', 'key', 'code',
                                      'title', 'description', 'message', 'count', 'total', 'uuid', 'output', 'response']}
+
+# %% ../../nbs/core/13b_graph.ipynb #07bbd584
+def json_types(schema: dict) -> frozenset[str]:
+    "The JSON types `schema` allows; empty = any."
+    t = schema.get('type')
+    if isinstance(t, str): return frozenset([t])
+    if isinstance(t, list): return frozenset(x for x in t if isinstance(x, str))
+    if 'properties' in schema: return frozenset(['object'])
+    if 'items' in schema: return frozenset(['array'])
+    branches = schema.get('anyOf', schema.get('oneOf'))
+    if isinstance(branches, list) and branches and all(isinstance(b, dict) for b in branches):
+        types = [json_types(b) for b in branches]
+        return frozenset() if not all(types) else frozenset().union(*types)
+    return frozenset()
 
 # %% ../../nbs/core/13b_graph.ipynb #811d6a43
 def output_fields(tool: Tool, max_depth: int = 4) -> list[OutputField]:
@@ -70,20 +84,6 @@ def output_fields(tool: Tool, max_depth: int = 4) -> list[OutputField]:
         children(schema, 'result', None, None, 1)
     else: children(schema, '', None, None, 0)
     return out
-
-# %% ../../nbs/core/13b_graph.ipynb #07bbd584
-def json_types(schema: dict) -> frozenset[str]:
-    "The JSON types `schema` allows; empty = any."
-    t = schema.get('type')
-    if isinstance(t, str): return frozenset([t])
-    if isinstance(t, list): return frozenset(x for x in t if isinstance(x, str))
-    if 'properties' in schema: return frozenset(['object'])
-    if 'items' in schema: return frozenset(['array'])
-    branches = schema.get('anyOf', schema.get('oneOf'))
-    if isinstance(branches, list) and branches and all(isinstance(b, dict) for b in branches):
-        types = [json_types(b) for b in branches]
-        return frozenset() if not all(types) else frozenset().union(*types)
-    return frozenset()
 
 # %% ../../nbs/core/13b_graph.ipynb #b93d5374
 def tool_entities(tool_name: str) -> list[str]:

@@ -283,7 +283,8 @@ def _check_namespaces(flags: tuple[str, ...]) -> None:
                                               'SandboxLimits(namespaces=False, network=True) runs workers without them (trusted code only)')
 
 def _project_folders() -> list[str]:
-    for d in Path(__file__).resolve().parent.parents:
+    import importlib.util
+    for d in Path(importlib.util.find_spec('envsynth').origin).resolve().parent.parents:
         if d != Path('/') and any((d / m).exists() for m in ('pyproject.toml', 'settings.ini', '.git')): return [str(d)]
     return []
 
@@ -344,9 +345,11 @@ def death(self) -> str:
     "How the worker ended, after a failed request."
     try: code = self.proc.wait(timeout=0.2)
     except subprocess.TimeoutExpired: return ''
+    if code == 1 and self.limits.namespaces and 'sigprocmask unblock failed' in self.log_tail():
+        code = -signal.SIGKILL                  # `unshare` cannot re-raise the SIGKILL that ended its child, and says so
     if code < 0:
         sig = signal.Signals(-code).name
-        return f'killed by {sig}' + (' (CPU time limit)' if sig == 'SIGXCPU' else '')
+        return f'killed by {sig}' + (' (CPU time limit)' if sig == 'SIGXCPU' else ' (CPU time or memory limit)' if sig == 'SIGKILL' else '')
     return f'exited with status {code}'
 
 @patch_to(_Worker)
@@ -420,7 +423,7 @@ class SandboxPool:
             try: reply = w.request(msg, timeout)
             except FrameError as e:
                 how = w.death() if e.kind == 'crashed' else ''
-                kind = 'resource_limit' if 'SIGXCPU' in how else e.kind
+                kind = 'resource_limit' if 'limit)' in how else e.kind
                 detail = f'{e}' + (f'; worker {how}' if how else '') + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
                 self._replace(slot, kind)
                 return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}

@@ -101,7 +101,7 @@ def attack():
     return {'forked': n}
 '''
     out = _run(pool, body)['ok']
-    assert out.get('errno') == errno.EAGAIN and out['forked'] < 8, out
+    assert out.get("errno") == errno.EAGAIN and out["forked"] < pool.limits.processes, out
     pids = _worker_pids(pool)
     pool.close()
     assert not _wait_gone(pids, 5)
@@ -268,3 +268,67 @@ def test_cpu_limit_is_a_resource_limit():
         out = p.run('def spin():\n    while True: pass\n', 'spin')
         assert out['error']['type'] == 'resource_limit', out
         assert p.run('def f(): return 1', 'f') == {'ok': 1}
+
+LIBRARY = REPO / 'environments' / 'library'
+TAMPER = '''
+import envsynth.envs as _envs
+def _forged(rows): return '0' * 64
+_envs.table_hash = _forged                        # at import: every hash this process computes is forged
+_envs.EnvRuntime.seed_hashes = lambda self, fresh=False: {t: _forged(r) for t, r in self.seed.items()}
+
+class TamperingLibrary(LibraryTools):
+    @read_tool
+    def tamper(self) -> str:
+        """Forge the hashes again, from inside a call."""
+        import builtins
+        _envs.table_hash = _forged; builtins.envsynth_tampered = True
+        return 'done'
+'''
+
+def _library(pool: SandboxPool, extra: str, toolkit: str):
+    from envsynth.envs import Environment
+    from envsynth.sandbox import SandboxBackend
+    meta = json.loads((LIBRARY / 'env.json').read_text())
+    backend = SandboxBackend(pool, (LIBRARY / 'tools.py').read_text() + extra, toolkit,
+                             json.loads((LIBRARY / 'seed_state.json').read_text()), meta.get('clock_start'))
+    return Environment(toolkit, backend)
+
+def environments_tamper(pool: SandboxPool) -> None:
+    "Environment A forges `table_hash` at import and in a call, and exec code does too; environment B, loaded later in the same worker, hashes honestly."
+    from envsynth.envs import load_environment
+    evil = _library(pool, TAMPER, 'TamperingLibrary')
+    with evil.reset() as ep: assert ep.step(('tamper', {})).output == 'done'
+    assert pool.run('import envsynth.envs\ndef f():\n    envsynth.envs.table_hash = lambda rows: "1" * 64\n    return 1', 'f') == {'ok': 1}
+    local, boxed = load_environment(LIBRARY, trusted=True), load_environment(LIBRARY, sandbox=pool)
+    assert boxed.backend.seed_hashes(fresh=True) == local.backend.seed_hashes(fresh=True)
+    for task in local.tasks.values():
+        (_, h1), (_, h2) = local.gold_run(task), boxed.gold_run(task)
+        assert h1 == h2 == task.gold_state_hash, (task.id, h2)
+
+def test_environments_cannot_tamper_with_each_other():
+    with SandboxPool(size=1) as pool: environments_tamper(pool)
+
+COUNTER = '''
+calls_in_module = 0
+
+class CountingLibrary(LibraryTools):
+    @read_tool
+    def count_call(self) -> dict:
+        """Count calls in a module global and in builtins."""
+        import builtins
+        global calls_in_module
+        calls_in_module += 1
+        builtins.envsynth_calls = getattr(builtins, 'envsynth_calls', 0) + 1
+        return {'module': calls_in_module, 'builtins': builtins.envsynth_calls}
+'''
+
+def episodes_start_clean(pool: SandboxPool) -> None:
+    "Module globals and builtins changed in one episode are gone in the next, on every worker."
+    env = _library(pool, COUNTER, 'CountingLibrary')
+    seen = []
+    for _ in range(4):
+        with env.reset() as ep: seen.append(ep.step(('count_call', {})).output)
+    assert seen == [{'module': 1, 'builtins': 1}] * 4, seen
+
+def test_episodes_start_clean():
+    with SandboxPool(size=2) as pool: episodes_start_clean(pool)

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 # %% auto #0
-__all__ = ['COMMAND_GROUP', 'CommandError', 'registered_commands', 'command_help', 'find_command', 'exit_status', 'run_command',
-           'usage', 'main', 'parse_set_options', 'recipe_run_parser', 'parse_recipe_run', 'run_recipe_command']
+__all__ = ['COMMAND_GROUP', 'CommandError', 'registered_commands', 'command_help', 'find_command', 'exit_status', 'one_line',
+           'expected_error', 'run_command', 'usage', 'main', 'parse_set_options', 'recipe_run_parser',
+           'parse_recipe_run', 'run_recipe_command']
 
 # %% ../../nbs/cli.ipynb #c2f73be9
 COMMAND_GROUP = 'envsynth.commands'
@@ -69,6 +70,17 @@ def exit_status(result: Any) -> int:
     "A command's return value as an exit status: an `int` is one, anything else (None, result rows) is success."
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
+def one_line(text: str) -> str:
+    "`text` on one line (its lines joined by ' | ')."
+    return ' | '.join(l.strip() for l in str(text).splitlines() if l.strip())
+
+def expected_error(e: BaseException) -> bool:
+    """An error that describes the input or the world, not a bug: bad values or files (`ValueError`, `OSError`,
+    `LookupError`), a malformed YAML file, or an error class of envsynth (a failed step, a damaged journal, a model
+    that did not answer). The command line reports these in one line, without a traceback."""
+    return isinstance(e, (ValueError, OSError, LookupError, TimeoutError)) or \
+        any(c.__module__.split('.')[0] in ('envsynth', 'yaml') for c in type(e).__mro__[:-2])
+
 def run_command(name: str, fn: Callable[[list[str]], Any], argv: Sequence[str]) -> int:
     "Run `fn(argv)` as `envsynth <name>` and return its exit status; failures are reported on stderr in one line."
     try: return exit_status(fn(list(argv)))
@@ -77,8 +89,8 @@ def run_command(name: str, fn: Callable[[list[str]], Any], argv: Sequence[str]) 
         print(f'envsynth {name}: error: {e.code}', file=sys.stderr); return 2
     except KeyboardInterrupt: return 130
     except Exception as e:
-        traceback.print_exc()
-        print(f'envsynth {name}: error: {type(e).__name__}: {e}', file=sys.stderr); return 1
+        if not expected_error(e): traceback.print_exc()       # a bug: the traceback is for the bug report
+        print(f'envsynth {name}: error: {one_line(f"{type(e).__name__}: {e}")}', file=sys.stderr); return 1
 
 # %% ../../nbs/cli.ipynb #4de603c2
 def usage(commands: Mapping[tuple[str, ...], EntryPoint], group: tuple[str, ...] = ()) -> str:
@@ -133,21 +145,32 @@ def recipe_run_parser(recipe: str, stages: Sequence[str], description: str | Non
     return ap
 
 def parse_recipe_run(recipe: str, stages: Sequence[str], argv: Sequence[str] | None = None, description: str | None = None) -> argparse.Namespace:
-    "The parsed command line, with `overrides` a dict and `stages` a list (None: all); `ValueError` for a bad `--set` or stage."
+    "The parsed command line, with `overrides` a dict and `stages` a list (None: all); `ValueError` for a bad `--set`, stage, shard, run folder or parameter file."
     args = recipe_run_parser(recipe, stages, description).parse_args(argv)
     args.overrides = parse_set_options(args.overrides)
     args.stages = [s.strip() for s in args.stages.split(',') if s.strip()] or None
     if bad := [s for s in args.stages or () if s not in stages]:
         raise ValueError(f'unknown stage {", ".join(bad)}; the stages of {recipe} are {", ".join(stages)}')
+    if args.shard is not None:
+        if not args.stages: raise ValueError('--shard needs --stages: each Slurm array task runs one per-item stage on its shard')
+        from envsynth.pipeline import parse_shard
+        parse_shard(args.shard)
+    if Path(args.run_dir).exists() and not Path(args.run_dir).is_dir(): raise ValueError(f'--run-dir {args.run_dir} is a file, not a folder')
+    if args.params is not None and not Path(args.params).is_file():
+        raise ValueError(f'--params {args.params}: ' + ('a folder, not a parameter file' if Path(args.params).is_dir() else 'no such file'))
     return args
 
 # %% ../../nbs/cli.ipynb #99e9e0cf
 def run_recipe_command(recipe: str, stages: Sequence[str], run: Callable[[argparse.Namespace], Any],
                        argv: Sequence[str] | None = None, description: str | None = None) -> int:
-    "`envsynth <recipe> run` for any recipe: parse, `run(args)`, print the summary it returns as one JSON line; returns the exit status."
+    """`envsynth <recipe> run` for any recipe: parse, `run(args)`, print the summary it returns as one JSON line; returns the
+    exit status: 0, 2 for bad input, 1 for a run that failed (a step with failed items, a damaged journal, a model that did not answer)."""
     try: summary = run(parse_recipe_run(recipe, stages, argv, description))
-    except (ValueError, FileNotFoundError) as e:
-        print(f'envsynth {recipe} run: error: {e}', file=sys.stderr); return 2
+    except Exception as e:
+        if not expected_error(e): raise                              # a bug: run_command prints its traceback
+        bad_input = isinstance(e, (ValueError, OSError)) or type(e).__module__.startswith('yaml')
+        print(f'envsynth {recipe} run: error: {one_line(e if bad_input else f"{type(e).__name__}: {e}")}', file=sys.stderr)
+        return 2 if bad_input else 1
     if summary is not None: print(json.dumps(summary, default=str))
     return 0
 

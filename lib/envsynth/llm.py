@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable
 import json_repair
 import openai
 from pydantic import BaseModel, ValidationError
+from .pipeline import report_failure
 from .schema import Message, Tool, ToolCall, content_hash, validate_arguments
 from .formats import FormatError, from_openai_message, from_openai_response, parse_assistant_text, split_think
 
@@ -23,6 +24,7 @@ __all__ = ['Responder', 'LLMError', 'TransientError', 'TransportError', 'Request
 class LLMError(RuntimeError):
     "A model call that produced no usable answer."
     kind = 'error'
+    answered = False      # True: the model answered, and its answer was unusable (a result); False: no answer came (a failure)
 
 class TransientError(LLMError):
     "A failure worth retrying: timeout, connection error, 429, 5xx, malformed response body."
@@ -39,6 +41,7 @@ class RequestError(LLMError):
 class StructuredOutputError(LLMError):
     "The model's answers never validated against the response model."
     kind = 'structured_output'
+    answered = True
     def __init__(self, msg: str, raw: list[str | None], errors: list[str]):
         super().__init__(msg); self.raw, self.errors = raw, errors
 
@@ -226,11 +229,41 @@ class TagStats:
     max_latency_s: float = 0.0
 
 class Ledger:
-    "Counts of model calls per tag."
-    def __init__(self): self.tags: dict[str, TagStats] = {}
+    """Counts of model calls per tag. With a `journal` file, every count is also appended to it as one JSON line as it
+    happens, so a process that is killed leaves its spending behind; `Ledger.read_journals` adds journals up."""
+    def __init__(self, journal: str | Path | None = None):
+        self.tags: dict[str, TagStats] = {}
+        self._lock, self._journal = threading.Lock(), None
+        if journal is not None: self.journal_to(journal)
+
+    def journal_to(self, path: str | Path):
+        "Append every count from now on to `path`."
+        with self._lock: self._journal = open(path, 'a', encoding='utf-8')
+
     def __getitem__(self, tag) -> TagStats: return self.tags.setdefault(tag, TagStats())
-    def fail(self, tag: str, kind: str): f = self[tag].failures; f[kind] = f.get(kind, 0) + 1
+
+    def count(self, tag: str, failure: str | None = None, **increments):
+        "Add `increments` (TagStats fields; `max_latency_s` is a maximum) and one `failure` kind to `tag`."
+        with self._lock:
+            _add(self[tag], increments, failure)
+            if self._journal is not None:
+                self._journal.write(json.dumps({'tag': tag, **increments, **({'failure': failure} if failure else {})}) + '\n')
+                self._journal.flush()
+
+    def fail(self, tag: str, kind: str): self.count(tag, failure=kind)
     def to_dict(self) -> dict: return {t: vars(s).copy() for t, s in sorted(self.tags.items())}
+
+    @classmethod
+    def read_journals(cls, paths: Iterable[str | Path]) -> Ledger:
+        "The sum of ledger journals (a line torn by a kill is skipped)."
+        total = cls()
+        for p in paths:
+            for line in Path(p).read_text(encoding='utf-8').splitlines():
+                try: e = json.loads(line)
+                except json.JSONDecodeError: continue
+                tag, failure = e.pop('tag'), e.pop('failure', None)
+                _add(total[tag], e, failure)
+        return total
 
     def __repr__(self):
         head = f"{'tag':<24} {'requests':>8} {'hits':>6} {'calls':>6} {'retries':>7} {'failed':>6} {'tok in':>8} {'tok out':>8} {'mean s':>7} {'max s':>6}"
@@ -240,6 +273,11 @@ class Ledger:
             rows.append(f'{t:<24} {s.requests:>8} {s.cache_hits:>6} {s.backend_calls:>6} {s.retries:>7} {sum(s.failures.values()):>6} '
                         f'{s.prompt_tokens:>8} {s.completion_tokens:>8} {mean:>7.3f} {s.max_latency_s:>6.3f}')
         return '\n'.join(rows)
+
+def _add(stats: TagStats, increments: dict, failure: str | None):
+    for k, v in increments.items():
+        setattr(stats, k, max(stats.max_latency_s, v) if k == 'max_latency_s' else getattr(stats, k) + v)
+    if failure: stats.failures[failure] = stats.failures.get(failure, 0) + 1
 
 # %% ../../nbs/core/05_llm.ipynb #bc3fb64e
 _FENCE = re.compile(r'```(?:json|JSON)?\s*\n?(.*?)```', re.DOTALL)
@@ -282,30 +320,35 @@ class LLMClient:
 
     async def complete(self, req: ChatRequest) -> tuple[Completion, bool]:
         "One raw completion through cache, semaphore, timeout and retries: `(completion, cached)`."
-        stats, key = self.ledger[req.tag], req.key(self.backend.id)
+        key = req.key(self.backend.id)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            stats.cache_hits += 1; return hit, True
+            self.ledger.count(req.tag, cache_hits=1); return hit, True
         if self.replay:
-            self.ledger.fail(req.tag, CacheMiss.kind); raise CacheMiss(f'replay mode: no cached answer for a {req.tag!r} request ({key})')
+            raise self._failed(req.tag, CacheMiss(f'replay mode: no cached answer for a {req.tag!r} request ({key})'))
         errors = []
         async with self._sem():
             for attempt in range(self.max_retries + 1):
                 if attempt:
-                    stats.retries += 1
+                    self.ledger.count(req.tag, retries=1)
                     await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random()))
                 t0 = time.monotonic()
                 try:
                     out = await asyncio.wait_for(self.backend.complete(req), self.timeout_s)
                 except asyncio.TimeoutError: errors.append(f'timed out after {self.timeout_s}s'); continue
                 except TransientError as e: errors.append(str(e)); continue
-                except LLMError as e: self.ledger.fail(req.tag, e.kind); raise
+                except LLMError as e: raise self._failed(req.tag, e) from None
                 dt = time.monotonic() - t0
-                stats.backend_calls += 1; stats.latency_s += dt; stats.max_latency_s = max(stats.max_latency_s, dt)
-                stats.prompt_tokens += out.prompt_tokens; stats.completion_tokens += out.completion_tokens
                 if self.cache is not None: self.cache.put(key, out)
+                self.ledger.count(req.tag, backend_calls=1, latency_s=dt, max_latency_s=dt,
+                                  prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
                 return out, False
-        self.ledger.fail(req.tag, TransportError.kind)
-        raise TransportError(f'{req.tag}: {len(errors)} attempts failed; last: {errors[-1]}')
+        raise self._failed(req.tag, TransportError(f'{req.tag}: {len(errors)} attempts failed; last: {errors[-1]}'))
+
+    def _failed(self, tag: str, error: LLMError) -> LLMError:
+        "Count `error`; a call that got no answer is also reported to the running pipeline item (`report_failure`)."
+        self.ledger.fail(tag, error.kind)
+        if not error.answered: report_failure(error)
+        return error
 
     async def chat(self, messages: Iterable[Message | dict], tools: Iterable[Tool | dict] | None = None,
                    response_model: type[BaseModel] | None = None, *, tag: str = 'default', model: str | None = None,
@@ -314,7 +357,7 @@ class LLMClient:
         tools = [Tool.parse(t) for t in tools] if tools else None
         schema = response_model.model_json_schema() if response_model else None
         raws, errors, t0 = [], [], time.monotonic()
-        self.ledger[tag].requests += 1
+        self.ledger.count(tag, requests=1)
         for attempt in range(1, (self.max_attempts if response_model else 1) + 1):
             req = ChatRequest(model=model or self.model, messages=msgs, tools=tools, response_schema=schema, sampling=sampling, tag=tag)
             out, cached = await self.complete(req)
@@ -329,8 +372,7 @@ class LLMClient:
             raws.append(answer); errors.append(error)
             msgs = msgs + [Message(role='assistant', content=answer or ''),
                            Message(role='user', content=f'Your reply was not valid: {error}\nReply with only a JSON object that matches the schema.')]
-        self.ledger.fail(tag, StructuredOutputError.kind)
-        raise StructuredOutputError(f'{tag}: no valid {response_model.__name__} after {len(raws)} attempts; last error: {errors[-1]}', raws, errors)
+        raise self._failed(tag, StructuredOutputError(f'{tag}: no valid {response_model.__name__} after {len(raws)} attempts; last error: {errors[-1]}', raws, errors))
 
 # %% ../../nbs/core/05_llm.ipynb #160347bb
 def make_client(role: str = 'teacher', teacher: OfflineTeacher | None = None, settings=None, cache: bool = True,

@@ -4,7 +4,9 @@
 
 # %% ../../nbs/core/03_pipeline.ipynb #948075f0
 from __future__ import annotations
-import asyncio, fcntl, inspect, json, os, random, time, traceback
+import asyncio, fcntl, inspect, json, os, random, socket, time, traceback
+from contextlib import contextmanager
+from contextvars import ContextVar
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +17,10 @@ from tqdm.auto import tqdm
 from .schema import canonical_json, content_hash
 
 # %% auto #0
-__all__ = ['Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key', 'item_seed',
-           'JournalError', 'atomic_write', 'StageResult', 'run_stage', 'arun_stage', 'read_entries', 'read_records',
-           'Step', 'RunFolder']
+__all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key',
+           'item_seed', 'StepFailedError', 'report_failure', 'watch_failures', 'without_timing', 'JournalError',
+           'atomic_write', 'StageResult', 'run_stage', 'arun_stage', 'read_entries', 'read_records', 'Step',
+           'RunFolder']
 
 # %% ../../nbs/core/03_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
@@ -61,6 +64,33 @@ def item_key(record: Any, stage: str, config: Any = None) -> str:
 
 def item_seed(key: str, seed: int = 0) -> int:
     return int(content_hash({'key': key, 'seed': seed}, 15), 16)
+
+# %% ../../nbs/core/03_pipeline.ipynb #8d4b791e
+class StepFailedError(RuntimeError):
+    "A step of a run did not finish: some items failed, or a service failed while a whole-set step was computed. Re-running retries."
+
+_REPORTED: ContextVar[list | None] = ContextVar('envsynth_reported_failures', default=None)
+
+def report_failure(error: BaseException):
+    "Tell the running item (or whole-set step) that a service it depends on failed: it is recorded as failed, not as an outcome."
+    seen = _REPORTED.get()
+    if seen is not None: seen.append(error)
+
+@contextmanager
+def watch_failures():
+    "The list of failures reported inside the block (and in the tasks and threads it starts)."
+    seen = []; token = _REPORTED.set(seen)
+    try: yield seen
+    finally: _REPORTED.reset(token)
+
+# %% ../../nbs/core/03_pipeline.ipynb #34c8fca1
+TIMING_SUFFIXES = ('latency_s', 'wall_s')
+
+def without_timing(x: Any, suffixes: tuple[str, ...] = TIMING_SUFFIXES) -> Any:
+    "`x` without the dict keys (at any depth) that end in one of `suffixes`: wall-clock measurements."
+    if isinstance(x, dict): return {k: without_timing(v, suffixes) for k, v in x.items() if not k.endswith(suffixes)}
+    if isinstance(x, list): return [without_timing(v, suffixes) for v in x]
+    return x
 
 # %% ../../nbs/core/03_pipeline.ipynb #6e8887bf
 class JournalError(RuntimeError):
@@ -148,7 +178,7 @@ class StageResult:
 
 # %% ../../nbs/core/03_pipeline.ipynb #65ad44a2
 class _StageRun:
-    def __init__(self, fn, inputs, out_dir, name, config, shard, seed, overwrite, durable):
+    def __init__(self, fn, inputs, out_dir, name, config, shard, seed, overwrite, durable, keyed_on=None):
         self.name = name or getattr(fn, '__name__', 'stage')
         self.out_dir, self.shard, self.seed, self.durable = Path(out_dir), parse_shard(shard), seed, durable
         self.fn, self.with_ctx, self.t0 = fn, _takes_context(fn), time.monotonic()
@@ -157,7 +187,7 @@ class _StageRun:
         i, n = self.shard
         self.items, seen = [], set()
         for index, rec in enumerate(inputs):
-            key = item_key(rec, self.name, config)
+            key = item_key(rec if keyed_on is None else keyed_on(rec), self.name, config)
             if key in seen or shard_of(key, n) != i: continue
             seen.add(key); self.items.append((index, key, rec))
         self.path = self.out_dir / f'shard-{i:05d}-of-{n:05d}.jsonl'
@@ -189,6 +219,11 @@ class _StageRun:
     def context(self, index, key) -> ItemContext: return ItemContext(key=key, index=index, seed=item_seed(key, self.seed))
 
     def args(self, index, key, rec): return (rec, self.context(index, key)) if self.with_ctx else (rec,)
+
+    @staticmethod
+    def outcome(out, reported: list):
+        "What is journaled: the first failure reported while the item ran, else what the function returned or raised."
+        return reported[0] if reported and not isinstance(out, BaseException) else out
 
     def write(self, index, key, out):
         entry, line = _outcome(key, index, out)
@@ -237,21 +272,25 @@ def _write_total_stats(out_dir: Path):
 # %% ../../nbs/core/03_pipeline.ipynb #fa6cd5e9
 def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str | None = None, config: Any = None,
               shard: str | tuple[int, int] | None = None, seed: int = 0, progress: bool = True,
-              on_error: str = 'record', overwrite: bool = False, durable: bool = False) -> StageResult:
+              on_error: str = 'record', overwrite: bool = False, durable: bool = False,
+              keyed_on: Callable[[Any], Any] | None = None) -> StageResult:
     """Run `fn` on every input of this shard that has no output yet in `out_dir`.
     `on_error='record'` counts exceptions as failures (retried next run); `'raise'` stops at the first one.
-    `durable=True` fsyncs every line (survives power loss, not only process kills)."""
+    `durable=True` fsyncs every line (survives power loss, not only process kills). Items are keyed on the
+    input record, or on `keyed_on(record)` (e.g. `without_timing`). A failure reported (`report_failure`)
+    while an item runs makes it failed, whatever `fn` returned."""
     if inspect.iscoroutinefunction(fn):
         raise TypeError(f'{getattr(fn, "__name__", fn)} is async: use `await arun_stage(...)` (or asyncio.run(arun_stage(...)))')
     if on_error not in ('record', 'raise'): raise ValueError("on_error must be 'record' or 'raise'")
-    run = _StageRun(fn, inputs, out_dir, name, config, shard, seed, overwrite, durable)
+    run = _StageRun(fn, inputs, out_dir, name, config, shard, seed, overwrite, durable, keyed_on)
     try:
         for index, key, rec in tqdm(run.todo, desc=run.name, disable=not progress, total=len(run.items), initial=run.reused):
-            try: out = fn(*run.args(index, key, rec))
-            except Exception as e:
-                if on_error == 'raise': raise
-                out = e
-            run.write(index, key, out)
+            with watch_failures() as reported:
+                try: out = fn(*run.args(index, key, rec))
+                except Exception as e:
+                    if on_error == 'raise': raise
+                    out = e
+            run.write(index, key, run.outcome(out, reported))
     except BaseException:
         run.abort(); raise
     return run.finish()
@@ -259,24 +298,26 @@ def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str 
 # %% ../../nbs/core/03_pipeline.ipynb #86d635c2
 async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable, out_dir: str | Path, *, name: str | None = None,
                      config: Any = None, shard: str | tuple[int, int] | None = None, seed: int = 0, concurrency: int = 8,
-                     progress: bool = True, on_error: str = 'record', overwrite: bool = False, durable: bool = False) -> StageResult:
+                     progress: bool = True, on_error: str = 'record', overwrite: bool = False, durable: bool = False,
+                     keyed_on: Callable[[Any], Any] | None = None) -> StageResult:
     "`run_stage` for async (or blocking) functions, `concurrency` items at a time."
     if on_error not in ('record', 'raise'): raise ValueError("on_error must be 'record' or 'raise'")
     if concurrency < 1: raise ValueError('concurrency must be >= 1')
-    run = _StageRun(fn, inputs, out_dir, name, config, shard, seed, overwrite, durable)
+    run = _StageRun(fn, inputs, out_dir, name, config, shard, seed, overwrite, durable, keyed_on)
     is_async = inspect.iscoroutinefunction(fn)
     bar = tqdm(desc=run.name, disable=not progress, total=len(run.items), initial=run.reused)
     queue = iter(run.todo)
 
     async def worker():
         for index, key, rec in queue:                 # workers share one iterator: each item is taken once
-            try:
-                out = await fn(*run.args(index, key, rec)) if is_async else await asyncio.to_thread(fn, *run.args(index, key, rec))
-                if inspect.isawaitable(out): out = await out     # e.g. a lambda that returns a coroutine
-            except Exception as e:
-                if on_error == 'raise': raise
-                out = e
-            run.write(index, key, out); bar.update()
+            with watch_failures() as reported:     # tasks and threads the item starts report into it too
+                try:
+                    out = await fn(*run.args(index, key, rec)) if is_async else await asyncio.to_thread(fn, *run.args(index, key, rec))
+                    if inspect.isawaitable(out): out = await out     # e.g. a lambda that returns a coroutine
+                except Exception as e:
+                    if on_error == 'raise': raise
+                    out = e
+            run.write(index, key, run.outcome(out, reported)); bar.update()
 
     try:
         async with asyncio.TaskGroup() as group:      # the first error cancels the other workers
@@ -317,6 +358,8 @@ class RunFolder:
         if len({s.name for s in steps}) < len(steps) or len({s.folder for s in steps}) < len(steps):
             raise ValueError(f'step names and folders must be unique: {[(s.name, s.folder) for s in steps]}')
         self.root, self.namespace, self.concurrency, self.progress = Path(root), namespace, concurrency, progress
+        if self.root.exists() and not self.root.is_dir(): raise NotADirectoryError(f'the run folder {self.root} is a file, not a folder')
+        self._computing: dict[str, tuple[list, int]] = {}   # whole-set step → (failures seen, how many before it started)
         self.steps = {s.name: s for s in steps}          # the folder is made by the first write
 
     def step(self, name: str) -> Step:
@@ -354,27 +397,46 @@ def read_json(self: RunFolder, step: str | None, name: str, default: Any = ...) 
 # %% ../../nbs/core/03_pipeline.ipynb #2f817bb0
 @patch
 def cached(self: RunFolder, step: str, config: Any) -> list[dict] | None:
-    "The records of whole-set `step` if its file holds them for this `config`, else None."
+    "The records of whole-set `step` if its file holds them for this `config`, else None (and `save` will check for failures)."
     path = self.dir(step) / f'{step}.jsonl'
-    if not path.exists(): return None
-    head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
-    return recs if head.get('config_key') == content_hash(config, 24) else None
+    if path.exists():
+        head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+        if head.get('config_key') == content_hash(config, 24): return recs
+    seen = _REPORTED.get()
+    if seen is None: seen = []; _REPORTED.set(seen)       # from here on, failures in this task are seen
+    self._computing[step] = (seen, len(seen))
+    return None
 
 @patch
 def save(self: RunFolder, step: str, config: Any, records: Iterable[dict]) -> list[dict]:
-    "Write whole-set `step`'s records after a header with the hash of `config`; returns what a resumed run will read."
+    """Write whole-set `step`'s records after a header with the hash of `config`; returns what a resumed run will read.
+    `StepFailedError` (and nothing written) if a failure was reported since `cached` missed: such a result is not the step's."""
+    seen, before = self._computing.pop(step, ([], 0))
+    if failures := seen[before:]:
+        raise StepFailedError(f'step {step!r}: {len(failures)} failure(s) while computing it, first: {type(failures[0]).__name__}: '
+                              f'{str(failures[0])[:300]}; nothing was saved: re-run to compute it again')
     lines = [json.dumps({'config_key': content_hash(config, 24), 'config': config}, sort_keys=True)] + [json.dumps(r) for r in records]
     atomic_write(self.file(step, f'{step}.jsonl'), ('\n'.join(lines) + '\n').encode())
     return self.cached(step, config)
 
 # %% ../../nbs/core/03_pipeline.ipynb #bad529f6
+def _failure_summary(entries: list[dict], stats: dict) -> str:
+    first = next((e['error'] for e in entries if e['status'] == 'failed'), '')
+    kinds = ', '.join(f'{k}: {n}' for k, n in stats['failed'].items())
+    return f'{sum(stats["failed"].values())} of {stats["inputs"]} items failed ({kinds}); first: {first[:300]}'
+
 @patch
 async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, *, config: Any = None,
-                    shard: str | tuple[int, int] | None = None, concurrency: int | None = None) -> StageResult:
-    "Run per-item `step` over `inputs` (resuming what is done), on `shard`."
+                    shard: str | tuple[int, int] | None = None, concurrency: int | None = None,
+                    keyed_on: Callable[[Any], Any] | None = None, allow_failures: bool = False) -> StageResult:
+    """Run per-item `step` over `inputs` (resuming what is done), on `shard`. Failed items stay in the journal, to be
+    retried by the next run, and are a `StepFailedError` (after the journal is written) unless `allow_failures`."""
     if not self.step(step).per_item: raise ValueError(f'step {step!r} is computed as a whole set, not per item')
-    return await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}', config=config, shard=shard,
-                            concurrency=concurrency or self.concurrency, progress=self.progress)
+    res = await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}', config=config, shard=shard,
+                           concurrency=concurrency or self.concurrency, progress=self.progress, keyed_on=keyed_on)
+    if res.stats['failed'] and not allow_failures:
+        raise StepFailedError(f'step {step!r}: {_failure_summary(read_entries(res.out_dir), res.stats)}; re-run to retry them')
+    return res
 
 @patch
 def records(self: RunFolder, step: str) -> list[dict]: return read_records(self.dir(step))
@@ -383,7 +445,9 @@ def entries(self: RunFolder, step: str) -> list[dict]: return read_entries(self.
 @patch
 def stats(self: RunFolder, step: str) -> dict: return self.read_json(step, 'stats.json', {})
 @patch
-def finished(self: RunFolder, *steps: str) -> bool: return all((self.dir(s) / 'stats.json').exists() for s in steps)
+def finished(self: RunFolder, *steps: str) -> bool:
+    "Whether every shard of `steps` has completed with no failed item."
+    return all((s := self.stats(step)) and not s.get('failed') for step in steps)
 
 # %% ../../nbs/core/03_pipeline.ipynb #0cfb97eb
 @patch
@@ -413,3 +477,13 @@ def add_to_ledger(self: RunFolder, counts: dict[str, dict]) -> dict:
             t[k] = dict(Counter(t.get(k) or {}) + Counter(v)) if k == 'failures' else t.get(k, 0) + v
     self.write_json(None, 'ledger.json', total, indent=1)
     return total
+
+@patch
+def ledger_journal(self: RunFolder) -> Path:
+    "A new file for this process's ledger journal (`ledger/<host>-<pid>-<ns>.jsonl`): lines written as calls happen survive a kill."
+    return self.file(None, f'ledger/{socket.gethostname()}-{os.getpid()}-{time.time_ns()}.jsonl')
+
+@patch
+def ledger_journals(self: RunFolder) -> list[Path]:
+    "The ledger journals of every process that worked on this run."
+    return sorted((self.root / 'ledger').glob('*.jsonl'))

@@ -4,7 +4,8 @@
 
 # %% ../../nbs/core/10_sandbox.ipynb #386a40a6
 from __future__ import annotations
-import fcntl, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, struct, subprocess, sys, tempfile, threading, time
+import fcntl, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
+from collections import OrderedDict
 from dataclasses import dataclass, asdict, field
 from functools import cache
 from pathlib import Path
@@ -14,17 +15,20 @@ from fastcore.basics import patch_to
 
 # %% auto #0
 __all__ = ['SANDBOX_PRELOAD', 'SANDBOX_HOME', 'SANDBOX_UIDS', 'SandboxLimits', 'write_frame', 'FrameError', 'read_frame',
-           'SandboxViolation', 'worker_main', 'SandboxUnavailable', 'lock_sandbox_uid', 'SandboxPool', 'SandboxBackend']
+           'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'worker_main', 'SandboxUnavailable',
+           'lock_sandbox_uid', 'SandboxPool', 'SandboxBackend']
 
 # %% ../../nbs/core/10_sandbox.ipynb #8feedb6b
 @dataclass(frozen=True)
 class SandboxLimits:
     "Limits of one worker and of one call. Memory, file and disk sizes in MiB."
-    call_timeout_s: float = 5.0          # wall clock per call; the worker is killed past it
+    call_timeout_s: float = 5.0          # wall clock per call; the process serving it is killed past it
     load_timeout_s: float = 30.0         # wall clock to import an environment's code and parse its seed state
-    memory_mb: int = 1024                # RLIMIT_AS: address space of the worker
-    cpu_s: int = 600                     # RLIMIT_CPU: CPU seconds over the worker's life (then it is replaced)
-    processes: int = 8                   # RLIMIT_NPROC for the worker's own uid (threads count)
+    memory_mb: int = 1024                # RLIMIT_AS: address space of each process of the worker
+    cpu_s: int = 600                     # RLIMIT_CPU: CPU seconds of each process of the worker (then it is replaced)
+    processes: int = 16                  # RLIMIT_NPROC for the worker's own uid: all its processes and threads together
+    environments: int = 4                # environments kept loaded per worker, a process each (the least recently used is unloaded)
+    episodes: int = 8                    # episodes kept open per worker, a process each (the least recently used is parked)
     file_size_mb: int = 16               # RLIMIT_FSIZE: largest file it may write
     open_files: int = 64                 # RLIMIT_NOFILE
     disk_mb: int = 64                    # size of the private tmpfs on /tmp (the worker's home), and of the one on /dev/shm
@@ -34,6 +38,12 @@ class SandboxLimits:
     drop_privileges: bool = True         # each worker under its own uid (needs root); False: the caller's uid (weaker)
     hide: tuple[str, ...] = ()           # folders to cover with an empty tmpfs, besides the project folder
     preload: tuple[str, ...] = ()        # modules to import before lock-down, besides SANDBOX_PRELOAD
+
+    def __post_init__(self):
+        for name in ('environments', 'episodes', 'processes', 'memory_mb', 'cpu_s', 'open_files', 'disk_mb', 'file_size_mb'):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise ValueError(f'SandboxLimits.{name} must be an int >= 1, got {v!r}')
+        if self.processes < 3: raise ValueError(f'SandboxLimits.processes must be >= 3 (the worker itself is 2, each environment and episode 1 more), got {self.processes}')
 
 # %% ../../nbs/core/10_sandbox.ipynb #2a6f8bbd
 _HEADER = struct.Struct('>I')
@@ -65,11 +75,35 @@ def read_frame(fd: int, max_bytes: int = 1 << 30, deadline: float | None = None)
     try: return orjson.loads(_read_exact(fd, n, deadline))
     except orjson.JSONDecodeError as e: raise FrameError('crashed', f'malformed reply: {e}') from None
 
+# %% ../../nbs/core/10_sandbox.ipynb #1a5e0076
+def send_frame_with_fds(sock: socket.socket, obj: Any, fds: list[int]) -> None:
+    "Write one frame on unix socket `sock` with the descriptors `fds` attached to its first bytes."
+    data = orjson.dumps(obj); data = _HEADER.pack(len(data)) + data
+    view = memoryview(data)[socket.send_fds(sock, [data], fds):]
+    while view: view = view[os.write(sock.fileno(), view):]
+
+def read_frame_with_fds(sock: socket.socket, max_fds: int = 4) -> tuple[Any, list[int]]:
+    "Read one frame from unix socket `sock` and the descriptors that came with it."
+    head, fds = b'', []
+    while len(head) < _HEADER.size:
+        data, new, _, _ = socket.recv_fds(sock, _HEADER.size - len(head), max_fds)
+        fds += new
+        if not data:
+            for fd in fds: os.close(fd)
+            raise FrameError('crashed', 'the pipe was closed')
+        head += data
+    (n,) = _HEADER.unpack(head)
+    try: return orjson.loads(_read_exact(sock.fileno(), n, None)), fds
+    except (orjson.JSONDecodeError, FrameError) as e:
+        for fd in fds: os.close(fd)
+        raise FrameError('crashed', f'malformed request: {e}') from None
+
 # %% ../../nbs/core/10_sandbox.ipynb #b1adee22
 _BLOCKED_EVENTS = {'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork', 'os.forkpty', 'subprocess.Popen',
                    'os.kill', 'os.killpg', 'signal.pthread_kill', 'resource.setrlimit', 'resource.prlimit', 'ctypes.dlopen',
                    'ctypes.dlsym', 'ctypes.cdata', 'socket.connect', 'socket.bind', 'socket.sendto', 'socket.sendmsg',
                    'os.setuid', 'os.setgid', 'os.chroot', 'sys.remote_exec', 'mmap.__new__', 'os.putenv'}
+_PERMITTED_EVENTS = {'os.fork', 'os.kill'}     # what the sandbox's own code does while its permit is up: fork a process, end one
 _PATH_EVENTS = {'os.remove', 'os.rename', 'os.mkdir', 'os.rmdir', 'os.chmod', 'os.chown', 'os.symlink', 'os.link',
                 'os.truncate', 'os.utime', 'shutil.rmtree', 'shutil.copyfile', 'shutil.move'}
 _BLOCKED_IMPORTS = {'ctypes', '_ctypes', 'cffi', '_posixsubprocess', 'pty'}
@@ -78,7 +112,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 class SandboxViolation(PermissionError):
     "Raised inside a worker when code attempts something the sandbox forbids."
 
-def _audit_hook(home: str):
+def _audit_hook(home: str, permit: list[bool]):
     home = os.path.realpath(home)
     def inside(p) -> bool:
         if isinstance(p, int): return True
@@ -86,7 +120,7 @@ def _audit_hook(home: str):
         except TypeError: return False
         return os.path.realpath(os.path.join(home, p)).startswith(home + os.sep) or os.path.realpath(p) == home
     def hook(event, args):
-        if event in _BLOCKED_EVENTS: raise SandboxViolation(f'sandbox: {event} is not allowed')
+        if event in _BLOCKED_EVENTS and not (permit[0] and event in _PERMITTED_EVENTS): raise SandboxViolation(f'sandbox: {event} is not allowed')
         if event == 'import' and args[0].split('.')[0] in _BLOCKED_IMPORTS: raise SandboxViolation(f'sandbox: import of {args[0]} is not allowed')
         if event == 'open':
             path, mode, flags = args
@@ -159,7 +193,15 @@ def _private_filesystem(cfg: dict) -> None:
     if cfg.get('uid') is not None: os.chown(cfg['home'], cfg['uid'], cfg['uid'])
 
 # %% ../../nbs/core/10_sandbox.ipynb #2d48bedf
-def _lock_down(cfg: dict) -> None:
+@dataclass
+class _Process:
+    "What a sandbox process keeps: its configuration, the permit its own code raises to fork or end a child, and its children's ends."
+    cfg: dict
+    permit: list
+    die_with_parent: Any
+    deaths: dict = field(default_factory=dict)
+
+def _lock_down(cfg: dict) -> _Process:
     import importlib
     for m in SANDBOX_PRELOAD + tuple(cfg['limits']['preload']): importlib.import_module(m)
     home, lim = cfg['home'], cfg['limits']
@@ -173,80 +215,187 @@ def _lock_down(cfg: dict) -> None:
     call('prctl', _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if cfg.get('uid') is not None:
         os.setgroups([]); os.setgid(cfg['uid']); os.setuid(cfg['uid'])
-    if cfg['namespaces']: call('prctl', _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent = lambda: call('prctl', _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # resolved now, callable after ctypes is gone
+    if cfg['namespaces']: die_with_parent()
     for m in [m for m in sys.modules if m.split('.')[0] in ('ctypes', '_ctypes')]: del sys.modules[m]
     sys.setrecursionlimit(5000)
-    sys.addaudithook(_audit_hook(home))
+    permit = [False]
+    sys.addaudithook(_audit_hook(home, permit))
+    return _Process(cfg, permit, die_with_parent)
+
+# %% ../../nbs/core/10_sandbox.ipynb #4afb61ae
+def _reap(deaths: dict) -> None:
+    "Collect the exit statuses of ended children (the last 256 are kept for `end`)."
+    while True:
+        try: pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError: return
+        if not pid: return
+        deaths[pid] = status
+        while len(deaths) > 256: deaths.pop(next(iter(deaths)))
+
+def _fork(proc: _Process, keep: int, close: list) -> int:
+    "Fork a child that keeps channel `keep` and closes the sockets `close`: its pid in the parent, 0 in the child."
+    proc.permit[0] = True
+    try: pid = os.fork()
+    finally: proc.permit[0] = False
+    if pid: os.close(keep); return pid
+    for s in close: s.close()
+    proc.deaths = {}
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    proc.die_with_parent()
+    return 0
+
+def _status_text(status: int) -> str:
+    return f'killed by {signal.Signals(os.WTERMSIG(status)).name}' if os.WIFSIGNALED(status) else f'exited with status {os.WEXITSTATUS(status)}'
+
+def _end_child(proc: _Process, pid: int, grace_s: float) -> dict:
+    "Wait up to `grace_s` for child `pid` to end by itself, else SIGKILL it; how it ended."
+    deadline, killed = time.monotonic() + grace_s, False
+    while True:
+        _reap(proc.deaths)
+        if pid in proc.deaths: return {'ended': _status_text(proc.deaths.pop(pid)), 'killed': killed}
+        if time.monotonic() > deadline:
+            if killed: return {'ended': 'still running', 'killed': True}
+            proc.permit[0] = True
+            try: os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError: pass
+            finally: proc.permit[0] = False
+            killed, deadline = True, time.monotonic() + 2
+        time.sleep(0.002)
 
 # %% ../../nbs/core/10_sandbox.ipynb #8f11bcd1
-def _serve(proto_in: int, proto_out: int, cfg: dict) -> None:
-    from envsynth.envs import EnvRuntime, exception_result, output_size_over
-    runtimes: dict[str, EnvRuntime] = {}
-    max_out = cfg['limits']['max_output_bytes']
+def _answer(fd: int, proc: _Process, req: dict, work) -> None:
+    "Run `work()` for request `req` and write its reply (or its typed error) on `fd`."
+    max_out = proc.cfg['limits']['max_output_bytes']
+    try: reply = work()
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt): raise
+        if isinstance(e, BlockingIOError): reply = {'error': {'type': 'resource_limit', 'message': f'sandbox: process limit reached: {e}'}, 'process_limit': True}
+        else: reply = {**_exception_result(req.get('func') or req.get('toolkit') or req.get('op'), e), 'recycle': isinstance(e, (MemoryError, SystemExit))}
+    err = reply['ok'].get('error', {}) if isinstance(reply.get('ok'), dict) else reply.get('error', {})
+    if err.get('type') == 'resource_limit' and not reply.get('process_limit'): reply['recycle'] = True
+    if err.get('type') == 'import_error': err['message'] += ' (modules a worker did not import before lock-down may be unreadable: add them to SandboxLimits.preload)'
+    try: data = orjson.dumps(reply)
+    except (TypeError, orjson.JSONEncodeError) as e: data = orjson.dumps({'error': {'type': 'internal_error', 'message': f'result is not JSON: {e}'}})
+    except MemoryError: data = orjson.dumps({'error': {'type': 'resource_limit', 'message': 'out of memory serializing the result'}, 'recycle': True})
+    if len(data) > max_out:
+        data = orjson.dumps({'error': {'type': 'output_too_large', 'message': f'result of {len(data)} bytes is over the cap of {max_out}'}})
+    _write_bytes(fd, data)
+
+def _exception_result(name: str, e: BaseException) -> dict:
+    from envsynth.envs import exception_result
+    return exception_result(name, e)
+
+_EPISODE_METHODS = ('open', 'step', 'table_hashes', 'dump', 'close')
+
+# %% ../../nbs/core/10_sandbox.ipynb #46c2df3a
+def _serve_episode(proc: _Process, fd: int, runtime) -> None:
+    "An episode process: runtime calls on its one episode, until its channel closes."
     while True:
-        try: req = read_frame(proto_in)
+        try: req = read_frame(fd)
         except FrameError: return
-        op, reply = req.get('op'), None
-        try:
-            if op == 'load':
+        def work():
+            if req.get('op') != 'call' or req.get('method') not in _EPISODE_METHODS: raise ValueError(f"an episode process serves {_EPISODE_METHODS}, not {req.get('op')!r} {req.get('method')!r}")
+            return {'ok': getattr(runtime, req['method'])(*req.get('args', []))}
+        _answer(fd, proc, req, work)
+
+def _serve_exec(proc: _Process, fd: int) -> None:
+    "An exec process: one `exec` request, then it ends."
+    try: req = read_frame(fd)
+    except FrameError: return
+    def work():
+        from envsynth.envs import output_size_over
+        mod = _load_module(f"envsynth_exec_{hashlib.sha256(req['code'].encode()).hexdigest()[:12]}", req['code'])
+        out = getattr(mod, req['func'])(**req.get('kwargs', {}))
+        max_out = proc.cfg['limits']['max_output_bytes']
+        return {'error': {'type': 'output_too_large', 'message': f'result is over the cap of {max_out} bytes'}} if output_size_over(out, max_out) else {'ok': out}
+    _answer(fd, proc, req, work)
+
+def _serve_template(proc: _Process, sock: socket.socket) -> None:
+    "An environment's template: `load` once, then a fresh episode process per `fork`, seed hashes, and `end` of its episodes."
+    from envsynth.envs import EnvRuntime
+    signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
+    runtime = None
+    while True:
+        try: req, fds = read_frame_with_fds(sock)
+        except FrameError: return
+        def work():
+            nonlocal runtime
+            op = req.get('op')
+            if op == 'load' and runtime is None:
                 mod = _load_module(f"envsynth_sandboxed_{req['env']}", req['code'])
                 cls = getattr(mod, req['toolkit'], None)
                 if cls is None: raise LookupError(f"tools code defines no class {req['toolkit']!r}")
                 kw = {'clock_start': req['clock_start']} if req.get('clock_start') else {}
-                runtimes[req['env']] = EnvRuntime(cls, req['seed_state'], max_output_bytes=max_out, **kw)
-                reply = {'ok': runtimes[req['env']].describe()}
-            elif op == 'call':
-                rt = runtimes.get(req['env'])
-                if rt is None: reply = {'missing': 'env'}
-                else:
-                    try: reply = {'ok': getattr(rt, req['method'])(*req.get('args', []))}
-                    except KeyError as e:
-                        if 'no open episode' not in str(e): raise
-                        reply = {'missing': 'episode'}
-            elif op == 'exec':
-                mod = _load_module(f"envsynth_exec_{hashlib.sha256(req['code'].encode()).hexdigest()[:12]}", req['code'])
-                out = getattr(mod, req['func'])(**req.get('kwargs', {}))
-                reply = ({'error': {'type': 'output_too_large', 'message': f'result is over the cap of {max_out} bytes'}}
-                         if output_size_over(out, max_out) else {'ok': out})
-            elif op == 'probe':
-                reply = {'ok': {'uid': os.getuid(), 'pid': os.getpid(), 'cwd': os.getcwd(),
-                                **{f'{ns}_ns': os.readlink(f'/proc/self/ns/{ns}') for ns in ('net', 'pid', 'mnt')},
-                                'env': sorted(os.environ), 'limits': {r: resource.getrlimit(getattr(resource, r))
-                                for r in ('RLIMIT_AS', 'RLIMIT_CPU', 'RLIMIT_NPROC', 'RLIMIT_FSIZE', 'RLIMIT_NOFILE')}}}
-            else: reply = {'error': {'type': 'internal_error', 'message': f'unknown op {op!r}'}}
-        except BaseException as e:
-            if isinstance(e, KeyboardInterrupt): raise
-            reply = {**exception_result(req.get('func') or req.get('toolkit') or op, e), 'recycle': isinstance(e, (MemoryError, SystemExit))}
-        err = reply['ok'].get('error', {}) if isinstance(reply.get('ok'), dict) else reply.get('error', {})
-        if err.get('type') == 'resource_limit': reply['recycle'] = True
-        if err.get('type') == 'import_error': err['message'] += ' (modules a worker did not import before lock-down may be unreadable: add them to SandboxLimits.preload)'
-        try: data = orjson.dumps(reply)
-        except (TypeError, orjson.JSONEncodeError) as e: data = orjson.dumps({'error': {'type': 'internal_error', 'message': f'result is not JSON: {e}'}})
-        except MemoryError: data = orjson.dumps({'error': {'type': 'resource_limit', 'message': 'out of memory serializing the result'}, 'recycle': True})
-        if len(data) > max_out:
-            data = orjson.dumps({'error': {'type': 'output_too_large', 'message': f'result of {len(data)} bytes is over the cap of {max_out}'}})
-        _write_bytes(proto_out, data)
+                runtime = EnvRuntime(cls, req['seed_state'], max_output_bytes=proc.cfg['limits']['max_output_bytes'], **kw)
+                return {'ok': runtime.describe()}
+            if runtime is None: raise RuntimeError(f'the environment is not loaded (got {op!r})')
+            if op == 'fork':
+                if len(fds) != 1: raise ValueError(f'fork needs one channel, got {len(fds)}')
+                chan = fds.pop()
+                pid = _fork(proc, chan, [sock])
+                if pid == 0:
+                    try: _serve_episode(proc, chan, runtime)
+                    finally: os._exit(0)
+                return {'ok': {'pid': pid}}
+            if op == 'call' and req.get('method') == 'seed_hashes': return {'ok': runtime.seed_hashes(*req.get('args', []))}
+            if op == 'end': return {'ok': _end_child(proc, req['pid'], req.get('grace_s', 0))}
+            raise ValueError(f'a template serves load, fork, seed_hashes and end, not {op!r}')
+        try: _answer(sock.fileno(), proc, req, work)
+        finally:
+            for fd in fds: os.close(fd)
 
-def _exit_with_parent(proto_in: int) -> None:
-    "Exit as soon as every writer of the request pipe is gone (the parent died), even in the middle of a call."
-    poller = select.poll(); poller.register(proto_in, 0)          # no events asked: POLLHUP and POLLERR always come
+# %% ../../nbs/core/10_sandbox.ipynb #9aec94be
+def _serve_worker(proc: _Process, sock: socket.socket) -> None:
+    "The worker (process 1 of its namespace): forks templates and exec processes, ends them, probes; never runs tool code."
+    signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
+    while True:
+        try: req, fds = read_frame_with_fds(sock)
+        except FrameError: return
+        def work():
+            op = req.get('op')
+            if op == 'spawn':
+                if len(fds) != 1 or req.get('role') not in ('template', 'exec'): raise ValueError('spawn needs one channel and a role: template or exec')
+                chan = fds.pop()
+                pid = _fork(proc, chan, [sock])
+                if pid == 0:
+                    try:
+                        if req['role'] == 'exec': _serve_exec(proc, chan)
+                        else: _serve_template(proc, socket.socket(fileno=chan))
+                    finally: os._exit(0)
+                return {'ok': {'pid': pid}}
+            if op == 'end': return {'ok': _end_child(proc, req['pid'], req.get('grace_s', 0))}
+            if op == 'probe':
+                return {'ok': {'uid': os.getuid(), 'pid': os.getpid(), 'cwd': os.getcwd(),
+                               **{f'{ns}_ns': os.readlink(f'/proc/self/ns/{ns}') for ns in ('net', 'pid', 'mnt')},
+                               'env': sorted(os.environ), 'limits': {r: resource.getrlimit(getattr(resource, r))
+                               for r in ('RLIMIT_AS', 'RLIMIT_CPU', 'RLIMIT_NPROC', 'RLIMIT_FSIZE', 'RLIMIT_NOFILE')}}}
+            raise ValueError(f'unknown op {op!r}')
+        try: _answer(sock.fileno(), proc, req, work)
+        finally:
+            for fd in fds: os.close(fd)
+
+def _exit_with_parent(proto: int) -> None:
+    "Exit as soon as the parent's end of the channel is gone (the parent died), even in the middle of a request."
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})       # children's ends are the main thread's to collect
+    poller = select.poll(); poller.register(proto, 0)          # no events asked: POLLHUP and POLLERR always come
     while not poller.poll(): pass
     os._exit(0)
 
 def worker_main() -> None:
-    "Entry point of a sandbox worker (stdin/stdout carry the protocol; stderr is the parent's log file)."
-    proto_in, proto_out = os.dup(0), os.dup(1)
+    "Entry point of a sandbox worker (stdin and stdout are one unix socket that carries the protocol; stderr is the parent's log file)."
+    proto = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0); os.dup2(devnull, 1)
     sys.stdout = open(os.devnull, 'w')
-    cfg = read_frame(proto_in)
+    cfg = read_frame(proto)
     for fd in cfg['close_fds']: os.close(fd)           # the uid lock stays with the `unshare` process outside
-    try: _lock_down(cfg)
+    try: proc = _lock_down(cfg)
     except BaseException as e:
-        write_frame(proto_out, {'error': {'type': 'unavailable', 'message': f'worker could not lock down: {type(e).__name__}: {e}'}}); return
-    threading.Thread(target=_exit_with_parent, args=(proto_in,), daemon=True).start()
-    write_frame(proto_out, {'ready': True})
-    _serve(proto_in, proto_out, cfg)
+        write_frame(proto, {'error': {'type': 'unavailable', 'message': f'worker could not lock down: {type(e).__name__}: {e}'}}); return
+    threading.Thread(target=_exit_with_parent, args=(proto,), daemon=True).start()
+    write_frame(proto, {'ready': True})
+    _serve_worker(proc, socket.socket(fileno=proto))
     if not cfg['namespaces']: shutil.rmtree(cfg['home'], ignore_errors=True)    # a private tmpfs vanishes by itself
 
 # %% ../../nbs/core/10_sandbox.ipynb #7752a574
@@ -298,9 +447,19 @@ def _remove_stale_homes() -> None:
         except PermissionError: pass
 
 # %% ../../nbs/core/10_sandbox.ipynb #1a9018f4
+@dataclass
+class _Channel:
+    "The parent's end of the socket to one process inside a worker (a template or an episode), its pid there, and what it said when it loaded."
+    sock: socket.socket
+    pid: int
+    info: Any = None
+
 class _Worker:
     def __init__(self, slot: int, limits: SandboxLimits, python: str, hide: list[str]):
         self.slot, self.limits, self.lock = slot, limits, threading.Lock()
+        self.templates: OrderedDict[str, _Channel] = OrderedDict()             # environment key -> its template, least recently used first
+        self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()  # (environment key, episode id) -> its process
+        self.sock = None
         self.uid, self._uid_lock = lock_sandbox_uid() if limits.drop_privileges else (None, None)
         self.host_home = None if limits.namespaces else tempfile.mkdtemp(prefix=f'envsynth-sandbox-{os.getpid()}-{slot}-')
         self.home = SANDBOX_HOME if limits.namespaces else self.host_home
@@ -316,15 +475,16 @@ class _Worker:
         held = (self._uid_lock,) if self._uid_lock is not None else ()
         env = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': self.home, 'TMPDIR': self.home, 'PYTHONHASHSEED': '0',
                'LANG': 'C.UTF-8', 'PYTHONDONTWRITEBYTECODE': '1'}
-        try: self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, pass_fds=held,
+        self.sock, inside = socket.socketpair()
+        try: self.proc = subprocess.Popen(cmd, stdin=inside.fileno(), stdout=inside.fileno(), stderr=log, pass_fds=held,
                                           env=env, cwd='/', start_new_session=True)
-        except OSError as e: self._release(); raise SandboxUnavailable(f'cannot start a worker: {e}') from None
-        self.envs: set[str] = set()
+        except OSError as e: self.sock.close(); self._release(); raise SandboxUnavailable(f'cannot start a worker: {e}') from None
+        finally: inside.close()
         self.calls = 0
         try:
-            write_frame(self.proc.stdin.fileno(), {'home': self.home, 'uid': self.uid, 'limits': asdict(limits), 'hide': hide,
-                                                   'namespaces': limits.namespaces, 'close_fds': list(held)})
-            hello = read_frame(self.proc.stdout.fileno(), deadline=time.monotonic() + 60)
+            write_frame(self.sock.fileno(), {'home': self.home, 'uid': self.uid, 'limits': asdict(limits), 'hide': hide,
+                                             'namespaces': limits.namespaces, 'close_fds': list(held)})
+            hello = read_frame(self.sock.fileno(), deadline=time.monotonic() + 60)
         except (FrameError, OSError) as e:
             tail = self.log_tail(); self.kill()
             raise SandboxUnavailable(f'worker did not start: {e}. {tail}') from None
@@ -332,13 +492,20 @@ class _Worker:
 
 # %% ../../nbs/core/10_sandbox.ipynb #739b2296
 @patch_to(_Worker)
-def request(self, msg: dict, timeout: float | None = None) -> dict:
-    "Send one request; a `FrameError` (timeout, crashed, output_too_large) means the worker must be replaced."
+def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
+    "Send one request on `sock` (the worker's or one of its processes'); a `FrameError` (timeout, crashed, output_too_large) means that process failed."
     self.calls += 1
-    try: write_frame(self.proc.stdin.fileno(), msg)
-    except OSError: raise FrameError('crashed', 'the worker is gone') from None
+    try:
+        if fds: send_frame_with_fds(sock, msg, list(fds))
+        else: write_frame(sock.fileno(), msg)
+    except OSError: raise FrameError('crashed', 'the process is gone') from None
     t = self.limits.call_timeout_s if timeout is None else timeout
-    return read_frame(self.proc.stdout.fileno(), self.limits.max_output_bytes + 4096, time.monotonic() + t)
+    return read_frame(sock.fileno(), self.limits.max_output_bytes + 4096, time.monotonic() + t)
+
+@patch_to(_Worker)
+def request(self, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
+    "One request to the worker itself (process 1 of its namespace)."
+    return self.exchange(self.sock, msg, timeout, fds)
 
 @patch_to(_Worker)
 def death(self) -> str:
@@ -347,10 +514,11 @@ def death(self) -> str:
     except subprocess.TimeoutExpired: return ''
     if code == 1 and self.limits.namespaces and 'sigprocmask unblock failed' in self.log_tail():
         code = -signal.SIGKILL                  # `unshare` cannot re-raise the SIGKILL that ended its child, and says so
-    if code < 0:
-        sig = signal.Signals(-code).name
-        return f'killed by {sig}' + (' (CPU time limit)' if sig == 'SIGXCPU' else ' (CPU time or memory limit)' if sig == 'SIGKILL' else '')
-    return f'exited with status {code}'
+    return _with_limit(f'killed by {signal.Signals(-code).name}' if code < 0 else f'exited with status {code}')
+
+def _with_limit(how: str) -> str:
+    "How a process ended, with the limit that a SIGXCPU or an unrequested SIGKILL means."
+    return how + (' (CPU time limit)' if how.endswith('SIGXCPU') else ' (CPU time or memory limit)' if how.endswith('SIGKILL') else '')
 
 @patch_to(_Worker)
 def log_tail(self, n: int = 600) -> str:
@@ -362,17 +530,18 @@ def log_tail(self, n: int = 600) -> str:
 @patch_to(_Worker)
 def kill(self) -> None:
     try: inits = [int(p) for p in Path(f'/proc/{self.proc.pid}/task/{self.proc.pid}/children').read_text().split()]
-    except (OSError, ValueError): inits = []
+    except (OSError, ValueError, AttributeError): inits = []
     for pid in inits:                       # children of `unshare`: process 1 of the worker's PID namespace
         try: os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError): pass
-    try: os.killpg(self.proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError): pass
-    try: self.proc.wait(timeout=5)
-    except subprocess.TimeoutExpired: pass
-    for f in (self.proc.stdin, self.proc.stdout):
-        try: f.close()
-        except OSError: pass
+    if hasattr(self, 'proc'):
+        try: os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError): pass
+        try: self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired: pass
+    for ch in [*self.templates.values(), *self.episodes.values()]: ch.sock.close()
+    self.templates.clear(); self.episodes.clear()
+    if self.sock is not None: self.sock.close()
     self._release()
 
 @patch_to(_Worker)
@@ -388,6 +557,7 @@ def _release(self) -> None:
 class SandboxPool:
     "A pool of sandbox workers. Use as a context manager, or call `close()`."
     def __init__(self, size: int = 2, limits: SandboxLimits = SandboxLimits(), python: str = sys.executable):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1: raise ValueError(f'size must be an int >= 1, got {size!r}')
         if limits.drop_privileges and os.geteuid() != 0:
             raise SandboxUnavailable('a uid of its own per worker needs root; SandboxLimits(drop_privileges=False) runs workers as the '
                                      'calling user (weaker: workers of different pools can then signal each other)')
@@ -409,47 +579,187 @@ class SandboxPool:
             if self._workers[slot] is None: self._workers[slot] = _Worker(slot, self.limits, self.python, self.hide)
             return self._workers[slot]
 
+    def _count(self, reason: str) -> None: self.stats['replaced'][reason] = self.stats['replaced'].get(reason, 0) + 1
+
     def _replace(self, slot: int, reason: str) -> None:
         with self._spawn_lock:
             w, self._workers[slot] = self._workers[slot], None
         if w is not None: w.kill()
-        self.stats['replaced'][reason] = self.stats['replaced'].get(reason, 0) + 1
+        self._count(reason)
 
-    def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
-        "One request on worker `slot`: its reply, or `{'error': ..., 'replaced': True}` if the worker failed and was replaced."
-        w = self.worker(slot)
-        with w.lock:
-            self.stats['requests'] += 1
-            try: reply = w.request(msg, timeout)
-            except FrameError as e:
-                how = w.death() if e.kind == 'crashed' else ''
-                kind = 'resource_limit' if 'limit)' in how else e.kind
-                detail = f'{e}' + (f'; worker {how}' if how else '') + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
-                self._replace(slot, kind)
-                return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
-        if reply.get('recycle'): self._replace(slot, 'resource_limit'); reply['replaced'] = True
-        return reply
+# %% ../../nbs/core/10_sandbox.ipynb #379b9e6d
+@patch_to(SandboxPool)
+def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
+    "One request on worker `slot`: its reply, or `{'error': ..., 'replaced': True}` if the process serving it failed and was replaced."
+    w = self.worker(slot)
+    with w.lock:
+        self.stats['requests'] += 1
+        op = msg.get('op')
+        if op == 'exec': return self._exec(slot, w, msg, timeout)
+        if op == 'load': return self._load(slot, w, msg, timeout)
+        if op == 'call': return self._call(slot, w, msg, timeout)
+        return self._on_worker(slot, w, msg, timeout)
 
-    def next_slot(self) -> int: return next(self._rr) % self.size
+@patch_to(SandboxPool)
+def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
+    try: return w.request(msg, timeout, fds)
+    except FrameError as e:
+        how = w.death() if e.kind == 'crashed' else ''
+        kind = 'resource_limit' if 'limit)' in how else e.kind
+        detail = f'{e}' + (f'; worker {how}' if how else '') + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
+        self._replace(slot, kind)
+        return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
-    def run(self, code: str, func: str, timeout: float | None = None, **kwargs) -> dict:
-        "Run `func(**kwargs)` from `code` in a worker: `{'ok': result}` or `{'error': {'type', 'message'}}`."
-        return self.request(self.next_slot(), {'op': 'exec', 'code': code, 'func': func, 'kwargs': kwargs}, timeout)
+@patch_to(SandboxPool)
+def _failed(self, slot: int, w: _Worker, parent: socket.socket, pid: int, e: FrameError) -> dict:
+    "Process `pid` failed on its channel: its parent (the worker or a template) ends it and says how; the typed error."
+    try: end = w.exchange(parent, {'op': 'end', 'pid': pid, 'grace_s': 0.5 if e.kind == 'crashed' else 0}, timeout=5)['ok']
+    except (FrameError, KeyError, TypeError):
+        self._replace(slot, e.kind)
+        return {'error': {'type': e.kind, 'message': f'sandbox: {e}; the worker was replaced'}, 'replaced': True}
+    how = '' if end['killed'] else _with_limit(end['ended'])
+    kind = 'resource_limit' if 'limit)' in how else e.kind
+    self._count(kind)
+    detail = f'{e}' + (f'; process {how}' if how else '') + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
+    return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
-    def probe(self, slot: int = 0) -> dict: return self.request(slot, {'op': 'probe'})['ok']
+# %% ../../nbs/core/10_sandbox.ipynb #56b4d931
+@patch_to(SandboxPool)
+def _free_process(self, w: _Worker) -> bool:
+    "Make room under the process limit: park the least recently used episode, else unload the least recently used environment."
+    if w.episodes: self._park(w, next(iter(w.episodes))); return True
+    if w.templates: self._unload(w, next(iter(w.templates))); return True
+    return False
 
-    def backend(self, folder: str | Path, toolkit: str, seed_state: dict, clock_start: str | None = None) -> SandboxBackend:
-        "An environment backend running `folder/tools.py` in this pool."
-        return SandboxBackend(self, Path(folder, 'tools.py').read_text(), toolkit, seed_state, clock_start)
+@patch_to(SandboxPool)
+def _park(self, w: _Worker, key: tuple[str, str]) -> None:
+    "End an episode's process (it exits when its channel closes); the backend replays the episode if it is used again."
+    ch = w.episodes.pop(key, None)
+    if ch is not None: ch.sock.close()
 
-    def close(self) -> None:
-        for slot in range(self.size): self._replace(slot, 'closed')
-        self.stats['replaced'].pop('closed', None)
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-    def __del__(self):
-        try: self.close()
-        except Exception: pass
+@patch_to(SandboxPool)
+def _unload(self, w: _Worker, env: str) -> None:
+    for key in [k for k in w.episodes if k[0] == env]: self._park(w, key)
+    ch = w.templates.pop(env, None)
+    if ch is not None: ch.sock.close()
+
+@patch_to(SandboxPool)
+def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None, first: dict | None = None):
+    """A new process with a channel of its own, forked by the worker (`env=None`) or by `env`'s template, and sent `first`
+    at once (a small one before the fork's reply, so the two round trips overlap): `(channel, None)` or `(None, error reply)`."""
+    data = orjson.dumps(first) if first is not None else None
+    for attempt in range(8):
+        mine, theirs = socket.socketpair()
+        early = data is not None and len(data) < 1 << 15
+        try:
+            if env is None: reply = self._on_worker(slot, w, msg, fds=[theirs.fileno()])
+            else:
+                tpl = w.templates[env]
+                try:
+                    send_frame_with_fds(tpl.sock, msg, [theirs.fileno()])
+                    theirs.close()
+                    if early: _write_bytes(mine.fileno(), data)          # read by the child once it exists
+                    reply = read_frame(tpl.sock.fileno(), 1 << 20, time.monotonic() + self.limits.call_timeout_s)
+                except (FrameError, OSError) as e:
+                    mine.close(); self._unload(w, env)
+                    return None, self._failed(slot, w, w.sock, tpl.pid, e if isinstance(e, FrameError) else FrameError('crashed', str(e)))
+        finally: theirs.close()
+        if 'ok' in reply:
+            if data is not None and not early: _write_bytes(mine.fileno(), data)
+            return _Channel(mine, reply['ok']['pid']), None
+        mine.close()
+        if not reply.get('process_limit') or not self._free_process(w): return None, reply
+        time.sleep(0.005 * (attempt + 1))          # the ended process is reaped by its parent
+    return None, reply
+
+# %% ../../nbs/core/10_sandbox.ipynb #f678fa75
+@patch_to(SandboxPool)
+def _on_child(self, slot: int, w: _Worker, ch: _Channel, parent: socket.socket, msg: dict, timeout: float | None, discard) -> dict:
+    "A request to a template or an episode process; `discard()` forgets the process when it failed or hit a limit."
+    try: reply = w.exchange(ch.sock, msg, timeout)
+    except FrameError as e:
+        discard(); return self._failed(slot, w, parent, ch.pid, e)
+    if reply.get('recycle'): discard(); self._count('resource_limit'); reply['replaced'] = True
+    return reply
+
+@patch_to(SandboxPool)
+def _exec(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict:
+    ch, err = self._fork_on(slot, w, {'op': 'spawn', 'role': 'exec'})
+    if err: return err
+    try: return self._on_child(slot, w, ch, w.sock, msg, timeout, lambda: None)
+    finally: ch.sock.close()
+
+@patch_to(SandboxPool)
+def _load(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict:
+    env = msg['env']
+    if env in w.templates:
+        w.templates.move_to_end(env); return {'ok': w.templates[env].info}
+    while len(w.templates) >= self.limits.environments: self._unload(w, next(iter(w.templates)))
+    ch, err = self._fork_on(slot, w, {'op': 'spawn', 'role': 'template'})
+    if err: return err
+    reply = self._on_child(slot, w, ch, w.sock, msg, timeout, ch.sock.close)
+    if 'ok' not in reply: ch.sock.close(); return reply
+    ch.info = reply['ok']; w.templates[env] = ch
+    return reply
+
+@patch_to(SandboxPool)
+def _call(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict:
+    env, method, args = msg['env'], msg['method'], msg.get('args', [])
+    if env not in w.templates and method in ('open', 'seed_hashes'): return {'missing': 'env'}
+    if method == 'seed_hashes':
+        w.templates.move_to_end(env)
+        return self._on_child(slot, w, w.templates[env], w.sock, {'op': 'call', 'method': method, 'args': args}, timeout, lambda: self._unload(w, env))
+    key = (env, args[0])
+    if method == 'close': self._park(w, key); return {'ok': None}
+    if method == 'open': return self._open(slot, w, key, msg, timeout)
+    ch = w.episodes.get(key)
+    if ch is None: return {'missing': 'episode'}
+    w.episodes.move_to_end(key); w.templates.move_to_end(env)
+    return self._on_child(slot, w, ch, w.templates[env].sock, msg, timeout, lambda: self._park(w, key))
+
+@patch_to(SandboxPool)
+def _open(self, slot: int, w: _Worker, key: tuple[str, str], msg: dict, timeout: float | None) -> dict:
+    "A fresh process for the episode, forked from its environment's template, then `open` there."
+    if key in w.episodes: return {'error': {'type': 'internal_error', 'message': f'episode {key[1]!r} is already open'}}
+    while len(w.episodes) >= self.limits.episodes: self._park(w, next(iter(w.episodes)))
+    ch, err = self._fork_on(slot, w, {'op': 'fork'}, env=key[0], first=msg)
+    if err: return err
+    w.episodes[key] = ch; w.templates.move_to_end(key[0])
+    try: reply = read_frame(ch.sock.fileno(), self.limits.max_output_bytes + 4096, time.monotonic() + (timeout or self.limits.call_timeout_s))
+    except FrameError as e:
+        self._park(w, key); return self._failed(slot, w, w.templates[key[0]].sock, ch.pid, e)
+    if 'ok' not in reply or reply.get('recycle'): self._park(w, key)
+    return reply
+
+@patch_to(SandboxPool)
+def next_slot(self) -> int: return next(self._rr) % self.size
+
+@patch_to(SandboxPool)
+def run(self, code: str, func: str, timeout: float | None = None, **kwargs) -> dict:
+    "Run `func(**kwargs)` from `code` in a fresh process of a worker: `{'ok': result}` or `{'error': {'type', 'message'}}`."
+    return self.request(self.next_slot(), {'op': 'exec', 'code': code, 'func': func, 'kwargs': kwargs}, timeout)
+
+@patch_to(SandboxPool)
+def probe(self, slot: int = 0) -> dict: return self.request(slot, {'op': 'probe'})['ok']
+
+@patch_to(SandboxPool)
+def backend(self, folder: str | Path, toolkit: str, seed_state: dict, clock_start: str | None = None) -> SandboxBackend:
+    "An environment backend running `folder/tools.py` in this pool."
+    return SandboxBackend(self, Path(folder, 'tools.py').read_text(), toolkit, seed_state, clock_start)
+
+@patch_to(SandboxPool)
+def close(self) -> None:
+    for slot in range(self.size): self._replace(slot, 'closed')
+    self.stats['replaced'].pop('closed', None)
+
+@patch_to(SandboxPool)
+def __enter__(self): return self
+@patch_to(SandboxPool)
+def __exit__(self, *exc): self.close()
+@patch_to(SandboxPool)
+def __del__(self):
+    try: self.close()
+    except Exception: pass
 
 # %% ../../nbs/core/10_sandbox.ipynb #edd66d6d
 @dataclass
@@ -476,45 +786,60 @@ class SandboxBackend:
 
     def describe(self) -> dict: return self._info
 
+    def _request(self, slot: int, method: str, args: list) -> dict:
+        return self.pool.request(slot, {'op': 'call', 'env': self.key, 'method': method, 'args': args})
+
+    def _restore(self, slot: int, episode: str) -> None:
+        "Open `episode` again in a fresh process and replay its logged calls (its process was parked or failed)."
+        rec = self.episodes[episode]
+        if self._request(slot, 'open', rec.open_args).get('missing') == 'env':
+            self._load(slot); self._request(slot, 'open', rec.open_args)
+        for name, a in rec.log: self._request(slot, 'step', [episode, name, a])
+
     def _call(self, slot: int, method: str, *args, episode: str | None = None) -> dict:
         for _ in range(4):
-            reply = self.pool.request(slot, {'op': 'call', 'env': self.key, 'method': method, 'args': list(args)})
+            reply = self._request(slot, method, list(args))
             if reply.get('missing') == 'env': self._load(slot); continue
-            if reply.get('missing') == 'episode' and episode in self.episodes:
-                rec = self.episodes[episode]
-                self.pool.request(slot, {'op': 'call', 'env': self.key, 'method': 'open', 'args': rec.open_args})
-                for name, a in rec.log: self.pool.request(slot, {'op': 'call', 'env': self.key, 'method': 'step', 'args': [episode, name, a]})
-                continue
+            if reply.get('missing') == 'episode' and episode in self.episodes: self._restore(slot, episode); continue
             return reply
-        return {'error': {'type': 'crashed', 'message': 'sandbox: could not restore the episode on a fresh worker'}}
+        return {'error': {'type': 'crashed', 'message': 'sandbox: could not restore the episode on a fresh process'}}
 
-    def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None, clock_start: str | None = None) -> None:
-        rec = _EpisodeRecord(self.pool.next_slot(), [episode_id, seed, initial_state, clock_start])
-        reply = self._call(rec.slot, 'open', *rec.open_args)
-        if 'error' in reply: raise RuntimeError(f"could not open episode: {reply['error']['message']}")
-        self.episodes[episode_id] = rec
+# %% ../../nbs/core/10_sandbox.ipynb #f491bde2
+@patch_to(SandboxBackend)
+def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None, clock_start: str | None = None) -> None:
+    rec = _EpisodeRecord(self.pool.next_slot(), [episode_id, seed, initial_state, clock_start])
+    reply = self._call(rec.slot, 'open', *rec.open_args)
+    if 'error' in reply: raise RuntimeError(f"could not open episode: {reply['error']['message']}")
+    self.episodes[episode_id] = rec
 
-    def step(self, episode_id: str, name: str, arguments: Any) -> dict:
-        rec = self.episodes[episode_id]
-        reply = self._call(rec.slot, 'step', episode_id, name, arguments, episode=episode_id)
-        if 'ok' in reply and not reply.get('replaced'):
-            rec.log.append((name, arguments)); return reply['ok']
-        if 'ok' in reply: return reply['ok']          # the call hit a limit: the worker was replaced, the call is not replayed
-        return {'error': reply['error']}
+@patch_to(SandboxBackend)
+def step(self, episode_id: str, name: str, arguments: Any) -> dict:
+    rec = self.episodes[episode_id]
+    reply = self._call(rec.slot, 'step', episode_id, name, arguments, episode=episode_id)
+    if 'ok' in reply and not reply.get('replaced'):
+        rec.log.append((name, arguments)); return reply['ok']
+    if 'ok' in reply: return reply['ok']          # the call hit a limit: its process was discarded, the call is not replayed
+    return {'error': reply['error']}
 
-    def _value(self, episode_id: str, method: str, *args):
-        reply = self._call(self.episodes[episode_id].slot, method, episode_id, *args, episode=episode_id)
-        if 'error' in reply: raise RuntimeError(f"sandbox {method} failed: {reply['error']['message']}")
-        return reply['ok']
+@patch_to(SandboxBackend)
+def _value(self, episode_id: str, method: str, *args):
+    reply = self._call(self.episodes[episode_id].slot, method, episode_id, *args, episode=episode_id)
+    if 'error' in reply: raise RuntimeError(f"sandbox {method} failed: {reply['error']['message']}")
+    return reply['ok']
 
-    def table_hashes(self, episode_id: str, fresh: bool = False) -> dict[str, str]: return self._value(episode_id, 'table_hashes', fresh)
-    def dump(self, episode_id: str) -> dict: return self._value(episode_id, 'dump')
-    def seed_hashes(self, fresh: bool = False) -> dict[str, str]:
-        reply = self._call(0, 'seed_hashes', fresh)
-        if 'error' in reply: raise RuntimeError(f"sandbox seed_hashes failed: {reply['error']['message']}")
-        return reply['ok']
-    def close(self, episode_id: str) -> None:
-        rec = self.episodes.pop(episode_id, None)
-        if rec: self.pool.request(rec.slot, {'op': 'call', 'env': self.key, 'method': 'close', 'args': [episode_id]})
-    def shutdown(self) -> None:
-        for e in list(self.episodes): self.close(e)
+@patch_to(SandboxBackend)
+def table_hashes(self, episode_id: str, fresh: bool = False) -> dict[str, str]: return self._value(episode_id, 'table_hashes', fresh)
+@patch_to(SandboxBackend)
+def dump(self, episode_id: str) -> dict: return self._value(episode_id, 'dump')
+@patch_to(SandboxBackend)
+def seed_hashes(self, fresh: bool = False) -> dict[str, str]:
+    reply = self._call(0, 'seed_hashes', fresh)
+    if 'error' in reply: raise RuntimeError(f"sandbox seed_hashes failed: {reply['error']['message']}")
+    return reply['ok']
+@patch_to(SandboxBackend)
+def close(self, episode_id: str) -> None:
+    rec = self.episodes.pop(episode_id, None)
+    if rec: self._request(rec.slot, 'close', [episode_id])
+@patch_to(SandboxBackend)
+def shutdown(self) -> None:
+    for e in list(self.episodes): self.close(e)

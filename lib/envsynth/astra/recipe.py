@@ -8,7 +8,7 @@ import argparse, asyncio, json, sys, time
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from .chains import VerifiedChain, server_chains
 from .reward import seven_dimension_reward
 from .tasks import AUGMENT_MODES, TaskScores, score_task, server_task_set, task_gate
@@ -103,7 +103,9 @@ def read_params(path: str | Path | None = None, params_class: type[AstraParams] 
             data = yaml.safe_load(text) or {}
         else: data = json.loads(text)
         data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
-    return params_class(**{**data, **overrides})
+    try: return params_class(**{**data, **overrides})
+    except ValidationError as e:             # one line: which parameter, and what is wrong with it
+        raise ValueError('bad parameters: ' + '; '.join(f"{'.'.join(map(str, x['loc'])) or '(params)'}: {x['msg']}" for x in e.errors())) from None
 
 # %% ../../../nbs/astra/05_recipe.ipynb #b2f1a648
 ROLES = ('teacher', 'judge', 'tool_emulator')

@@ -130,7 +130,7 @@ def offline_param_classes(req: ChatRequest) -> ParamClasses:
     return ParamClasses(classes={t['name']: {p: ('internal' if _ID_PARAM.search(p) and p in produced else 'external') if p in t['required'] else 'optional'
                                             for p in t['parameters']} for t in r['tools']})
 
-# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #8df010ee
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #1f1a47e2
 _TEXT_COLUMNS = ('name', 'title', 'summary', 'notes')
 
 def offline_scenario(req: ChatRequest) -> Scenario:
@@ -175,7 +175,7 @@ def offline_refine(req: ChatRequest) -> RefinedQueries:
             new = q
             for v in r['user_facts'].values():
                 if isinstance(v, str) and len(v) > 2 and any(v in e for e in r['queries'][:i]): new = new.replace(v, 'the same one as before')
-        elif op == 'action_compression': new = q.replace('. Then please', ', and then')
+        elif op == 'action_compression': new = q.replace('. Then ', ', and then ')
         elif op == 'ambiguity': new = re.sub(r' \([^)]*\)', '', q)
         else: new = f'I am sorting out things with {r["environment"]} today. ' + q
         out.append(new); used.append(op)

@@ -131,6 +131,11 @@ def _answered_questions(transcript: str) -> list[str]:
     lines = transcript.split('\n')
     return [l.removeprefix('[assistant] ') for i, l in enumerate(lines[:-1]) if l.startswith('[assistant] ') and '?' in l and lines[i + 1].startswith('[user] ')]
 
+def _explicit(transcript: str) -> bool:
+    "The opening request already carries the details (20 words or more: an explicit task, nothing to ask)."
+    first = next((l for l in transcript.split('\n') if l.startswith('[user] ')), '')
+    return len(first.split()) > 20
+
 def offline_rubric_extract(req: ChatRequest) -> DemoReading:
     "Stand-in for `synthagent.rubric_extract`."
     r = request_json(req); demo = r['demonstration']
@@ -138,8 +143,8 @@ def offline_rubric_extract(req: ChatRequest) -> DemoReading:
     subgoals = []
     for step, text in sorted(r['workflow'].items(), key=lambda kv: int(kv[0])):
         tool = re.search(r'`([^`]+)`', text)
-        done = _called_ok(demo, tool.group(1)) if tool else ('ask the user' in text.lower() and bool(asked))
-        if done: subgoals.append(SubgoalReading(step=int(step), subgoal=(f'`{tool.group(1)}` has answered: ' if tool else 'The user was asked: ') + text))
+        done = _called_ok(demo, tool.group(1)) if tool else ('ask the user' in text.lower() and (bool(asked) or _explicit(demo)))
+        if done: subgoals.append(SubgoalReading(step=int(step), subgoal=(f'`{tool.group(1)}` has answered: ' if tool else 'The details of the request are known: ') + text))
     return DemoReading(subgoals=subgoals, interactions=[f'Ask the user: {q}' for q in asked])
 
 def offline_rubric_judge(req: ChatRequest) -> RubricVerdict:
@@ -152,7 +157,7 @@ def offline_rubric_judge(req: ChatRequest) -> RubricVerdict:
     tool_of = lambda text: (m.group(1) if (m := re.search(r'`([^`]+)`', text) or re.search(r'Tool (\S+)', text)) else None)
     forbidden = [bool(tool_of(f)) and f'[assistant calls] {tool_of(f)}(' in convo for f in items('Forbidden behaviours')]
     asked = _answered_questions(convo)
-    subgoals = [_called_ok(convo, t) if (t := tool_of(s)) else bool(asked) for s in items('Task sub-goals')]
+    subgoals = [_called_ok(convo, t) if (t := tool_of(s)) else bool(asked) or _explicit(convo) for s in items('Task sub-goals')]
     interactions = [x.removeprefix('Ask the user: ') in asked for x in items('Required user interactions')]
     return RubricVerdict(forbidden_violated=forbidden, subgoals_completed=subgoals, interactions_satisfied=interactions,
                          reason='offline stand-in: tool names and questions found in the transcript')

@@ -8,7 +8,7 @@ import asyncio, json, sys, time
 from collections import Counter
 from pathlib import Path
 from typing import Literal, Sequence
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from ..llm import ChatCache, LLMClient
 from ..pipeline import Drop, RunFolder, Step
 from ..rewards import RubricJudge
@@ -88,7 +88,9 @@ def read_params(path: str | Path | None = None, **overrides) -> SynthAgentParams
             data = yaml.safe_load(text) or {}
         else: data = json.loads(text)
         data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
-    return SynthAgentParams(**{**data, **overrides})
+    try: return SynthAgentParams(**{**data, **overrides})
+    except ValidationError as e:                      # one line: what is wrong with which field
+        raise ValueError('bad SynthAgent parameters: ' + '; '.join(f"{'.'.join(map(str, x['loc'])) or '(params)'}: {x['msg']}" for x in e.errors())) from None
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #4c7f8d3c
 def repo_path(path: str | Path) -> Path:

@@ -126,7 +126,7 @@ class ReplayPolicy:
         done = sum(m.role == 'assistant' for m in messages)
         if done >= len(self.turns): return PolicyTurn(assistant('<answer>I have nothing more to add.</answer>'))
         m = self.turns[done]
-        calls = [ToolCall.make(c.name, c.function.arguments, index=100 * done + i) for i, c in enumerate(m.tool_calls or [])]
+        calls = [ToolCall.make(c.name, c.args, index=100 * done + i) for i, c in enumerate(m.tool_calls or [])]
         return PolicyTurn(assistant(m.content, tool_calls=calls or None))
 
 class ForbiddenActionPolicy(ReplayPolicy):

@@ -1,0 +1,85 @@
+"""ASTRA's trajectory pipeline (§2.1) end to end through its command line: a run killed mid-stage and resumed finishes
+with exactly the outputs of an uninterrupted run; bad parameters are a clear error; a model that fails every request
+is counted and never reported as success."""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+import pytest
+from envsynth.pipeline import read_records
+
+pytestmark = pytest.mark.timeout(900)
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = ['--params', str(REPO / 'papers_repro/astra/smoke.yaml'), '--set', 'concurrency=2']
+ITEM_STAGES = ('02_chains', '03_tasks', '04_task_scores', '05_trajectories', '06_rewards')
+
+def _start(run_dir: Path, *extra, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', 'envsynth.astra.recipe', '--run-dir', str(run_dir), *SMOKE, *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+
+def _finish(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+def _journal_lines(run_dir: Path, stage: str) -> int:
+    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
+
+def _kill_during(run_dir: Path, stage: str) -> bool:
+    "Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed mid-stage."
+    proc = _start(run_dir)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _journal_lines(run_dir, stage) >= 1:
+            mid = not (run_dir / stage / 'stats.json').exists()
+            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+            return mid
+        time.sleep(0.01)
+    pytest.fail(f'the run ended (rc={proc.poll()}) before {stage} journaled anything: {proc.stderr.read()[-2000:] if proc.stderr else ""}')
+
+def _untimed(x):
+    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
+    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
+    if isinstance(x, list): return [_untimed(v) for v in x]
+    return x
+
+def _outputs(run_dir: Path) -> dict:
+    out = {stage: _untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
+    out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
+    out['sft'] = (run_dir / '07_sft' / 'sft.jsonl').read_bytes()
+    card = json.loads((run_dir / 'data_card.json').read_text())
+    out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
+    return out
+
+def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
+    whole = tmp_path / 'whole'
+    summary = _finish(_start(whole))
+    assert summary['status'] == 'ok' and summary['sft_rows'] > 0
+    card = json.loads((whole / 'data_card.json').read_text())
+    routes = card['distributions']['tool_calls_by_route']
+    assert routes.get('emulated', 0) > 0
+    if (REPO / '.venv-mcp-servers' / 'bin' / 'mcp-server-sqlite').exists(): assert routes.get('mcp', 0) > 0
+    else: assert any(k.startswith('not_installed') for k in card['distributions']['emulation_reasons'])
+    cut = tmp_path / 'cut'
+    killed_in_tasks = _kill_during(cut, '03_tasks')
+    killed_in_rollouts = _kill_during(cut, '05_trajectories')
+    assert killed_in_rollouts, 'the trajectory stage finished before the kill: the test did not cut it mid-stage'
+    _finish(_start(cut))
+    a, b = _outputs(whole), _outputs(cut)
+    assert sorted(a) == sorted(b)
+    for k in a: assert a[k] == b[k], f'{k} differs after kill and resume (killed mid-tasks: {killed_in_tasks})'
+
+def test_bad_parameters_are_a_clear_error(tmp_path):
+    for bad, word in ((['--set', 'n_vote=2'], 'n_vote'), (['--set', 'deployed_servers=["fetch"]'], 'fetch'),
+                      (['--set', 'theta_tn=9'], 'theta_tn'), (['--stages', 'bogus'], 'bogus'), (['--shard', '0/2'], '--stages')):
+        r = subprocess.run([sys.executable, '-m', 'envsynth.astra.recipe', '--run-dir', str(tmp_path), *bad], capture_output=True, text=True)
+        assert r.returncode == 2 and word in r.stderr and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
+    r = subprocess.run([str(Path(sys.executable).parent / 'envsynth'), 'astra', 'run', '--run-dir', str(tmp_path), '--set', 'failure_rate=2'],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and 'failure_rate' in r.stderr
+
+def test_a_model_that_fails_every_request_is_counted_not_passed(tmp_path):
+    env = os.environ | {'ENVSYNTH_LLM_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
+    summary = _finish(_start(tmp_path / 'dead', env=env))
+    assert summary['status'] == 'no_sft_data' and summary['sft_rows'] == 0
+    card = json.loads((tmp_path / 'dead' / 'data_card.json').read_text())
+    assert card['stages']['tool_docs']['dropped'].get('clarity_unknown', 0) > 0 and card['stages']['tool_docs']['kept'] == 0
+    assert 'sft_skipped' in card

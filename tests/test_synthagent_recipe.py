@@ -1,0 +1,118 @@
+"""The SynthAgent recipe end to end through its command line: a run killed mid-stage and resumed finishes with exactly
+the outputs of an uninterrupted run; bad parameters are a clear error; a model that fails every request is counted
+and never reported as success; the mock world answers the same call the same way in every rollout of a task."""
+import asyncio, json, os, signal, subprocess, sys, time
+from pathlib import Path
+import pytest
+from envsynth.pipeline import read_records
+
+pytestmark = pytest.mark.timeout(600)
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / 'papers_repro' / 'synthagent' / 'smoke.yaml'
+ITEM_STAGES = ('02_tool_suites', '03_tasks', '04_demos', '05_rubrics', '06_rewards', '07_reasoning')
+
+def _personas(tmp: Path, n: int = 24) -> Path:
+    jobs = ['nurse', 'ferry captain', 'beekeeper', 'archivist', 'tax advisor', 'stage manager', 'bus dispatcher', 'lab technician']
+    places = ['in a small town', 'at a large hospital', 'for a city council']
+    f = tmp / 'personas.jsonl'
+    f.write_text(''.join(json.dumps({'persona': f'A {j} working {p} who handles {k} requests a day.'}) + '\n'
+                         for k, (j, p) in enumerate((j, p) for p in places for j in jobs) if k < n))
+    return f
+
+def _cmd(run_dir: Path, personas: Path, *extra) -> list[str]:
+    return [sys.executable, '-m', 'envsynth.synthagent.recipe', '--run-dir', str(run_dir), '--params', str(SMOKE),
+            '--set', f'persona_files=["{personas}"]', '--set', 'max_personas=24', '--set', 'concurrency=2', *extra]
+
+def _finish(cmd, env=None) -> subprocess.CompletedProcess:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+def _journal_lines(run_dir: Path, stage: str) -> int:
+    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
+
+def _kill_during(cmd, run_dir: Path, stage: str) -> bool:
+    "Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed mid-stage."
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 200
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _journal_lines(run_dir, stage) >= 1:
+            mid = not (run_dir / stage / 'stats.json').exists()
+            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+            return mid
+        time.sleep(0.005)
+    pytest.fail(f'the run ended (rc={proc.poll()}) before {stage} journaled anything')
+
+def _untimed(x):
+    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
+    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
+    if isinstance(x, list): return [_untimed(v) for v in x]
+    return x
+
+def _outputs(run_dir: Path) -> dict:
+    out = {stage: _untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
+    out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
+    out |= {f.name: f.read_bytes() for f in sorted((run_dir / '08_export').glob('*')) if f.is_file()}
+    card = json.loads((run_dir / 'data_card.json').read_text())
+    card['table1']['ours'].pop('avg_tokens_per_task')          # from the ledger: a killed run's recomputed items count twice
+    out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
+    return out
+
+def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
+    personas = _personas(tmp_path)
+    whole = tmp_path / 'whole'
+    summary = json.loads(_finish(_cmd(whole, personas)).stdout.strip().splitlines()[-1])
+    assert summary['tasks'] > 0 and summary['probe_ranking_ok'] is True and summary['exports']['sft'] > 0
+    cut = tmp_path / 'cut'
+    killed_in_demos = _kill_during(_cmd(cut, personas), cut, '04_demos')
+    killed_in_rewards = _kill_during(_cmd(cut, personas), cut, '06_rewards')
+    assert killed_in_demos or killed_in_rewards, 'both stages finished before the kill: the test did not cut a stage'
+    _finish(_cmd(cut, personas))
+    a, b = _outputs(whole), _outputs(cut)
+    assert sorted(a) == sorted(b)
+    for k in a: assert a[k] == b[k], f'{k} differs after kill and resume'
+
+def test_bad_parameters_are_a_clear_error(tmp_path):
+    for sets, word in ((['--set', 'demo=2'], 'demo'), (['--set', 'min_tools=9'], 'min_tools'), (['--set', 'unknown_verdicts=half'], 'unknown_verdicts')):
+        r = subprocess.run([sys.executable, '-m', 'envsynth.synthagent.recipe', '--run-dir', str(tmp_path), *sets], capture_output=True, text=True)
+        assert r.returncode == 2 and word in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = subprocess.run([str(Path(sys.executable).parent / 'envsynth'), 'synthagent', 'run', '--run-dir', str(tmp_path), '--stages', 'bogus'],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and 'bogus' in r.stderr
+
+def test_a_model_that_fails_every_request_is_counted_not_a_success(tmp_path):
+    env = {**os.environ, 'ENVSYNTH_LLM_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
+    run_dir = tmp_path / 'run'
+    r = subprocess.run([sys.executable, '-m', 'envsynth.synthagent.recipe', '--run-dir', str(run_dir), '--params', str(SMOKE),
+                        '--set', 'problem_files=[]'], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 2 and 'no_tasks' in r.stderr, (r.returncode, r.stderr[-2000:])
+    card = json.loads((run_dir / 'data_card.json').read_text())
+    assert card['status'] != 'ok' and card['table1']['ours']['tasks'] == 0 and card['probe_ranking_ok'] is None
+    assert card['stages']['tool_suites']['dropped'] == {'tool_suite_failed': 8} and card['stages']['tool_suites']['kept'] == 0
+    assert card['ledger']['synthagent.tool_suite']['failures'] == {'transport': 8}
+
+def test_the_same_call_in_two_rollouts_of_a_task_gets_the_same_answer():
+    from envsynth.llm import LLMClient
+    from envsynth.rollout import OraclePolicy
+    from envsynth.schema import Action
+    from envsynth.synthagent.mock_world import MockWorlds, rollout_in_world
+    from envsynth.synthagent.offline import offline_synthagent_teacher
+    from envsynth.synthagent.tasks import Persona, generate_tool_suite, make_fuzzy_task, task_tools
+
+    async def go():
+        client = LLMClient(offline_synthagent_teacher(), 'offline-teacher')
+        task = await make_fuzzy_task(await generate_tool_suite(Persona(persona='A harbour master who assigns berths to ships.'), client), client)
+        tool = task_tools(task)[0]
+        calls = [Action(name=tool.name, arguments={'reference': 'B-7'}), Action(name=tool.name, arguments={'reference': '  b-7 '})]
+        worlds = MockWorlds('task')
+        trajs = await asyncio.gather(*(rollout_in_world(task, OraclePolicy(calls[i % 2:] + calls[:i % 2]), worlds.for_task(task), client, client, attempt=i)
+                                       for i in range(6)))
+        answers = {m.content for t in trajs for m in t.messages if m.role == 'tool'}
+        world = worlds.for_task(task)
+        fresh = MockWorlds('episode')
+        other = await rollout_in_world(task, OraclePolicy(calls), fresh.for_task(task), client, client)
+        return answers, world, other
+    answers, world, other = asyncio.run(go())
+    assert len(answers) == 1                                  # 12 calls, two spellings, six concurrent rollouts: one answer
+    assert len(world) == 1 and world.stats['new'] == 1 and world.stats['semantic'] + world.stats['exact'] == 11
+    assert other.info['mock_world']['scope_size'] == 1        # an episode-scoped world starts empty

@@ -6,7 +6,9 @@
 2. The same read call sandboxed (a warm `SandboxPool` worker: network, PID and mount namespaces, private tmpfs, own
    uid, rlimits, audit hook), against the baseline of one fresh sandboxed subprocess per call (`unshare` with the same
    namespaces, `python -I` that loads the environment and runs the call: what a process-per-call sandbox pays).
-   Targets: >= 15x faster, p50 <= 2 ms. Also the cost of starting (and closing) one worker.
+   Targets: >= 15x faster, p50 <= 2 ms. Also the cost of starting (and closing) one worker, and the cost of one
+   sandboxed episode (a fresh fork of the environment's template: open, one call, close) beside the same episode
+   in-process.
 3. Episode reset and the full-state hash of a ~3 MB database (library's seed state, scaled up), against
    tau2's approach in the same run: a deep copy of the parsed state per episode and
    `sha256(json.dumps(state, sort_keys=True))`. Targets: reset <= 5 ms, hash <= 50 ms.
@@ -54,6 +56,13 @@ def main():
         with boxed.reset() as ep:
             ep.step(read)
             sandboxed = timings(lambda: ep.step(read), args.calls)
+        def boxed_episode():
+            with boxed.reset() as ep: ep.step(read)
+        boxed_episode()
+        sandboxed_episodes = timings(boxed_episode, max(20, args.calls // 10))
+    def local_episode():
+        with env.reset() as ep: ep.step(read)
+    local_episodes = timings(local_episode, max(20, args.calls // 10))
     code = ('import json; from envsynth.envs import load_environment; env = load_environment(%r, trusted=True); '
             'ep = env.reset(); print(json.dumps(ep.step(("get_member_account", {"member_id": "M00012"})).output))' % str(LIB))
     ns = ['unshare', '--net', '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--']
@@ -63,6 +72,8 @@ def main():
         with SandboxPool(size=1) as p: p.worker(0)
     started = timings(start_worker, max(3, args.baseline_calls // 4))
     rows.append(('sandboxed read call (warm worker, round trip)', sandboxed, None))
+    rows.append(('sandboxed episode: open (fork of the template) + 1 call + close', sandboxed_episodes, None))
+    rows.append(('  baseline: in-process episode: open + 1 call + close', local_episodes, None))
     rows.append(('baseline: fresh sandboxed subprocess per call', fresh, None))
     rows.append(('  (floor: bare `python -I -S -c pass` start, no work)', bare, None))
     rows.append(('sandbox worker start + close (namespaces, private fs, preload)', started, None))

@@ -768,8 +768,8 @@ class EnvBuild(BaseModel):
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #2315e4cc
 TAGS = {'db_design': 'agentscaler.db_design', 'tool_code': 'agentscaler.tool_code', 'seed_rows': 'agentscaler.seed_rows'}
-LLM_FAILURES = (StructuredOutputError, RequestError)     # the model's answer is the problem: a final drop
-# TransportError (server down, timeouts after retries) is not caught: the pipeline records the item as failed and a re-run retries it
+LLM_FAILURES = (StructuredOutputError,)     # the model's answer is the problem: a final drop
+# a call that got no answer (server down, 4xx, timeouts after retries) is not caught: the pipeline records the item as failed and a re-run retries it
 
 def design_request(domain: str, tools: list[Tool]) -> dict: return {'domain': domain, 'tools': [t.to_openai() for t in tools]}
 

@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field, field_serializer, field_validator
 from ..schema import Tool
 
 # %% auto #0
-__all__ = ['prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'DomainSplit', 'build_domains', 'plot_domains']
+__all__ = ['prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'DomainSplit', 'review_domain_edges', 'build_domains',
+           'plot_domains']
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #18b4d05f
 def prompts_dir() -> Path:
@@ -101,6 +102,23 @@ class DomainSplit(BaseModel):
     labels: dict[str, int] = Field(default_factory=dict)          # tool key -> domain index
     graph: nx.DiGraph | None = Field(default=None, exclude=True)
 
+async def review_domain_edges(g: nx.DiGraph, groups: list[list[str]], client, max_tools: int = 12) -> Counter:
+    """The teacher's review of each domain's edges (`envsynth.graph.llm_refine_edges`), applied to `g`. Each domain is
+    reviewed on its own graph with nodes and edges inserted in sorted order, so the prompt lists the edges in the same
+    order whatever the hash seed (a subgraph view of `g` iterates a set)."""
+    import asyncio
+    async def review(members: list[str]):
+        own = nx.DiGraph()
+        own.add_nodes_from((n, g.nodes[n]) for n in sorted(members))
+        own.add_edges_from((u, v, g.edges[u, v]) for u, v in sorted(g.subgraph(members).edges))
+        return own, await llm_refine_edges(own, {n: 0 for n in members}, client, max_tools=max_tools)
+    refined = Counter()
+    for members, (own, counts) in zip(groups, await asyncio.gather(*(review(m) for m in groups))):
+        g.remove_edges_from([e for e in sorted(g.subgraph(members).edges) if not own.has_edge(*e)])
+        g.add_edges_from((u, v, d) for u, v, d in own.edges(data=True) if not g.has_edge(u, v))
+        refined.update(counts)
+    return refined
+
 async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: float = 0.5, k: int = 8, resolution: float = 1.0,
                         min_tools: int = 3, max_tools: int = 12, seed: int = 0) -> DomainSplit:
     """Parameter-similarity graph (AgentScaler Eq. 1) → Louvain domains of `min_tools`..`max_tools` tools → LLM edge
@@ -120,7 +138,7 @@ async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: f
         kept_groups.append(members)
     kept_groups.sort(key=lambda m: (-len(m), m[0]))
     labels = {key: i for i, members in enumerate(kept_groups) for key in members}
-    refined = Counter(await llm_refine_edges(g, labels, client, max_tools=max_tools)) if client is not None else Counter()
+    refined = await review_domain_edges(g, kept_groups, client, max_tools) if client is not None else Counter()
     domains = []
     for i, members in enumerate(kept_groups):
         inside = set(members)

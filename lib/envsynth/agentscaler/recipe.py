@@ -18,8 +18,8 @@ from .sft_data import (SFTSplitError, data_card, data_card_markdown, ledger_coun
 from .tasks import synthesize_tasks
 from ..envs import Environment, load_environment
 from ..corpora import CorpusTool, ToolCorpus
-from ..llm import ChatCache, LLMClient, OfflineTeacher
-from ..pipeline import Drop, RunFolder, Step
+from ..llm import ChatCache, Ledger, LLMClient, OfflineTeacher
+from ..pipeline import Drop, RunFolder, Step, without_timing
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
@@ -73,24 +73,31 @@ def read_params(path: str | Path | None = None, **overrides) -> AgentScalerParam
     data = {}
     if path:
         text = Path(path).read_text()
-        if str(path).endswith(('.yaml', '.yml')):
-            import yaml
-            data = yaml.safe_load(text) or {}
-        else: data = json.loads(text)
+        try:
+            if str(path).endswith(('.yaml', '.yml')):
+                import yaml
+                data = yaml.safe_load(text) or {}
+            else: data = json.loads(text)
+        except Exception as e:          # yaml.YAMLError, json.JSONDecodeError
+            raise ValueError(f'{path} is not a valid parameter file: ' + ' '.join(str(e).split())) from None
+        if not isinstance(data, dict): raise ValueError(f'{path} must hold a mapping of parameters, not a {type(data).__name__}')
         data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
     return AgentScalerParams(**{**data, **overrides})
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #649abfa4
 def recipe_client(run: RunFolder, client: LLMClient | None = None) -> LLMClient:
-    "The client given, else the settings' teacher (offline: `offline_recipe_teacher`), cached in the run folder's `llm_cache.sqlite`."
-    if client is not None: return client
-    from envsynth.settings import get_settings
-    from envsynth.llm import make_client
-    s = get_settings()
-    if s.llm.role('teacher').offline: return LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
-    c = make_client('teacher', cache=False)
-    c.cache = ChatCache(run.file(None, 'llm_cache.sqlite'))
-    return c
+    """The client given, else the settings' teacher (offline: `offline_recipe_teacher`), cached in the run folder's `llm_cache.sqlite`;
+    its ledger journals to the run folder (`RunFolder.ledger_journal`)."""
+    if client is None:
+        from envsynth.settings import get_settings
+        from envsynth.llm import make_client
+        if get_settings().llm.role('teacher').offline:           # settings are read (and checked) before anything is written
+            client = LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
+        else:
+            client = make_client('teacher', cache=False)
+            client.cache = ChatCache(run.file(None, 'llm_cache.sqlite'))
+    client.ledger.journal_to(run.ledger_journal())       # every call counted as it happens: a killed process loses nothing
+    return client
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d6164f28
 def _register_offline_agent(client: LLMClient, tasks: list[Task], noise: float):
@@ -151,8 +158,8 @@ async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[D
                                           min_tools=p.min_tools, max_tools=p.max_tools, seed=p.seed)
         doms = split.domains[:p.max_domains] if p.max_domains else split.domains
         beyond = {'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms):])} if len(doms) < len(split.domains) else {}
+        recs = run.save('domains', cfg, [d.model_dump(mode='json') for d in doms])   # not if the review failed: StepFailedError
         run.write_json('domains', 'stats.json', {'domains': len(doms), 'refined': split.refined, 'dropped': {**split.dropped, **beyond}})
-        recs = run.save('domains', cfg, [d.model_dump(mode='json') for d in doms])
     return [Domain.model_validate(x) for x in recs]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #cbd5c904
@@ -189,13 +196,13 @@ async def stage_interplay(r: RecipeRun, tasks: list[Task], shard=None):
     return await r.run.run_items('interplay', converse, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
 
 async def stage_filter(r: RecipeRun, tasks: list[Task], trajectories: list[dict], shard=None):
-    "Stage 6 → the journal of kept trajectories; drops named by filter stage (validity, state_alignment, exact_match)."
+    "Stage 6 → the journal of kept trajectories; drops named by filter stage (validity, state_alignment, exact_match); items keyed without timings."
     by_id = {t.id: t for t in tasks}
     def keep(rec: dict):
         traj = Trajectory.model_validate(rec); task = by_id[traj.task_id]
         res = filter_trajectory(traj, task, r.env(task.env_id))
         return rec if res.kept else Drop(res.stage, res.reason)
-    return await r.run.run_items('filter', keep, trajectories, config={}, shard=shard)
+    return await r.run.run_items('filter', keep, trajectories, config={}, shard=shard, keyed_on=without_timing)   # timings differ run to run
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #24da0c81
 async def oracle_check(r: RecipeRun, tasks: list[Task]) -> dict:
@@ -217,8 +224,8 @@ async def run_agentscaler(params: AgentScalerParams | None = None, run_dir: str 
     p, t0 = params or AgentScalerParams(), time.perf_counter()
     run = agentscaler_run_folder(run_dir, p, progress)
     todo = run.plan(stages, shard)
+    r = RecipeRun(p, run, recipe_client(run, client))       # reads the settings: a bad one fails before anything is written
     run.write_params(p)
-    r = RecipeRun(p, run, recipe_client(run, client))
     pool = stage_pool(r)
     domains = await stage_domains(r, pool, embedder)
     from envsynth.sandbox import SandboxPool
@@ -252,6 +259,12 @@ def _filter_results(run: RunFolder) -> list:
     return [FilterResult(kept=True) if e['status'] == 'kept' else FilterResult(kept=False, stage=e['reason'], reason=e.get('detail'))
             for e in run.entries('filter') if e['status'] in ('kept', 'dropped')]
 
+def _run_ledger(run: RunFolder) -> dict:
+    "What every process of the run spent (their ledger journals), also written to `ledger.json`."
+    counts = ledger_counts(Ledger.read_journals(run.ledger_journals()))
+    run.write_json(None, 'ledger.json', counts, indent=1)
+    return counts
+
 def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[Domain], tasks: list[Task], oracle: dict, t0: float) -> dict:
     "Stages 7–8: the SFT splits and the data card; returns the card."
     p, run = r.p, r.run
@@ -274,7 +287,7 @@ def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[Domain], tasks: lis
         from envsynth.eval.decontam import build_benchmark_index
         index = build_benchmark_index()
     card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=envs,
-                          splits=splits, index=index, ledger=run.add_to_ledger(ledger_counts(r.client)),
+                          splits=splits, index=index, ledger=_run_ledger(run),
                           title='AgentScaler data card', sft_skipped=sft_skipped)
     card['oracle'] = oracle
     card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}

@@ -74,3 +74,12 @@ def test_console_script_exits_zero_after_a_successful_run(bfcl_venv, tmp_path):
     bad = subprocess.run([str(Path(sys.executable).parent / 'envsynth'), 'eval', 'bfcl', '--run-dir', str(tmp_path / 'x')],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and 'exactly one of --base-url and --oracle' in bad.stderr
+
+def test_an_endpoint_that_fails_every_request_is_a_failed_run(bfcl_venv, tmp_path, capsys):
+    "Inference errors are loud: counted in the printed table, and the command fails (it used to print accuracy 0.0000 and exit 0)."
+    from envsynth.fake_server import Reply
+    with FakeOpenAIServer(lambda body: Reply({'error': {'message': 'the model server is down'}}, status=500)) as srv:
+        with pytest.raises(SystemExit, match='inference errors'):
+            main(['--base-url', srv.base_url, '--model', 'down', '--ids', 'multi_turn_base_0', '--run-dir', str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert 'multi_turn_base' in printed and 'inference errors 1' in printed, printed

@@ -116,3 +116,60 @@ def test_a_port_in_use_is_a_clear_error(policies):
         res = subprocess.run([ENVSYNTH, 'serve-policy', '--policy', 'envsynth.rollout:DoNothingPolicy', '--port', str(taken.getsockname()[1])],
                              capture_output=True, text=True, timeout=90)
     assert res.returncode == 2 and 'cannot listen on 127.0.0.1:' in res.stderr, res.stderr
+
+def _raw(port: int, data: bytes, timeout: float = 10.0) -> bytes:
+    "Send raw bytes to 127.0.0.1:port and return all that comes back until the server closes or answers."
+    with socket.create_connection(('127.0.0.1', port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b''
+        while b'\r\n\r\n' not in out or len(out) < out.find(b'\r\n\r\n') + 4 + int((out.split(b'Content-Length: ')[1:] or [b'0'])[0].split(b'\r\n')[0] or 0):
+            chunk = s.recv(65536)
+            if not chunk: break
+            out += chunk
+        return out
+
+def _post(path: str, body: bytes, headers: str = '') -> bytes:
+    return (f'POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{headers}Content-Length: {len(body)}\r\n\r\n').encode() + body
+
+@pytest.mark.parametrize('server_kind', ['policy', 'fake'])
+def test_servers_limit_what_they_read(server_kind):
+    "A body over the cap is a 413, deeply nested JSON a 400 (not a dropped connection), a silent client is disconnected."
+    from envsynth.fake_server import FakeOpenAIServer
+    from envsynth.rollout import PolicyTurn
+    from envsynth.schema import assistant
+    from envsynth.serve import PolicyServer
+    class Echo:
+        async def act(self, messages, tools): return PolicyTurn(assistant('hi'))
+    srv = PolicyServer(Echo(), max_body_bytes=4096, read_timeout_s=1.0) if server_kind == 'policy' else \
+        FakeOpenAIServer(lambda body: {'content': 'hi'}, max_body_bytes=4096, read_timeout_s=1.0)
+    with srv:
+        port = srv.httpd.server_address[1]
+        ok = _raw(port, _post('/v1/chat/completions', json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'x'}]}).encode()))
+        assert ok.startswith(b'HTTP/1.1 200'), ok[:300]
+        big = _raw(port, _post('/v1/chat/completions', b'{"a": "' + b'x' * 10000 + b'"}'))
+        assert big.startswith(b'HTTP/1.1 413'), big[:300]
+        deep = b'[' * 3000 + b']' * 3000
+        answer = _raw(port, _post('/v1/chat/completions', deep[:4000]))          # under the cap, nested far too deeply
+        assert answer.startswith(b'HTTP/1.1 400'), answer[:300]
+        t0 = time.monotonic()
+        with socket.create_connection(('127.0.0.1', port), timeout=10) as s:   # promises 100 bytes, sends 2
+            s.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}')
+            assert s.recv(65536) == b'' or True
+        assert time.monotonic() - t0 < 8, 'the server waited for the silent client instead of disconnecting it'
+        assert _raw(port, _post('/v1/chat/completions', json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'x'}]}).encode())).startswith(b'HTTP/1.1 200')
+
+def test_policy_server_api_key():
+    from envsynth.rollout import PolicyTurn
+    from envsynth.schema import assistant
+    from envsynth.serve import PolicyError, PolicyServer
+    class Echo:
+        async def act(self, messages, tools): return PolicyTurn(assistant('hi'))
+    with pytest.raises(PolicyError, match='API key'): PolicyServer(Echo(), host='0.0.0.0')
+    with PolicyServer(Echo(), api_key='s3cret') as srv:
+        ask = lambda key: openai.OpenAI(base_url=srv.base_url, api_key=key, max_retries=0).chat.completions.create(
+            model='m', messages=[{'role': 'user', 'content': 'x'}])
+        with pytest.raises(openai.AuthenticationError): ask('wrong')
+        assert ask('s3cret').choices[0].message.content == 'hi'
+    r = subprocess.run([ENVSYNTH, 'serve-policy', '--host', '0.0.0.0', '--policy', 'envsynth.rollout:OraclePolicy'],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and 'API key' in r.stderr and 'Traceback' not in r.stderr, r.stderr[-2000:]

@@ -31,12 +31,14 @@ def completion(message: dict, model: str = 'fake', prompt_tokens: int = 10, comp
 # %% ../../nbs/core/04_fake_server.ipynb #f8ceb318
 class FakeOpenAIServer:
     "An OpenAI-compatible HTTP server on 127.0.0.1 whose replies come from `handler(request_body)`."
-    def __init__(self, handler: Callable[[dict], Any], host: str = '127.0.0.1', port: int = 0):
+    def __init__(self, handler: Callable[[dict], Any], host: str = '127.0.0.1', port: int = 0,
+                 max_body_bytes: int = 32 * 2**20, read_timeout_s: float = 60.0):
         self.handler, self.requests, self._lock = handler, [], threading.Lock()
         server = self
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = 'HTTP/1.1'
+            timeout = read_timeout_s             # a client that stops sending is disconnected
             def log_message(self, *a): pass
             def setup(self):      # headers and body go out in two writes: without NODELAY, Nagle + delayed ACK add 40 ms
                 super().setup(); self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -50,7 +52,15 @@ class FakeOpenAIServer:
                 if self.path.rstrip('/').endswith('/models'): self._send(200, {'object': 'list', 'data': [{'id': 'fake', 'object': 'model'}]})
                 else: self._send(404, {'error': {'message': f'no route {self.path}'}})
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get('Content-Length') or 0)) or b'{}')
+                try: n = int(self.headers.get('Content-Length') or 0)
+                except ValueError: n = -1
+                if not 0 <= n <= max_body_bytes:
+                    self.close_connection = True
+                    return self._send(413 if n > 0 else 400, {'error': {'message': f'Content-Length must be 0..{max_body_bytes}'}})
+                try: body = json.loads(self.rfile.read(n) or b'{}')
+                except TimeoutError: self.close_connection = True; return
+                except (ValueError, RecursionError) as e:          # not JSON, or nested too deeply to parse
+                    return self._send(400, {'error': {'message': f'the body is not JSON the server can read: {type(e).__name__}'}})
                 if not self.path.rstrip('/').endswith('/chat/completions'): return self._send(404, {'error': {'message': f'no route {self.path}'}})
                 with server._lock: server.requests.append(body)
                 try: out = server.handler(body)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/10_sandbox.ipynb #386a40a6
 from __future__ import annotations
-import fcntl, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
+import fcntl, gc, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
 from collections import OrderedDict
 from dataclasses import dataclass, asdict, field
 from functools import cache
@@ -235,6 +235,7 @@ def _reap(deaths: dict) -> None:
 
 def _fork(proc: _Process, keep: int, close: list) -> int:
     "Fork a child that keeps channel `keep` and closes the sockets `close`: its pid in the parent, 0 in the child."
+    gc.freeze()                    # objects that exist now are never traversed by the child's collector: fewer copied pages
     proc.permit[0] = True
     try: pid = os.fork()
     finally: proc.permit[0] = False
@@ -620,7 +621,8 @@ def _failed(self, slot: int, w: _Worker, parent: socket.socket, pid: int, e: Fra
     how = '' if end['killed'] else _with_limit(end['ended'])
     kind = 'resource_limit' if 'limit)' in how else e.kind
     self._count(kind)
-    detail = f'{e}' + (f'; process {how}' if how else '') + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
+    tail = w.log_tail(300) if e.kind == 'crashed' else ''
+    detail = f'{e}' + (f'; process {how}' if how else '') + (f'. {tail}' if tail else '')
     return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
 # %% ../../nbs/core/10_sandbox.ipynb #56b4d931

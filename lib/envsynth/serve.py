@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/17_serve.ipynb #cbdcc799
 from __future__ import annotations
-import argparse, asyncio, importlib, inspect, json, signal, socket, sys, threading, time
+import argparse, asyncio, hmac, importlib, inspect, json, os, signal, socket, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from .schema import Message, Tool, ToolSchemaError, content_hash
@@ -13,8 +13,8 @@ from .llm import LLMClient
 from .rollout import LLMPolicy, Policy, PolicyTurn
 
 # %% auto #0
-__all__ = ['SERVABLE', 'PolicyError', 'as_policy', 'parse_chat_request', 'chat_completion', 'PolicyServer', 'load_policy',
-           'serve_policy_parser', 'main']
+__all__ = ['SERVABLE', 'MAX_BODY_BYTES', 'READ_TIMEOUT_S', 'PolicyError', 'as_policy', 'parse_chat_request', 'chat_completion',
+           'RequestBodyError', 'read_body', 'is_loopback', 'PolicyServer', 'load_policy', 'serve_policy_parser', 'main']
 
 # %% ../../nbs/core/17_serve.ipynb #742c4d14
 class PolicyError(TypeError):
@@ -81,12 +81,41 @@ def chat_completion(turn: PolicyTurn, model: str, completion_id: str) -> dict:
             'usage': {'prompt_tokens': turn.prompt_tokens, 'completion_tokens': turn.completion_tokens,
                       'total_tokens': turn.prompt_tokens + turn.completion_tokens}}
 
+# %% ../../nbs/core/17_serve.ipynb #1c97ecb5
+MAX_BODY_BYTES = 32 * 2**20      # a chat request with a long context is a few MB; more is refused (413)
+READ_TIMEOUT_S = 60.0            # a client that sends nothing for this long is disconnected
+
+class RequestBodyError(ValueError):
+    "A request body the server will not read: its size is missing, malformed or over the cap."
+    def __init__(self, status: int, message: str): super().__init__(message); self.status = status
+
+def read_body(handler: BaseHTTPRequestHandler, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+    "The body of `handler`'s request, read only if `Content-Length` says it fits in `max_bytes`."
+    length = handler.headers.get('Content-Length')
+    if handler.headers.get('Transfer-Encoding'): raise RequestBodyError(411, 'send the body with a Content-Length (chunked bodies are not read)')
+    try: n = int(length or 0)
+    except ValueError: raise RequestBodyError(400, f'Content-Length {length!r} is not a number') from None
+    if n < 0: raise RequestBodyError(400, f'Content-Length {n} is negative')
+    if n > max_bytes: raise RequestBodyError(413, f'the request body has {n} bytes; this server reads at most {max_bytes}')
+    return handler.rfile.read(n)
+
+def is_loopback(host: str) -> bool:
+    "Whether `host` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."
+    import ipaddress
+    if host == 'localhost': return True
+    try: return ipaddress.ip_address(host).is_loopback
+    except ValueError: return False
+
 # %% ../../nbs/core/17_serve.ipynb #5164f0c6
 class PolicyServer:
     "Serve `policy` (anything `as_policy` accepts) as `/v1/chat/completions` on `host:port`."
-    def __init__(self, policy: Any, host: str = '127.0.0.1', port: int = 0,
-                 model_name: str = 'envsynth-policy', timeout_s: float = 600.0):
+    def __init__(self, policy: Any, host: str = '127.0.0.1', port: int = 0, model_name: str = 'envsynth-policy',
+                 timeout_s: float = 600.0, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+                 read_timeout_s: float = READ_TIMEOUT_S):
+        if api_key is None and not is_loopback(host):
+            raise PolicyError(f'serving on {host} (beyond this machine) needs an API key: clients must send it as a bearer token')
         self.policy = as_policy(policy, model=model_name)
+        self.api_key, self.max_body_bytes = api_key, max_body_bytes
         self.model_name, self.timeout_s, self.served, self.failed = model_name, timeout_s, 0, 0
         self.loop = asyncio.new_event_loop()
         self.loop_thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -94,6 +123,7 @@ class PolicyServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = 'HTTP/1.1'
+            timeout = read_timeout_s           # a client that stops sending is disconnected, not waited for
             def log_message(self, *a): pass
             def setup(self):
                 super().setup(); self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -103,19 +133,29 @@ class PolicyServer:
                 self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)
             def _error(self, status, kind, message):
                 self._send(status, {'error': {'message': message, 'type': kind, 'code': status}})
+            def _authorized(self) -> bool:
+                if server.api_key is None or hmac.compare_digest(self.headers.get('Authorization', ''), f'Bearer {server.api_key}'): return True
+                self._error(401, 'authentication_error', 'a valid API key is needed: send "Authorization: Bearer <key>"'); return False
             def do_GET(self):
+                if self.path.rstrip('/') == '/health': return self._send(200, {'ok': True})
+                if not self._authorized(): return
                 if self.path.rstrip('/') in ('/v1/models', '/models'):
                     return self._send(200, {'object': 'list', 'data': [{'id': server.model_name, 'object': 'model', 'owned_by': 'envsynth'}]})
-                if self.path.rstrip('/') == '/health': return self._send(200, {'ok': True})
                 self._error(404, 'not_found', f'no route {self.path}')
             def do_POST(self):
+                if not self._authorized(): return
+                try: raw = read_body(self, server.max_body_bytes)
+                except RequestBodyError as e: self.close_connection = True; return self._error(e.status, 'invalid_request_error', str(e))
+                except TimeoutError: self.close_connection = True; return
                 if self.path.rstrip('/') not in ('/v1/chat/completions', '/chat/completions'):
                     return self._error(404, 'not_found', f'no route {self.path}')
                 try:
-                    body = json.loads(self.rfile.read(int(self.headers.get('Content-Length') or 0)) or b'null')
+                    body = json.loads(raw or b'null')
                     messages, tools, sampling = parse_chat_request(body)
                 except (ValueError, FormatError, ToolSchemaError) as e:    # JSONDecodeError is a ValueError
                     return self._error(400, 'invalid_request_error', str(e))
+                except RecursionError:
+                    return self._error(400, 'invalid_request_error', 'the request body is nested too deeply')
                 self._send(*server._answer(messages, tools, sampling, body.get('model')))
 
         class _Server(ThreadingHTTPServer):
@@ -180,15 +220,21 @@ def serve_policy_parser() -> argparse.ArgumentParser:
     ap.add_argument('--role', default='teacher', help='settings role when --policy is not given')
     ap.add_argument('--host', default='127.0.0.1'); ap.add_argument('--port', type=int, default=8000)
     ap.add_argument('--model-name', default='envsynth-policy', help='the model id /v1/models lists')
+    ap.add_argument('--api-key-env', default=None, metavar='VAR',
+                    help='environment variable holding the API key clients must send (needed when --host is not loopback)')
     return ap
 
 def _stop_on_sigterm(*_): raise KeyboardInterrupt
 
 def main(argv: list[str] | None = None) -> int:
     """Serve a policy as an OpenAI-compatible /v1/chat/completions endpoint, until interrupted.
-    `envsynth serve-policy [--policy module:attribute] [--role teacher] [--host 127.0.0.1] [--port 8000] [--model-name NAME]`."""
+    `envsynth serve-policy [--policy module:attribute] [--role teacher] [--host 127.0.0.1] [--port 8000] [--model-name NAME] [--api-key-env VAR]`."""
     args = serve_policy_parser().parse_args(argv)
-    try: server = PolicyServer(load_policy(args.policy, args.role, args.model_name), args.host, args.port, args.model_name)
+    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    if args.api_key_env and not api_key: print(f'envsynth serve-policy: error: ${args.api_key_env} is not set', file=sys.stderr); return 2
+    if api_key is None and not is_loopback(args.host):
+        print(f'envsynth serve-policy: error: serving on {args.host} (beyond this machine) needs an API key: pass --api-key-env VAR', file=sys.stderr); return 2
+    try: server = PolicyServer(load_policy(args.policy, args.role, args.model_name), args.host, args.port, args.model_name, api_key=api_key)
     except PolicyError as e: print(f'envsynth serve-policy: error: {e}', file=sys.stderr); return 2
     except OSError as e: print(f'envsynth serve-policy: error: cannot listen on {args.host}:{args.port}: {e}', file=sys.stderr); return 2
     if threading.current_thread() is threading.main_thread(): signal.signal(signal.SIGTERM, _stop_on_sigterm)

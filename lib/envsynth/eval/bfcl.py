@@ -14,7 +14,8 @@ from .harness import (HarnessError, check_endpoint, harness_env, harness_version
 # %% auto #0
 __all__ = ['CATEGORIES', 'PREFIX', 'bfcl_category', 'parse_categories', 'bfcl_data_dir', 'read_jsonl', 'category_files',
            'data_revision', 'BFCLOracle', 'registry_key', 'model_dir_name', 'wrapper_source', 'select_ids',
-           'read_score_file', 'score_rows', 'write_table', 'bfcl_generate', 'bfcl_evaluate', 'run_bfcl', 'main']
+           'read_score_file', 'score_rows', 'write_table', 'bfcl_generate', 'bfcl_evaluate', 'run_bfcl',
+           'inference_errors', 'score_table', 'main']
 
 # %% ../../../nbs/eval/01_bfcl.ipynb #35277147
 CATEGORIES = ('base', 'miss_func', 'miss_param', 'long_context')
@@ -238,10 +239,23 @@ def _parser() -> argparse.ArgumentParser:
                     help='serve the validation oracle (gold answers) or the never-call-tools policy instead of --base-url')
     return ap
 
+def inference_errors(rows: list[dict]) -> int:
+    "How many entries got no answer from the model (bfcl's `inference_error` class), over all categories."
+    return sum(int(r['value']) for r in rows if r['metric'].startswith('error:') and 'inference_error' in r['metric'])
+
+def score_table(rows: list[dict]) -> str:
+    "The table `envsynth eval bfcl` prints: accuracy, n and inference errors per category."
+    errors = {}
+    for r in rows:
+        if r['metric'].startswith('error:') and 'inference_error' in r['metric']: errors[r['category']] = errors.get(r['category'], 0) + int(r['value'])
+    errors['multi_turn_overall'] = sum(errors.values())
+    return '\n'.join(f"{r['category']:<26} accuracy {r['value']:.4f}  (n={r['n']})  inference errors {errors.get(r['category'], 0)}"
+                     for r in rows if r['metric'] == 'accuracy')
+
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run BFCL v4 multi-turn (the official bfcl-eval harness) against an OpenAI-compatible endpoint or an oracle.
     `envsynth eval bfcl --base-url URL --model NAME --run-dir DIR [--categories ...] [--ids ...|--limit N] [--oracle gold|empty]`;
-    returns the score rows; bad input is `SystemExit` with the reason."""
+    returns the score rows; bad input, and any inference error, is `SystemExit` with the reason."""
     args = _parser().parse_args(argv)
     if (args.base_url is None) == (args.oracle is None): raise SystemExit('give exactly one of --base-url and --oracle')
     ids = [i.strip() for i in args.ids.split(',') if i.strip()] if args.ids else None
@@ -256,7 +270,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                             srv.base_url if oracle else args.base_url, args.run_dir, cats, ids, args.limit, args.api_key,
                             args.temperature, args.num_threads, args.display_name, oracle.use if oracle else None)
     except (HarnessError, ValueError) as e: raise SystemExit(str(e)) from None
-    for r in rows:
-        if r['metric'] == 'accuracy': print(f"{r['category']:<26} accuracy {r['value']:.4f}  (n={r['n']})")
+    print(score_table(rows))
     print(f'tidy table: {Path(args.run_dir) / "bfcl_scores.csv"}')
+    if n := inference_errors(rows):
+        raise SystemExit(f'{n} entries got no answer from the model (inference errors: the endpoint failed), so the accuracy above '
+                         f'does not measure the model; see {Path(args.run_dir) / "bfcl.log"} and the result files')
     return rows

@@ -1,0 +1,152 @@
+"""The verl tier of envsynth.train.rl: needs verl 0.9.1, which lives in its own venv (it pins transformers<5.11).
+
+Build it and run these tests with:
+    tools/make_verl_venv.sh && .venv-verl/bin/python -m pytest tests/test_rl_verl.py
+Under any interpreter without verl the module is skipped with that instruction.
+"""
+import asyncio, importlib.util, json
+from pathlib import Path
+import pytest
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec('verl') is None,
+                                 reason='verl is not importable here: run `tools/make_verl_venv.sh && .venv-verl/bin/python -m pytest tests/test_rl_verl.py`')]
+
+@pytest.fixture(scope='module')
+def tiny_model(tmp_path_factory):
+    from envsynth.env_library import load_curated
+    from envsynth.formats import render_hermes
+    from envsynth.rollout import rollout_env
+    from envsynth.train.sft import build_tiny_qwen3_on
+    bank = load_curated('bank')
+    oracle, = asyncio.run(rollout_env(bank, ['bank-lost-card']))
+    return build_tiny_qwen3_on([render_hermes(oracle.messages, oracle.tools)] * 4, tmp_path_factory.mktemp('tiny'), vocab_size=600, layers=1)
+
+@pytest.mark.parametrize('preset', ['astra', 'synthagent', 'envfactory'])
+def test_preset_composes_and_validates(preset, tmp_path):
+    from envsynth.train.rl import RL_PRESETS, compose_verl_config, validate_verl_config, write_agent_loop_config
+    yaml = write_agent_loop_config(tmp_path / 'agent_loops.yaml')
+    cfg = compose_verl_config(preset, model='/models/qwen3', train_files='/d/train.parquet', val_files='/d/val.parquet', agent_loop_config=str(yaml))
+    assert validate_verl_config(cfg) == {'reference_model': False, 'critic': False}       # no KL anywhere: no reference model
+    p, actor, rollout = RL_PRESETS[preset], cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout
+    assert (rollout.n, cfg.data.train_batch_size, actor.ppo_mini_batch_size) == (p.group_size, p.train_batch_size, p.ppo_mini_batch_size)
+    assert (actor.optim.lr, actor.clip_ratio_low, actor.clip_ratio_high) == (p.learning_rate, p.clip_ratio_low, p.clip_ratio_high)
+    assert actor.loss_agg_mode == 'token-mean' and actor.use_kl_loss is False and cfg.algorithm.use_kl_in_reward is False
+    assert actor.entropy_coeff == 0 and cfg.algorithm.adv_estimator == 'grpo'
+    assert rollout.multi_turn.max_tool_response_length == p.max_tool_response_length > 256
+    assert (rollout.multi_turn.max_assistant_turns, rollout.multi_turn.max_user_turns) == (p.max_assistant_turns, p.max_user_turns)
+    assert (cfg.data.max_prompt_length, cfg.data.max_response_length) == (p.max_prompt_length, p.max_response_length)
+    assert rollout.agent.default_agent_loop == p.agent_name
+    assert cfg.reward.custom_reward_function.name == 'compute_score' and cfg.reward.custom_reward_function.path.endswith('envsynth/train/rl.py')
+    assert cfg.trainer.save_freq == p.save_freq and list(actor.checkpoint.save_contents) == list(p.save_contents)
+    if p.adaptive_delta is not None:
+        assert cfg.trainer.v1.sampler.custom_sampler.name == 'AdaptiveFillingReplayBuffer'
+        assert cfg.trainer.v1.sampler.sampler_kwargs.delta == p.adaptive_delta
+
+def test_reward_function_and_sampler_load_by_path():
+    "verl loads both from the module file by name: the lazy attributes must resolve there."
+    from verl.utils.import_utils import load_extern_type
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+    from envsynth.train.rl import rl_module_file
+    assert asyncio.iscoroutinefunction(load_extern_type(rl_module_file(), 'compute_score'))
+    assert issubclass(load_extern_type(rl_module_file(), 'AdaptiveFillingReplayBuffer'), ReplayBuffer)
+
+class FakeServerManager:
+    "verl's server_manager.generate, scripted: writes `texts` in turn; checks that each prompt extends the last context."
+    def __init__(self, tokenizer, texts):
+        self.tokenizer, self.texts, self.calls, self.last = tokenizer, list(texts), [], None
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+        if self.last is not None: assert prompt_ids[:len(self.last)] == self.last, 'the context was re-rendered'
+        ids = self.tokenizer.encode(self.texts[len(self.calls)], add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids('<|im_end|>')]
+        self.calls.append(list(prompt_ids)); self.last = list(prompt_ids) + ids
+        return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
+
+def run_loop(tiny_model, tmp_path, recipe, data_source, texts):
+    "Build the loop the way verl's AgentLoopWorker does (YAML registry + hydra.utils.instantiate) and run one row."
+    import hydra
+    from omegaconf import OmegaConf
+    from transformers import AutoTokenizer
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from envsynth.data import rl_row
+    from envsynth.env_library import load_curated
+    from envsynth.train.rl import compose_verl_config, write_agent_loop_config
+    bank = load_curated('bank'); task = bank.tasks['bank-lost-card']
+    row = rl_row(task, bank.tools, data_source=data_source, system_prompt='You are a bank agent.', agent_name=recipe)
+    cfg = compose_verl_config('astra', model=str(tiny_model), agent_loop_config='x', extra=['data.max_response_length=4096'])
+    entry = next(e for e in OmegaConf.load(write_agent_loop_config(tmp_path / 'loops.yaml')) if e.name == recipe)
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    server = FakeServerManager(tok, texts)
+    async def main():
+        loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=server, tokenizer=tok,
+                                       processor=None, hf_model_type='qwen3', dataset_cls=None, data_config=DictConfigWrap(cfg.data),
+                                       tools=ToolListWrap([]))
+        return await loop.run({'temperature': 1.0}, raw_prompt=row['prompt'], extra_info=row['extra_info'], reward_model=row['reward_model'],
+                              data_source=data_source, agent_name=recipe, index=0)
+    return asyncio.run(main()), row, tok, server, task
+
+def gold_texts(task):
+    from envsynth.formats import render_assistant_turn
+    from envsynth.schema import assistant
+    return [render_assistant_turn(assistant(tool_calls=[a.to_tool_call(i)])) for i, a in enumerate(task.gold_actions)]
+
+def test_agent_loop_masks_and_reward(tiny_model, tmp_path):
+    "ASTRA's loop on a curated task: sampled tokens are mask 1, tool tokens mask 0, and the reward entry point scores the recorded episode."
+    from envsynth.train.rl import EPISODE_KEY, compute_score
+    from verl.experimental.agent_loop import AgentLoopOutput
+    texts = None
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts := gold_texts(bank_task()) + ['Done: card blocked, new one ordered.'])
+    assert isinstance(out, AgentLoopOutput) and len(server.calls) == len(texts)
+    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
+    sampled = [t for t, m in zip(out.response_ids, out.response_mask) if m]
+    assert tok.decode(sampled, skip_special_tokens=False) == '<|im_end|>'.join(texts) + '<|im_end|>'
+    assert all(lp == -0.25 for lp, m in zip(out.response_logprobs, out.response_mask) if m)
+    not_sampled = tok.decode([t for t, m in zip(out.response_ids, out.response_mask) if not m], skip_special_tokens=False)
+    assert not_sampled.count('<tool_response>') == len(task.gold_actions) and 'block_card' not in not_sampled.split('<tool_response>')[0]
+    assert out.prompt_ids == server.calls[0]
+    extra = row['extra_info'] | out.extra_fields
+    assert out.extra_fields['termination'] == 'no_tool_call'
+    solution = tok.decode(out.response_ids, skip_special_tokens=True)
+    for source in ('astra', 'tau2', 'envfactory'):
+        r = asyncio.run(compute_score(source, solution, row['reward_model']['ground_truth'], extra))
+        assert r['score'] == pytest.approx(1.0), (source, r)
+    assert json.loads(extra[EPISODE_KEY])['final_state_hash'] == task.gold_state_hash
+
+def bank_task():
+    from envsynth.env_library import load_curated
+    return load_curated('bank').tasks['bank-lost-card']
+
+def test_agent_loop_scripted_user_and_wrong_calls(tiny_model, tmp_path):
+    "EnvFactory's loop: a wrong call is answered with an error (mask 0), the scripted user ends the episode, the reward is low."
+    from envsynth.train.rl import compute_score
+    wrong = '<tool_call>\n{"name": "block_card", "arguments": {"card_id": "K99999", "reason": "lost"}}\n</tool_call>'
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_envfactory', 'envfactory', [wrong, 'I blocked it.'])
+    assert sum(out.response_mask) < len(out.response_mask) and len(server.calls) == 2
+    r = asyncio.run(compute_score('envfactory', '', row['reward_model']['ground_truth'], row['extra_info'] | out.extra_fields))
+    assert (r['r_traj'], r['r_state']) == (0.0, 0.0) and r['score'] == 0.0
+
+def test_adaptive_replay_buffer_keeps_the_surplus(monkeypatch):
+    "The sampler adapter on verl's sync ReplayBuffer, TransferQueue faked: std <= delta evicted, surplus carried to the next step."
+    import torch
+    import transfer_queue as tq
+    import envsynth.train.rl as rl
+    rewards = {'A': (1, 1), 'B': (0, 1), 'C': (0, 0.05), 'D': (1, 0), 'E': (0, 1)}
+    refills = []
+    buf = rl.AdaptiveFillingReplayBuffer(trainer_mode='sync', trainer_config={}, max_off_policy_threshold=None, max_off_policy_strategy='drop',
+                                         sampler_kwargs={'train_batch_size': 2, 'delta': 0.1, 'buffer_size': 1}, refill_fn=refills.append, poll_interval=0)
+    def add(uid, step):
+        for s, _ in enumerate(rewards[uid]): buf.partitions['train'][f'{uid}_{s}_0'] = {'status': 'finished'}
+        buf.finished_keys['train'].add(uid); buf.prompt_global_steps['train'][uid] = step
+    for i, uid in enumerate('ABCDE'): add(uid, i)
+    monkeypatch.setattr(buf, '_sync_metadata_from_transfer_queue', lambda: None)
+    monkeypatch.setattr(tq, 'kv_batch_get', lambda keys, partition_id, select_fields: {'rm_scores': [torch.tensor([float(rewards[k.split('_')[0]][int(k.split('_')[1])])]) for k in keys]})
+    monkeypatch.setattr(tq, 'kv_clear', lambda **kw: None)
+    batch, _ = buf.sample(global_steps=1, partition_id='train', batch_size=2)
+    assert sorted({k.split('_')[0] for k in batch.keys}) == ['B', 'D']
+    assert buf.finished_keys['train'] - {'B', 'D'} == {'E'}           # A and C (std <= 0.1) evicted, E carried over
+    rewards['F'] = (0.2, 0.9); add('F', 9)
+    buf.finished_keys['train'] -= {'B', 'D'}
+    for k in [k for k in buf.partitions['train'] if k[0] in 'BD']: del buf.partitions['train'][k]
+    batch, _ = buf.sample(global_steps=2, partition_id='train', batch_size=2)
+    assert sorted({k.split('_')[0] for k in batch.keys}) == ['E', 'F']
+    assert buf.filler.stats['dropped_low_std'] == 2

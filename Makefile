@@ -7,21 +7,24 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 RUN_DIR ?= runs/quickstart
 
-.PHONY: quickstart test install readme clean agentscaler-smoke
+.PHONY: quickstart test install readme docs clean agentscaler-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade "pip>=24"
 
-# Re-install when the project metadata or the pins change.
+# Re-install when the project metadata or the pins change. The kernel `envsynth` (this venv's Python) is
+# registered inside the venv, so `.venv/bin/jupyter lab` opens the notebooks ready to run.
 $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
 	$(PIP) install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name envsynth --display-name "Python (envsynth)"
 	touch $@
 
 install: $(VENV)/.installed
 
+# The whole loop on one small environment, offline (~2-4 min on 2 cores): a fresh $(RUN_DIR) each time.
 quickstart: install
-	mkdir -p $(RUN_DIR)
+	rm -rf $(RUN_DIR) && mkdir -p $(RUN_DIR)
 	$(BIN)/papermill nbs/00_quickstart.ipynb $(RUN_DIR)/quickstart.ipynb -p out_dir $(abspath $(RUN_DIR)) \
 	    --cwd nbs -k python3 --no-progress-bar --log-output
 	@echo
@@ -44,6 +47,11 @@ clean:
 
 readme: install
 	$(BIN)/python tools/render_readme.py
+
+# Every notebook (with its saved outputs, not re-executed) and the README as static HTML with a navigation
+# index, into _docs/ (open _docs/index.html); fails on a broken internal link.
+docs: install
+	$(BIN)/python tools/build_docs.py --out _docs
 
 # The BFCL and tau2 harness venvs (.venv-bfcl/, .venv-tau2/; pins in eval_harness_constraints/): their pins
 # conflict with ours, so they never go into .venv. Re-created when the pins change (~1-3 min each).

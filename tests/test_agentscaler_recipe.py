@@ -64,6 +64,11 @@ def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
     a, b = _outputs(whole), _outputs(cut)
     assert sorted(a) == sorted(b)
     for k in a: assert a[k] == b[k], f'{k} differs after kill and resume (killed mid-materialize: {killed_in_materialize})'
+    # the killed processes' spending is on the card: their ledger journals survive the kills
+    whole_ledger, cut_ledger = (json.loads((d / 'data_card.json').read_text())['ledger']['total'] for d in (whole, cut))
+    assert whole_ledger['backend_calls'] > 0 and whole_ledger['prompt_tokens'] > 0
+    for k in ('requests', 'backend_calls', 'prompt_tokens', 'completion_tokens'):
+        assert cut_ledger[k] >= 0.9 * whole_ledger[k], (k, cut_ledger, whole_ledger)
 
 def test_bad_parameters_are_a_clear_error(tmp_path):
     r = subprocess.run([sys.executable, '-m', 'envsynth.agentscaler.recipe', '--run-dir', str(tmp_path), '--set', 'attemps=2'],

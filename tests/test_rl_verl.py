@@ -24,9 +24,9 @@ def tiny_model(tmp_path_factory):
 
 @pytest.mark.parametrize('preset', ['astra', 'synthagent', 'envfactory'])
 def test_preset_composes_and_validates(preset, tmp_path):
-    from envsynth.train.rl import RL_PRESETS, compose_verl_config, validate_verl_config, write_agent_loop_config
-    yaml = write_agent_loop_config(tmp_path / 'agent_loops.yaml')
-    cfg = compose_verl_config(preset, model='/models/qwen3', train_files='/d/train.parquet', val_files='/d/val.parquet', agent_loop_config=str(yaml))
+    from envsynth.train.rl import RL_PRESETS, compose_verl_config, validate_verl_config, write_job_files
+    files = write_job_files(tmp_path)
+    cfg = compose_verl_config(preset, model='/models/qwen3', train_files='/d/train.parquet', val_files='/d/val.parquet', **files)
     assert validate_verl_config(cfg) == {'reference_model': False, 'critic': False}       # no KL anywhere: no reference model
     p, actor, rollout = RL_PRESETS[preset], cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout
     assert (rollout.n, cfg.data.train_batch_size, actor.ppo_mini_batch_size) == (p.group_size, p.train_batch_size, p.ppo_mini_batch_size)
@@ -37,19 +37,23 @@ def test_preset_composes_and_validates(preset, tmp_path):
     assert (rollout.multi_turn.max_assistant_turns, rollout.multi_turn.max_user_turns) == (p.max_assistant_turns, p.max_user_turns)
     assert (cfg.data.max_prompt_length, cfg.data.max_response_length) == (p.max_prompt_length, p.max_response_length)
     assert rollout.agent.default_agent_loop == p.agent_name
-    assert cfg.reward.custom_reward_function.name == 'compute_score' and cfg.reward.custom_reward_function.path.endswith('envsynth/train/rl.py')
+    assert cfg.reward.custom_reward_function.name == 'compute_score' and cfg.reward.custom_reward_function.path == files['entry_file']
     assert cfg.trainer.save_freq == p.save_freq and list(actor.checkpoint.save_contents) == list(p.save_contents)
     if p.adaptive_delta is not None:
         assert cfg.trainer.v1.sampler.custom_sampler.name == 'AdaptiveFillingReplayBuffer'
         assert cfg.trainer.v1.sampler.sampler_kwargs.delta == p.adaptive_delta
 
-def test_reward_function_and_sampler_load_by_path():
-    "verl loads both from the module file by name: the lazy attributes must resolve there."
+def test_reward_function_and_sampler_load_by_path(tmp_path):
+    "verl loads both from the entry file by name (as main_ppo and the V1 trainer do): the lazy attributes must resolve there."
+    import warnings
     from verl.utils.import_utils import load_extern_type
     from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
-    from envsynth.train.rl import rl_module_file
-    assert asyncio.iscoroutinefunction(load_extern_type(rl_module_file(), 'compute_score'))
-    assert issubclass(load_extern_type(rl_module_file(), 'AdaptiveFillingReplayBuffer'), ReplayBuffer)
+    from envsynth.train.rl import write_job_files
+    entry = write_job_files(tmp_path)['entry_file']
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', FutureWarning)
+        assert asyncio.iscoroutinefunction(load_extern_type(entry, 'compute_score'))
+        assert issubclass(load_extern_type(entry, 'AdaptiveFillingReplayBuffer'), ReplayBuffer)
 
 class FakeServerManager:
     "verl's server_manager.generate, scripted: writes `texts` in turn; checks that each prompt extends the last context."
@@ -94,7 +98,6 @@ def test_agent_loop_masks_and_reward(tiny_model, tmp_path):
     "ASTRA's loop on a curated task: sampled tokens are mask 1, tool tokens mask 0, and the reward entry point scores the recorded episode."
     from envsynth.train.rl import EPISODE_KEY, compute_score
     from verl.experimental.agent_loop import AgentLoopOutput
-    texts = None
     out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts := gold_texts(bank_task()) + ['Done: card blocked, new one ordered.'])
     assert isinstance(out, AgentLoopOutput) and len(server.calls) == len(texts)
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/03_pipeline.ipynb #948075f0
 from __future__ import annotations
-import asyncio, fcntl, inspect, json, os, random, socket, time, traceback
+import asyncio, fcntl, inspect, json, os, random, secrets, time, traceback
 from contextlib import contextmanager
 from contextvars import ContextVar
 from collections import Counter
@@ -480,8 +480,8 @@ def add_to_ledger(self: RunFolder, counts: dict[str, dict]) -> dict:
 
 @patch
 def ledger_journal(self: RunFolder) -> Path:
-    "A new file for this process's ledger journal (`ledger/<host>-<pid>-<ns>.jsonl`): lines written as calls happen survive a kill."
-    return self.file(None, f'ledger/{socket.gethostname()}-{os.getpid()}-{time.time_ns()}.jsonl')
+    "A new file for this process's ledger journal (`ledger/<pid>-<ns>-<random>.jsonl`, unique across the nodes of a Slurm array): lines written as calls happen survive a kill."
+    return self.file(None, f'ledger/{os.getpid()}-{time.time_ns()}-{secrets.token_hex(4)}.jsonl')
 
 @patch
 def ledger_journals(self: RunFolder) -> list[Path]:

@@ -182,7 +182,7 @@ _LEDGER_KEYS = ('requests', 'cache_hits', 'backend_calls', 'retries', 'failures'
 def ledger_counts(ledger: Ledger | LLMClient | Mapping) -> dict:
     "Per-tag counts of an `LLMClient`'s ledger (or a `Ledger`, or its `to_dict()`), with a 'total' row; latencies left out."
     if isinstance(ledger, LLMClient): ledger = ledger.ledger
-    d = ledger.to_dict() if isinstance(ledger, Ledger) else dict(ledger)
+    d = ledger.to_dict() if isinstance(ledger, Ledger) else {k: v for k, v in ledger.items() if k != 'total'}   # a total is recomputed, never summed
     out = {tag: {k: (dict(sorted(s.get(k, {}).items())) if k == 'failures' else s.get(k, 0)) for k in _LEDGER_KEYS} for tag, s in sorted(d.items())}
     total = {k: sum(s[k] for s in out.values()) for k in _LEDGER_KEYS if k != 'failures'}
     total['failures'] = dict(sorted(sum((Counter(s['failures']) for s in out.values()), Counter()).items()))

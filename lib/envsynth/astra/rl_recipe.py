@@ -270,7 +270,7 @@ async def stage_rl_data(r: RLRecipeRun) -> dict:
         row['extra_info']['env_folder'] = str(Path(run.step('mix').folder) / rec['env'])
         traj = json.dumps(rec['checks']['oracle_trajectory'])
         s = await compute_score(row['data_source'], '', row['reward_model']['ground_truth'], row['extra_info'] | {'envsynth_episode': traj})
-        scores.append(s['score']); rows.append(row)
+        scores.append(round(s['score'], 6)); rows.append(row)
     if rows: write_rl_parquet(rows, run.file('rl_data', 'train.parquet'))
     stats = {'inputs': len(rows), 'kept': len(rows), 'dropped': {}, 'trainer_oracle_scores': scores}
     run.write_json('rl_data', 'stats.json', stats)

@@ -256,8 +256,9 @@ class RLPreset:
 RL_PRESETS: dict[str, RLPreset] = {p.name: p for p in [
     # ASTRA §3.2.2: GRPO, no KL, no entropy, batch = mini-batch = 256, lr 2e-6, batch-level token-mean, prompt 25,600 /
     # response 49,152 tokens, up to 32 user and 32 assistant turns, adaptive batch filling with std > δ. Ours: group size
-    # 16 (not stated), clip 0.2/0.28 (not stated), δ = 0.05, tool responses 16,384 chars, save every 10 steps with the
-    # optimizer pruned to the last 2 saves (ASTRA §3.1: weights often, training state only for the last 1-2).
+    # 16 (not stated), clip 0.2/0.28 (not stated), δ = 0.05, tool responses 16,384 chars, save every 10 steps keeping
+    # every save (ASTRA §3.1 keeps training state only for the last 1-2 saves; verl deletes whole checkpoints, so
+    # pruning old optimizer shards would need a CheckpointCallback, which is not part of this module).
     RLPreset('astra', 'envsynth_astra', group_size=16, train_batch_size=256, ppo_mini_batch_size=256, learning_rate=2e-6,
              clip_ratio_low=0.2, clip_ratio_high=0.28, max_prompt_length=25_600, max_response_length=49_152,
              max_assistant_turns=32, max_user_turns=32, max_tool_response_length=16_384, adaptive_delta=0.05,

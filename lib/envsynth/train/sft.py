@@ -76,8 +76,8 @@ PRESETS: dict[str, SFTPreset] = {p.name: p for p in [
     # schedule not stated: cosine ours). Two stages (§3.3): general domains, then vertical domains -> `train_two_stage`.
     SFTPreset('agentscaler', learning_rate=7e-6, epochs=3, batch_size=128, max_length=32_768, warmup_ratio=0.05,
               bf16=True, gradient_checkpointing=True, save_steps=50, source='AgentScaler App. B'),
-    # EnvFactory: the paper gives no SFT numbers; its released LlamaFactory config (configs/llamafactory_sft.yaml,
-    # research/agentscaler_envfactory_peers.md): full FT, cutoff 16384, lr 1e-6 cosine, warmup 0.1, 1 epoch,
+    # EnvFactory: the paper gives no SFT numbers; the LlamaFactory SFT config released with its code:
+    # full FT, cutoff 16384, lr 1e-6 cosine, warmup 0.1, 1 epoch,
     # batch 1 x grad-acc 32. Its `mask_history` (only the last turn supervised) is not reproduced: rows here supervise
     # every assistant turn.
     SFTPreset('envfactory', learning_rate=1e-6, epochs=1, batch_size=32, max_length=16_384, warmup_ratio=0.1,

@@ -1,0 +1,91 @@
+"""ASTRA's environment pipeline (§2.2, §3.2.2) end to end through its command line: a run killed mid-stage and resumed
+finishes with exactly the outputs of an uninterrupted run; bad parameters are a clear error; a model that fails every
+request is counted and never reported as success."""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+import pytest
+from envsynth.pipeline import read_records
+
+pytestmark = pytest.mark.timeout(600)
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = ['--params', str(REPO / 'papers_repro/astra/rl_smoke.yaml'), '--set', 'concurrency=2']
+ITEM_STAGES = ('01_qa', '02_qa_validation', '04_env_synthesis', '05_merge', '06_package', '08_mix')
+
+def _start(run_dir: Path, *extra, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', 'envsynth.astra.rl_recipe', '--run-dir', str(run_dir), *SMOKE, *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+
+def _finish(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=500)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+def _journal_lines(run_dir: Path, stage: str) -> int:
+    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
+
+def _kill_during(run_dir: Path, stage: str) -> bool:
+    "Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed mid-stage."
+    proc = _start(run_dir)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _journal_lines(run_dir, stage) >= 1:
+            mid = not (run_dir / stage / 'stats.json').exists()
+            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+            return mid
+        time.sleep(0.01)
+    pytest.fail(f'the run ended (rc={proc.poll()}) before {stage} journaled anything: {proc.stderr.read()[-2000:] if proc.stderr else ""}')
+
+def _untimed(x):
+    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
+    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
+    if isinstance(x, list): return [_untimed(v) for v in x]
+    return x
+
+def _env_files(run_dir: Path, stage: str) -> dict:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted((run_dir / stage / 'envs').rglob('*')) if p.is_file()}
+
+def _outputs(run_dir: Path) -> dict:
+    import pyarrow.parquet as pq
+    out = {stage: _untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
+    out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
+    out |= _env_files(run_dir, '06_package') | _env_files(run_dir, '08_mix')
+    out['rows'] = pq.read_table(run_dir / '09_rl_data' / 'train.parquet').to_pylist()
+    card = json.loads((run_dir / 'data_card.json').read_text())
+    out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s', 'sandbox')}
+    return out
+
+def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
+    whole = tmp_path / 'whole'
+    summary = _finish(_start(whole))
+    assert summary['status'] == 'ok' and summary['rl_rows'] >= 3
+    card = json.loads((whole / 'data_card.json').read_text())
+    checks = card['distributions']['checks']
+    assert checks['oracle']['reward'] == 1.0 and checks['do_nothing']['reward'] == 0.0 and checks['spammer']['precision'] < 0.6
+    assert all(card['distributions']['distractors_per_band'].get(b) for b in ('high', 'medium', 'low'))
+    assert card['distributions']['synthesis_failures'].get('sandbox_violation', 0) >= 1
+    cut = tmp_path / 'cut'
+    killed_in_synthesis = _kill_during(cut, '04_env_synthesis')
+    killed_in_mix = _kill_during(cut, '08_mix')
+    assert killed_in_synthesis or killed_in_mix, 'both stages finished before the kill: the test did not cut a stage'
+    _finish(_start(cut))
+    a, b = _outputs(whole), _outputs(cut)
+    assert sorted(a) == sorted(b)
+    for k in a: assert a[k] == b[k], f'{k} differs after kill and resume'
+
+def test_bad_parameters_are_a_clear_error(tmp_path):
+    for bad, word in ((['--set', 'k_per_bands=2'], 'k_per_bands'), (['--set', 'distractor_mode="all"'], 'distractor_mode'),
+                      (['--set', 'qs_percentile=90'], 'exactly one'), (['--set', 'min_hops=9'], 'min_hops'),
+                      (['--set', 'knowledge=["/nonexistent/docs"]'], '/nonexistent/docs'), (['--stages', 'bogus'], 'bogus')):
+        r = subprocess.run([sys.executable, '-m', 'envsynth.astra.rl_recipe', '--run-dir', str(tmp_path / 'bad'), *bad], capture_output=True, text=True)
+        assert r.returncode == 2 and word in r.stderr and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
+    r = subprocess.run([str(Path(sys.executable).parent / 'envsynth'), 'astra', 'rl', '--run-dir', str(tmp_path / 'bad'), '--set', 'reward="mean"'],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and 'reward' in r.stderr
+
+def test_a_model_that_fails_every_request_is_counted_not_passed(tmp_path):
+    env = os.environ | {'ENVSYNTH_LLM_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
+    summary = _finish(_start(tmp_path / 'dead', env=env))
+    assert summary['status'] == 'no_rl_data' and summary['rl_rows'] == 0
+    card = json.loads((tmp_path / 'dead' / 'data_card.json').read_text())
+    assert card['stages']['qa']['kept'] == 0 and card['stages']['qa']['dropped'].get('unconditional_failed', 0) > 0
+    assert card['stages']['qa']['dropped'].get('conditional_failed', 0) > 0

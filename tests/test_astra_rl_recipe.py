@@ -83,9 +83,23 @@ def test_bad_parameters_are_a_clear_error(tmp_path):
     assert r.returncode == 2 and 'reward' in r.stderr
 
 def test_a_model_that_fails_every_request_is_counted_not_passed(tmp_path):
-    env = os.environ | {'ENVSYNTH_LLM_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
-    summary = _finish(_start(tmp_path / 'dead', env=env))
+    "A model that answers, but never with valid output: every request is a counted drop and the run says there is no data."
+    from envsynth.fake_server import FakeOpenAIServer, completion
+    with FakeOpenAIServer(lambda body: completion({'content': 'I cannot help with that.'})) as server:
+        env = os.environ | {'ENVSYNTH_LLM_ENDPOINT': server.base_url, 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
+        summary = _finish(_start(tmp_path / 'junk', env=env))
     assert summary['status'] == 'no_rl_data' and summary['rl_rows'] == 0
-    card = json.loads((tmp_path / 'dead' / 'data_card.json').read_text())
-    assert card['stages']['qa']['kept'] == 0 and card['stages']['qa']['dropped'].get('unconditional_failed', 0) > 0
-    assert card['stages']['qa']['dropped'].get('conditional_failed', 0) > 0
+    card = json.loads((tmp_path / 'junk' / 'data_card.json').read_text())
+    dropped = card['stages']['qa']['dropped']
+    assert card['stages']['qa']['kept'] == 0 and dropped.get('unconditional_failed', 0) > 0 and dropped.get('conditional_failed', 0) > 0
+    assert not (tmp_path / 'junk' / '09_rl_data' / 'train.parquet').exists()
+
+def test_a_model_that_never_answers_fails_the_run(tmp_path):
+    "No answer at all (a dead endpoint): the items are failed (to be retried), the command exits 1 in one line, no card."
+    env = os.environ | {'ENVSYNTH_LLM_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
+    r = subprocess.run([sys.executable, '-m', 'envsynth.astra.rl_recipe', '--run-dir', str(tmp_path / 'dead'), *SMOKE], capture_output=True, text=True, env=env)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 1 and "step 'qa'" in last and 'TransportError' in last
+    stats = json.loads((tmp_path / 'dead' / '01_qa' / 'stats.json').read_text())
+    assert stats['kept'] == 0 and sum(stats['failed'].values()) == stats['inputs'] > 0
+    assert not (tmp_path / 'dead' / 'data_card.json').exists()

@@ -18,7 +18,8 @@ from .formats import FormatError, from_openai_message, from_openai_response, par
 # %% auto #0
 __all__ = ['Responder', 'LLMError', 'TransientError', 'TransportError', 'RequestError', 'StructuredOutputError', 'CacheMiss',
            'NoResponderError', 'ChatRequest', 'Completion', 'ChatResult', 'OpenAIBackend', 'check_tool_calls',
-           'OfflineTeacher', 'ChatCache', 'TagStats', 'Ledger', 'parse_structured', 'LLMClient', 'make_client']
+           'OfflineTeacher', 'ChatCache', 'TagStats', 'Ledger', 'prompt_folder', 'fill_prompt', 'parse_structured',
+           'LLMClient', 'make_client']
 
 # %% ../../nbs/core/05_llm.ipynb #9a4e3e09
 class LLMError(RuntimeError):
@@ -278,6 +279,22 @@ def _add(stats: TagStats, increments: dict, failure: str | None):
     for k, v in increments.items():
         setattr(stats, k, max(stats.max_latency_s, v) if k == 'max_latency_s' else getattr(stats, k) + v)
     if failure: stats.failures[failure] = stats.failures.get(failure, 0) + 1
+
+# %% ../../nbs/core/05_llm.ipynb #39af3d56
+def prompt_folder(method: str) -> Path:
+    "The `prompts/<method>/` folder of this checkout."
+    import envsynth
+    root = Path(envsynth.__file__).resolve().parents[2] / 'prompts' / method
+    if not root.is_dir(): raise FileNotFoundError(f'no prompts/{method}/ folder next to the package ({root}); use a checkout of the repository')
+    return root
+
+def fill_prompt(method: str, name: str, **fields) -> str:
+    "The prompt `prompts/<method>/<name>.md` with its `{field}`s filled in (other braces are left alone)."
+    path = prompt_folder(method) / f'{name}.md'
+    if not path.exists(): raise FileNotFoundError(f'no prompt {name!r}; have {sorted(p.stem for p in prompt_folder(method).glob("*.md"))}')
+    text = path.read_text()
+    if missing := sorted(set(re.findall(r'\{([a-z_]+)\}', text)) - set(fields)): raise KeyError(f'prompt {name!r} needs fields {missing}')
+    return re.sub(r'\{([a-z_]+)\}', lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
 
 # %% ../../nbs/core/05_llm.ipynb #bc3fb64e
 _FENCE = re.compile(r'```(?:json|JSON)?\s*\n?(.*?)```', re.DOTALL)

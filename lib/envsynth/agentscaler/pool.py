@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from pydantic import BaseModel, Field, field_serializer, field_validator
 from ..schema import Tool
+from ..llm import fill_prompt, prompt_folder
 
 # %% auto #0
 __all__ = ['prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'DomainSplit', 'review_domain_edges', 'build_domains',
@@ -16,19 +17,11 @@ __all__ = ['prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'DomainSplit', 'r
 # %% ../../../nbs/agentscaler/00_pool.ipynb #18b4d05f
 def prompts_dir() -> Path:
     "The `prompts/agentscaler/` folder of this checkout."
-    import envsynth
-    root = Path(envsynth.__file__).resolve().parents[2] / 'prompts' / 'agentscaler'
-    if not root.is_dir(): raise FileNotFoundError(f'no prompts/agentscaler/ folder next to the package ({root}); use a checkout of the repository')
-    return root
+    return prompt_folder('agentscaler')
 
 def load_prompt(name: str, **fields) -> str:
     "The prompt `prompts/agentscaler/{name}.md` with `{field}`s filled in (other braces are left alone)."
-    path = prompts_dir() / f'{name}.md'
-    if not path.exists(): raise FileNotFoundError(f'no prompt {name!r}; have {sorted(p.stem for p in prompts_dir().glob("*.md"))}')
-    text = path.read_text()
-    missing = sorted(set(re.findall(r'\{([a-z_]+)\}', text)) - set(fields))
-    if missing: raise KeyError(f'prompt {name!r} needs fields {missing}')
-    return re.sub(r'\{([a-z_]+)\}', lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
+    return fill_prompt('agentscaler', name, **fields)
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #9a84b844
 class Domain(BaseModel):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, field_serializer, field_validator
 from ..corpora import normalize_tool, vague_description
 from ..llm import LLMError
 from ..schema import Tool, ToolSchemaError
+from ..llm import fill_prompt, prompt_folder
 
 # %% auto #0
 __all__ = ['REFERENCE_SERVERS', 'CLARITY_TAG', 'prompts_dir', 'load_prompt', 'inputs_block', 'MCPServer', 'read_mcp_servers',
@@ -21,18 +22,11 @@ __all__ = ['REFERENCE_SERVERS', 'CLARITY_TAG', 'prompts_dir', 'load_prompt', 'in
 # %% ../../../nbs/astra/00_tool_docs.ipynb #f9d47f85
 def prompts_dir() -> Path:
     "The `prompts/astra/` folder of this checkout."
-    import envsynth
-    root = Path(envsynth.__file__).resolve().parents[2] / 'prompts' / 'astra'
-    if not root.is_dir(): raise FileNotFoundError(f'no prompts/astra/ folder next to the package ({root}); use a checkout of the repository')
-    return root
+    return prompt_folder('astra')
 
 def load_prompt(name: str, **fields) -> str:
     "The prompt `prompts/astra/{name}.md` with its `{field}`s filled in (other braces are left alone)."
-    path = prompts_dir() / f'{name}.md'
-    if not path.exists(): raise FileNotFoundError(f'no prompt {name!r}; have {sorted(p.stem for p in prompts_dir().glob("*.md"))}')
-    text = path.read_text()
-    if missing := sorted(set(re.findall(r'\{([a-z_]+)\}', text)) - set(fields)): raise KeyError(f'prompt {name!r} needs fields {missing}')
-    return re.sub(r'\{([a-z_]+)\}', lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
+    return fill_prompt('astra', name, **fields)
 
 def inputs_block(obj: Any) -> str:
     "The inputs of a prompt as a fenced JSON block (what the model reads, and what an offline stand-in parses)."

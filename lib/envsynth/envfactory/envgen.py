@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator, model_validator
 from ..llm import LLMClient, RequestError, StructuredOutputError
 from ..schema import Tool, ToolSchemaError
+from ..llm import fill_prompt, prompt_folder
 
 # %% auto #0
 __all__ = ['PROMPTS', 'TAGS', 'LLM_FAILURES', 'SEED_CATEGORIES', 'ENV_NAME', 'prompts_dir', 'load_prompt', 'request_block',
@@ -19,18 +20,11 @@ __all__ = ['PROMPTS', 'TAGS', 'LLM_FAILURES', 'SEED_CATEGORIES', 'ENV_NAME', 'pr
 # %% ../../../nbs/envfactory/00_envgen.ipynb #fb4edb71
 def prompts_dir() -> Path:
     "The `prompts/envfactory/` folder of this checkout."
-    import envsynth
-    root = Path(envsynth.__file__).resolve().parents[2] / 'prompts' / 'envfactory'
-    if not root.is_dir(): raise FileNotFoundError(f'no prompts/envfactory/ folder next to the package ({root}); use a checkout of the repository')
-    return root
+    return prompt_folder('envfactory')
 
 def load_prompt(name: str, **fields) -> str:
     "The prompt `prompts/envfactory/{name}.md` with its `{field}`s filled in (other braces are left alone)."
-    path = prompts_dir() / f'{name}.md'
-    if not path.exists(): raise FileNotFoundError(f'no prompt {name!r}; have {sorted(p.stem for p in prompts_dir().glob("*.md"))}')
-    text = path.read_text()
-    if missing := sorted(set(re.findall(r'\{([a-z_]+)\}', text)) - set(fields)): raise KeyError(f'prompt {name!r} needs fields {missing}')
-    return re.sub(r'\{([a-z_]+)\}', lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
+    return fill_prompt('envfactory', name, **fields)
 
 # %% ../../../nbs/envfactory/00_envgen.ipynb #6e541c05
 PROMPTS = ('propose', 'db_design', 'tool_code', 'seed_rows', 'unit_tests', 'refine_graph', 'param_classes', 'scenario',

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from ..llm import LLMClient, LLMError
 from ..pipeline import Drop
 from ..schema import Task, Tool, ToolSchemaError, content_hash
+from ..llm import prompt_folder
 
 # %% auto #0
 __all__ = ['OUR_PERSONAS', 'prompts_dir', 'load_prompt', 'structured_call', 'Persona', 'load_personas', 'ToolSpec',
@@ -22,10 +23,7 @@ __all__ = ['OUR_PERSONAS', 'prompts_dir', 'load_prompt', 'structured_call', 'Per
 # %% ../../../nbs/synthagent/00_tasks.ipynb #93c75a30
 def prompts_dir() -> Path:
     "The `prompts/synthagent/` folder of this checkout."
-    import envsynth
-    root = Path(envsynth.__file__).resolve().parents[2] / 'prompts' / 'synthagent'
-    if not root.is_dir(): raise FileNotFoundError(f'no prompts/synthagent/ folder next to the package ({root}); use a checkout of the repository')
-    return root
+    return prompt_folder('synthagent')
 
 def load_prompt(name: str, request: Any) -> str:
     "The prompt `prompts/synthagent/{name}.md` with its `{request}` filled in as a JSON block."

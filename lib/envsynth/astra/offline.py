@@ -356,7 +356,7 @@ def offline_qa_unconditional(req: ChatRequest) -> DraftInstances:
         if not paths: continue
         paths = [p for p in paths if len(p) == len(paths[0])]
         r = rng.random()
-        out.append(_chain_draft(rng.choice(paths), 'non_tool_inner' if r < 0.2 else 'compound' if r < 0.35 else None, facts))
+        out.append(_chain_draft(rng.choice(paths), 'non_tool_inner' if r < 0.3 else 'compound' if r < 0.5 else None, facts))
     return DraftInstances(instances=out)
 
 def offline_qa_conditional(req: ChatRequest) -> DraftInstances:

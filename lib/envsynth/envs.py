@@ -4,25 +4,27 @@
 
 # %% ../../nbs/core/09_envs.ipynb #6ad17c6d
 from __future__ import annotations
-import ast, asyncio, datetime as dt, hashlib, importlib.util, inspect, itertools, json, marshal, math, random, re
+import ast, asyncio, bisect, datetime as dt, hashlib, importlib.util, inspect, itertools, json, marshal, math, random, re
 import sys, threading, typing
 from collections import OrderedDict
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal, Protocol
 import docstring_parser, orjson
+from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from .schema import (Action, Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, content_hash,
                              validate_arguments)
 
 # %% auto #0
 __all__ = ['ToolKind', 'ENV_FILES', 'normalize_floats', 'table_bytes', 'table_hash', 'combine_hashes', 'state_hash', 'TableDiff',
-           'state_diff', 'Row', 'StateError', 'validate_table', 'Database', 'ToolFailure', 'ToolDefinitionError',
-           'read_tool', 'write_tool', 'ToolSpec', 'tool_spec', 'EpisodeClock', 'Toolkit', 'apply_patch',
-           'output_size_over', 'exception_result', 'EnvRuntime', 'EnvBackend', 'ToolInfo', 'task_seed', 'Episode',
-           'Environment', 'GoldActionError', 'with_gold_hash', 'ToolTestCall', 'ToolTest', 'run_tool_tests',
-           'CheckReport', 'check_environment', 'lint_tool_code', 'EnvironmentLoadError', 'read_tasks',
+           'state_diff', 'Row', 'StateError', 'validate_table', 'WriteView', 'Database', 'CanonicalTable',
+           'ToolFailure', 'ToolDefinitionError', 'read_tool', 'write_tool', 'ToolSpec', 'tool_spec', 'EpisodeClock',
+           'Toolkit', 'apply_patch', 'output_size_over', 'exception_result', 'EnvRuntime', 'EnvBackend', 'ToolInfo',
+           'task_seed', 'Episode', 'Environment', 'GoldActionError', 'with_gold_hash', 'ToolTestCall', 'ToolTest',
+           'run_tool_tests', 'CheckReport', 'check_environment', 'lint_tool_code', 'EnvironmentLoadError', 'read_tasks',
            'load_environment', 'read_tool_tests', 'write_environment', 'validate_environment']
 
 # %% ../../nbs/core/09_envs.ipynb #46536906
@@ -102,25 +104,135 @@ def _copy_json(rows: dict) -> dict:
     return marshal.loads(marshal.dumps(rows))
 
 # %% ../../nbs/core/09_envs.ipynb #d94c9321
+def _copy_row(row: dict) -> dict:
+    "A private copy of a stored row (nested lists and dicts are copied too)."
+    return {k: v if type(v) in _SCALARS else _copy_json(v) for k, v in row.items()}
+
+def _same_json(a: Any, b: Any) -> bool:
+    "Whether two rows are the same JSON, types included (`1`, `1.0` and `True` differ)."
+    try: return orjson.dumps(a) == orjson.dumps(b)
+    except TypeError: return False
+
+class WriteView(MutableMapping):
+    """What a write tool sees of a table it declares: the episode's own table, whose rows are shared with
+    the base state until they are read here. A row read through the view (`[]`, `get`, `items`, `values`,
+    `pop`, ...) is first copied into the episode's table, so the tool may change it in place; `touched`
+    holds the ids of the rows the view handed out, added or deleted."""
+    __slots__ = ('rows', 'base', 'touched')
+    def __init__(self, rows: dict, base: dict): self.rows, self.base, self.touched = rows, base, set()
+    def __getitem__(self, key):
+        row = self.rows[key]
+        self.touched.add(key)
+        if row is self.base.get(key, self): row = self.rows[key] = _copy_row(row)
+        return row
+    def get(self, key, default=None): return self[key] if key in self.rows else default
+    def __setitem__(self, key, row): self.rows[key] = row; self.touched.add(key)
+    def __delitem__(self, key): del self.rows[key]; self.touched.add(key)
+    def __iter__(self): return iter(self.rows)
+    def __len__(self) -> int: return len(self.rows)
+    def __contains__(self, key) -> bool: return key in self.rows
+    def keys(self): return self.rows.keys()
+    def values(self): return (self[k] for k in list(self.rows))
+    def items(self): return ((k, self[k]) for k in list(self.rows))
+    def popitem(self):
+        if not self.rows: raise KeyError('popitem(): table is empty')
+        key = next(reversed(self.rows)); row = self[key]; del self[key]
+        return key, row
+    def copy(self) -> dict: return dict(self.items())
+    def __repr__(self): return f'WriteView({len(self.rows)} rows, {len(self.touched)} touched)'
+
+# %% ../../nbs/core/09_envs.ipynb #d42f8133
 class Database:
     """An episode's tables, read as `db['loans']` or `db.loans`. Tables start as the shared, cached base
-    tables; the runtime gives the episode its own copy of a table before the first write tool that
-    declares it runs (copy-on-write)."""
-    __slots__ = ('_base', '_own')
-    def __init__(self, base: dict[str, dict]): self._base, self._own = base, {}
-    def __getitem__(self, table: str) -> dict:
+    tables; a write tool gets a `WriteView` of each table it declares, over the episode's own shallow copy of
+    the table, whose rows are copied one at a time as the tool reads them (row-level copy-on-write)."""
+    __slots__ = ('_base', '_own', '_views', 'changed')
+    def __init__(self, base: dict[str, dict]):
+        self._base, self._own, self._views = base, {}, {}
+        self.changed: dict[str, set] = {}       # table -> ids of rows that differ from the base (changed, added, deleted)
+    def __getitem__(self, table: str):
+        view = self._views.get(table)
+        if view is not None: return view
         try: return self._own[table] if table in self._own else self._base[table]
         except KeyError: raise KeyError(f'no table {table!r}; tables: {sorted(self._base)}') from None
-    def __getattr__(self, table: str) -> dict:
+    def __getattr__(self, table: str):
         if table.startswith('_'): raise AttributeError(table)
         try: return self[table]
         except KeyError as e: raise AttributeError(str(e)) from None
     def __contains__(self, table: str) -> bool: return table in self._base
-    def own(self, tables) -> None:
-        for t in tables:
-            if t not in self._own: self._own[t] = _copy_json(self._base[t])
-    def owned(self) -> set[str]: return set(self._own)
-    def tables(self) -> dict[str, dict]: return {t: self[t] for t in self._base}
+    def tables(self) -> dict[str, dict]: return {t: self._own.get(t, self._base[t]) for t in self._base}
+
+# %% ../../nbs/core/09_envs.ipynb #b5cbfa89
+@patch
+def open_writes(self: Database, tables) -> None:
+    "Give the next tool call a `WriteView` of each of `tables`."
+    for t in tables:
+        if t not in self._own: self._own[t] = dict(self._base[t])
+        self._views[t] = WriteView(self._own[t], self._base[t])
+
+@patch
+def close_writes(self: Database) -> dict[str, dict]:
+    "End the call `open_writes` began: `{table: {row_id: row}}` of the rows it changed or added."
+    out = {}
+    for t, view in self._views.items():
+        base, rows, changed, new = view.base, view.rows, self.changed.setdefault(t, set()), {}
+        for k in view.touched:
+            if k not in rows:
+                if k in base: changed.add(k)
+                else: changed.discard(k)
+            elif (old := base.get(k)) is not None and (rows[k] is old or _same_json(rows[k], old)):
+                rows[k] = old; changed.discard(k)
+            else: changed.add(k); new[k] = rows[k]
+        out[t] = new
+    self._views.clear()
+    return out
+
+# %% ../../nbs/core/09_envs.ipynb #f1c886c0
+class CanonicalTable:
+    "A base table's canonical bytes, row offsets and SHA-256 checkpoints, for hashing it with a few rows changed."
+    def __init__(self, rows: dict, checkpoint_bytes: int = 1 << 16):
+        self.keys = sorted(rows)
+        parts, self.offsets, pos = [b'{'], [], 1
+        for i, k in enumerate(self.keys):
+            entry = orjson.dumps(k) + b':' + table_bytes(rows[k])
+            if i: parts.append(b','); pos += 1
+            self.offsets.append(pos); parts.append(entry); pos += len(entry)
+        self.bytes = b''.join(parts + [b'}'])
+        if self.bytes != table_bytes(rows): raise ValueError('row-by-row serialization differs from the table')
+        self.ends = [o - 1 for o in self.offsets[1:]] + [len(self.bytes) - 1]
+        self.hash = hashlib.sha256(self.bytes).hexdigest()
+        h, fed, self.checkpoints = hashlib.sha256(), 0, [(0, hashlib.sha256())]
+        for i, o in enumerate(self.offsets[1:], 1):
+            if o - 1 - fed >= checkpoint_bytes:
+                h.update(self.bytes[fed:o - 1]); fed = o - 1; self.checkpoints.append((i, h.copy()))
+        self._checkpoint_rows = [i for i, _ in self.checkpoints]
+
+# %% ../../nbs/core/09_envs.ipynb #a16582e5
+@patch
+def hash_with(self: CanonicalTable, changed: dict[str, bytes | None]) -> str:
+    "The table's hash with `changed` applied: row id -> the row's canonical bytes, or `None` for a deleted row."
+    if not changed: return self.hash
+    keys, offsets, ends, n, data = self.keys, self.offsets, self.ends, len(self.keys), memoryview(self.bytes)
+    order = sorted(changed)
+    p = bisect.bisect_left(keys, order[0])
+    if p == 0: h, first = hashlib.sha256(b'{'), True
+    else:
+        ci, cp = self.checkpoints[bisect.bisect_right(self._checkpoint_rows, p) - 1]
+        h, first = cp.copy(), False
+        h.update(data[offsets[ci] - 1 if ci else 0:offsets[p] - 1 if p < n else len(data) - 1])
+    def emit(piece):
+        nonlocal first
+        if not first: h.update(b',')
+        h.update(piece); first = False
+    i = p
+    for k in order:
+        j = bisect.bisect_left(keys, k, i)
+        if j > i: emit(data[offsets[i]:ends[j - 1]])
+        if changed[k] is not None: emit(orjson.dumps(k) + b':' + changed[k])
+        i = j + 1 if j < n and keys[j] == k else j
+    if i < n: emit(data[offsets[i]:ends[n - 1]])
+    h.update(b'}')
+    return h.hexdigest()
 
 # %% ../../nbs/core/09_envs.ipynb #5a7c39d8
 class ToolFailure(Exception):
@@ -272,7 +384,7 @@ def output_size_over(value: Any, limit: int) -> bool:
 
 def _jsonable_output(value: Any) -> Any:
     from pydantic_core import to_jsonable_python
-    return orjson.loads(orjson.dumps(value, default=to_jsonable_python))
+    return orjson.loads(orjson.dumps(value, default=lambda v: dict(v) if isinstance(v, WriteView) else to_jsonable_python(v)))
 
 def exception_result(name: str, e: BaseException) -> dict:
     if isinstance(e, ToolFailure): return _error('execution_error', str(e))
@@ -286,19 +398,23 @@ def exception_result(name: str, e: BaseException) -> dict:
 class _Episode:
     toolkit: Toolkit
     hashes: dict[str, str]       # cached table hashes, dropped for tables a write tool touched
+    base: dict                   # the base state's entry: tables, hashes, canonical indexes
+    invalid: dict[str, set] = field(default_factory=dict)   # rows a write left invalid, checked again at the next write
 
 class EnvRuntime:
-    "Runs a toolkit's episodes: cached base states, copy-on-write tables, validated calls, JSON in and out."
+    """Runs a toolkit's episodes: cached base states, row-level copy-on-write, validated calls, JSON in and out.
+    Tables of at least `incremental_hash_rows` rows are hashed incrementally (`CanonicalTable`) after a write."""
     def __init__(self, toolkit_cls: type[Toolkit], seed_state: dict, clock_start: str = '2026-01-05T09:00:00+00:00',
-                 validate_writes: bool = True, max_bases: int = 64, max_output_bytes: int = 4 << 20):
+                 validate_writes: bool = True, max_bases: int = 64, max_output_bytes: int = 4 << 20,
+                 incremental_hash_rows: int = 1000):
         self.toolkit_cls, self.clock_start, self.validate_writes = toolkit_cls, clock_start, validate_writes
-        self.max_output_bytes = max_output_bytes
+        self.max_output_bytes, self.incremental_hash_rows = max_output_bytes, incremental_hash_rows
         self.specs = toolkit_cls.tool_specs()
         missing = sorted(set(toolkit_cls.tables) - set(seed_state)); extra = sorted(set(seed_state) - set(toolkit_cls.tables))
         if missing or extra: raise StateError(f'seed state tables differ from the toolkit: missing {missing}, unknown {extra}')
         self.seed = {t: validate_table(t, m, seed_state[t]) for t, m in toolkit_cls.tables.items()}
-        self._bases: OrderedDict[str, tuple[dict, dict]] = OrderedDict()
-        self._bases[''] = (self.seed, {t: table_hash(r) for t, r in self.seed.items()})
+        self._bases: OrderedDict[str, dict] = OrderedDict()
+        self._bases[''] = {'tables': self.seed, 'hashes': {t: table_hash(r) for t, r in self.seed.items()}, 'indexes': {}}
         self._episodes: dict[str, _Episode] = {}
         self._lock, self._max_bases = threading.Lock(), max_bases
 
@@ -308,75 +424,115 @@ class EnvRuntime:
                 'kinds': {n: {'kind': s.kind, 'writes': list(s.writes)} for n, s in self.specs.items()},
                 'db_schema': {t: m.model_json_schema() for t, m in self.toolkit_cls.tables.items()}}
 
-    def _base(self, patch: dict | None) -> tuple[dict, dict]:
+    def _base(self, patch: dict | None) -> dict:
         key = content_hash(patch, 32) if patch else ''
         with self._lock:
             if key in self._bases:
                 self._bases.move_to_end(key); return self._bases[key]
         tables = apply_patch(self.seed, patch)
         tables = {t: validate_table(t, self.toolkit_cls.tables[t], r) if t in (patch or {}) else r for t, r in tables.items()}
-        entry = (tables, {t: table_hash(r) for t, r in tables.items()})
+        entry = {'tables': tables, 'hashes': {t: table_hash(r) for t, r in tables.items()}, 'indexes': {}}
         with self._lock:
             self._bases[key] = entry
             while len(self._bases) > self._max_bases: self._bases.popitem(last=False)
         return entry
 
     def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None, clock_start: str | None = None) -> None:
-        tables, hashes = self._base(initial_state)
-        tk = self.toolkit_cls(Database(tables), EpisodeClock(clock_start or self.clock_start), random.Random(seed))
+        base = self._base(initial_state)
+        tk = self.toolkit_cls(Database(base['tables']), EpisodeClock(clock_start or self.clock_start), random.Random(seed))
         with self._lock:
             if episode_id in self._episodes: raise ValueError(f'episode {episode_id!r} is already open')
-            self._episodes[episode_id] = _Episode(tk, dict(hashes))
+            self._episodes[episode_id] = _Episode(tk, dict(base['hashes']), base)
 
     def _get(self, episode_id: str) -> _Episode:
         try: return self._episodes[episode_id]
         except KeyError: raise KeyError(f'no open episode {episode_id!r}') from None
 
-    def step(self, episode_id: str, name: str, arguments: Any) -> dict:
-        ep = self._get(episode_id)
-        spec = self.specs.get(name)
-        if spec is None: return _error('unknown_tool', f'no tool named {name!r}; tools: {sorted(self.specs)}')
-        problems = validate_arguments(spec.tool, arguments)
-        if problems: return _error('invalid_arguments', '; '.join(f'{p.path}: {p.message}' if p.path else p.message for p in problems))
-        tk = ep.toolkit
-        if spec.writes:
-            tk.db.own(spec.writes)
-            for t in spec.writes: ep.hashes.pop(t, None)
-        tk.clock.advance()
+# %% ../../nbs/core/09_envs.ipynb #1afd83d0
+@patch
+def step(self: EnvRuntime, episode_id: str, name: str, arguments: Any) -> dict:
+    ep = self._get(episode_id)
+    spec = self.specs.get(name)
+    if spec is None: return _error('unknown_tool', f'no tool named {name!r}; tools: {sorted(self.specs)}')
+    problems = validate_arguments(spec.tool, arguments)
+    if problems: return _error('invalid_arguments', '; '.join(f'{p.path}: {p.message}' if p.path else p.message for p in problems))
+    tk = ep.toolkit
+    if spec.writes:
+        tk.db.open_writes(spec.writes)
+        for t in spec.writes: ep.hashes.pop(t, None)
+    tk.clock.advance()
+    try:
         try: out = spec.method(tk, **arguments)
         except BaseException as e:
             if isinstance(e, (KeyboardInterrupt, SystemExit)): raise
             result = exception_result(name, e)
         else: result = self._output(name, out)
-        if spec.writes and self.validate_writes:
-            for t in spec.writes:
-                try: tk.db._own[t] = validate_table(t, self.toolkit_cls.tables[t], tk.db._own[t])
-                except StateError as e: return _error('internal_error', f'tool {name!r} left the state invalid: {e}')
-        return result
+    finally: changed = tk.db.close_writes() if spec.writes else {}
+    if self.validate_writes:
+        for t, rows in changed.items():
+            problem = self._validate_rows(ep, t, rows)
+            if problem: return _error('internal_error', f'tool {name!r} left the state invalid: {problem}')
+    return result
 
-    def _output(self, name: str, out: Any) -> dict:
-        if output_size_over(out, self.max_output_bytes): return _error('output_too_large', f'tool {name!r} returned more than {self.max_output_bytes} bytes')
-        try: return {'output': _jsonable_output(out)}
-        except (TypeError, orjson.JSONEncodeError) as e: return _error('internal_error', f'tool {name!r} returned a value that is not JSON: {e}')
+@patch
+def _validate_rows(self: EnvRuntime, ep: _Episode, table: str, rows: dict) -> str | None:
+    "Validate the changed `rows` of `table` in place; the `StateError` message if some are invalid."
+    own, model = ep.toolkit.db._own[table], self.toolkit_cls.tables[table]
+    keys = set(rows) | {k for k in ep.invalid.pop(table, ()) if k in own and k in ep.toolkit.db.changed[table]}
+    if not keys: return None
+    try: own.update(validate_table(table, model, {k: own[k] for k in keys}))
+    except StateError:
+        ep.invalid[table] = keys
+        try: validate_table(table, model, {k: r for k, r in own.items() if k in keys})   # the message, rows in table order
+        except StateError as e: return str(e)
+    return None
 
-    def table_hashes(self, episode_id: str, fresh: bool = False) -> dict[str, str]:
-        "Per-table hashes of an episode's state; `fresh=True` recomputes them all instead of trusting the cache."
-        ep = self._get(episode_id)
-        if fresh: return {t: table_hash(r) for t, r in ep.toolkit.db.tables().items()}
-        for t, rows in ep.toolkit.db.tables().items():
-            if t not in ep.hashes: ep.hashes[t] = table_hash(rows)
-        return dict(ep.hashes)
+# %% ../../nbs/core/09_envs.ipynb #62b5fdf5
+@patch
+def _output(self: EnvRuntime, name: str, out: Any) -> dict:
+    if output_size_over(out, self.max_output_bytes): return _error('output_too_large', f'tool {name!r} returned more than {self.max_output_bytes} bytes')
+    try: return {'output': _jsonable_output(out)}
+    except (TypeError, orjson.JSONEncodeError) as e: return _error('internal_error', f'tool {name!r} returned a value that is not JSON: {e}')
 
-    def dump(self, episode_id: str) -> dict: return _copy_json(self._get(episode_id).toolkit.db.tables())
+@patch
+def _table_hash(self: EnvRuntime, ep: _Episode, table: str) -> str:
+    "The hash of one table of an episode: the base's if no row differs, else incremental or from scratch."
+    db, base = ep.toolkit.db, ep.base
+    changed = db.changed.get(table)
+    if not changed: return base['hashes'][table]
+    rows, base_rows = db._own[table], base['tables'][table]
+    if len(base_rows) < self.incremental_hash_rows: return table_hash(rows)
+    index = base['indexes'].get(table)
+    if index is None:
+        try: index = CanonicalTable(base_rows)
+        except ValueError: index = False
+        base['indexes'][table] = index
+    if index is False: return table_hash(rows)
+    return index.hash_with({k: table_bytes(rows[k]) if k in rows else None for k in changed})
 
-    def seed_hashes(self, fresh: bool = False) -> dict[str, str]:
-        "Hashes of the cached seed state; `fresh=True` recomputes them (a changed value means a tool mutated shared state)."
-        return {t: table_hash(r) for t, r in self.seed.items()} if fresh else dict(self._bases[''][1])
+@patch
+def table_hashes(self: EnvRuntime, episode_id: str, fresh: bool = False) -> dict[str, str]:
+    "Per-table hashes of an episode's state; `fresh=True` recomputes them all from the rows instead of trusting the cache."
+    ep = self._get(episode_id)
+    if fresh: return {t: table_hash(r) for t, r in ep.toolkit.db.tables().items()}
+    for t in ep.toolkit.db.tables():
+        if t not in ep.hashes: ep.hashes[t] = self._table_hash(ep, t)
+    return dict(ep.hashes)
 
-    def close(self, episode_id: str) -> None:
-        with self._lock: self._episodes.pop(episode_id, None)
+@patch
+def dump(self: EnvRuntime, episode_id: str) -> dict: return _copy_json(self._get(episode_id).toolkit.db.tables())
 
-    def shutdown(self) -> None: self._episodes.clear()
+@patch
+def seed_hashes(self: EnvRuntime, fresh: bool = False) -> dict[str, str]:
+    "Hashes of the cached seed state; `fresh=True` recomputes them (a changed value means a tool mutated shared state)."
+    return {t: table_hash(r) for t, r in self.seed.items()} if fresh else dict(self._bases['']['hashes'])
+
+@patch
+def close(self: EnvRuntime, episode_id: str) -> None:
+    with self._lock: self._episodes.pop(episode_id, None)
+
+@patch
+def shutdown(self: EnvRuntime) -> None: self._episodes.clear()
 
 # %% ../../nbs/core/09_envs.ipynb #d37c312d
 class EnvBackend(Protocol):

@@ -10,8 +10,9 @@ from pathlib import Path
 from .settings import Settings, SlurmSettings, get_settings
 
 # %% auto #0
-__all__ = ['FAILURES', 'TERMINAL', 'SlurmError', 'repo_root', 'Job', 'sbatch_argv', 'gres', 'site_options', 'render_chain',
-           'render_script', 'submit_chain', 'combine_states', 'job_state', 'chain_states', 'wait_chain', 'main']
+__all__ = ['RL_SMOKE_ARGS', 'FAILURES', 'TERMINAL', 'SlurmError', 'repo_root', 'Job', 'sbatch_argv', 'gres', 'site_options',
+           'render_chain', 'render_script', 'submit_chain', 'combine_states', 'job_state', 'chain_states', 'wait_chain',
+           'main']
 
 # %% ../../nbs/train/03_slurm.ipynb #f3747d4a
 class SlurmError(RuntimeError):
@@ -58,13 +59,16 @@ def site_options(s: SlurmSettings, gpus: int, time_limit: str | None = None) -> 
            [f'--gres={gres(s, gpus)}', f'--time={time_limit or s.time_limit}']
 
 # %% ../../nbs/train/03_slurm.ipynb #302831c3
+RL_SMOKE_ARGS = '--envs library --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 8 --max-turns 1 --max-rounds 1'
+
 def _abs_if_local(p: str | Path) -> str:
     return str(Path(p).resolve()) if Path(p).exists() else str(p)
 
 def render_chain(run_dir: str | Path, model: str | Path, preset: str | None = None, *, serve_model: str | None = None,
                  shards: int | None = None, synth_args: str = '', max_steps: int | None = None, eval_suites: str | None = None,
+                 rl_preset: str | None = None, rl_nodes: int = 1, rl_args: str = '',
                  cpu_smoke: bool = False, settings: Settings | None = None, repo: str | Path | None = None) -> list[Job]:
-    "The jobs of serve → synthesize → (release) → sft → evaluate, in submission order."
+    "The jobs of serve → synthesize → (release) → sft → (rl) → evaluate, in submission order."
     s = (settings or get_settings()).slurm
     repo, run_dir = Path(repo).resolve() if repo else repo_root(), Path(run_dir).resolve()
     preset = preset or ('tiny-cpu' if cpu_smoke else None)
@@ -91,9 +95,17 @@ def render_chain(run_dir: str | Path, model: str | Path, preset: str | None = No
     sft_env = {**env, 'SFT_MODEL': _abs_if_local(model), 'SFT_PRESET': preset, **({'SFT_MAX_STEPS': str(max_steps)} if max_steps else {})}
     jobs.append(Job('sft', 'slurm/sft.sbatch', opts(gpus, extra=['--cpus-per-task=2', '--mem=4G'] if cpu_smoke else []),
                     sft_env, [('afterok', 'synthesize')]))
+    rl = cpu_smoke or bool(rl_preset)
+    if rl:
+        if rl_nodes < 1: raise SlurmError(f'rl: rl_nodes must be >= 1, got {rl_nodes}')
+        rl_env = {**env, 'RL_MODEL': str(run_dir / 'sft' / 'final'), **({'RL_PRESET': rl_preset} if rl_preset else {}),
+                  **({'RL_SINGLE_ARGS': RL_SMOKE_ARGS} if cpu_smoke else {}), **({'RL_ARGS': rl_args} if rl_args else {})}
+        jobs.append(Job('rl', 'slurm/rl.sbatch', opts(gpus, extra=['--nodes=1', '--cpus-per-task=2', '--mem=4G'] if cpu_smoke else [f'--nodes={rl_nodes}']),
+                        rl_env, [('afterok', 'sft')]))
     suites = eval_suites if eval_suites is not None else ('none' if cpu_smoke else 'bfcl tau2')
-    jobs.append(Job('evaluate', 'slurm/evaluate.sbatch', opts(min(gpus, 1), extra=small), {**env, 'EVAL_SUITES': suites},
-                    [('afterok', 'sft')]))
+    jobs.append(Job('evaluate', 'slurm/evaluate.sbatch', opts(min(gpus, 1), extra=small),
+                    {**env, 'EVAL_SUITES': suites, **({'EVAL_MODEL': str(run_dir / 'rl' / 'final')} if rl else {})},
+                    [('afterok', 'rl' if rl else 'sft')]))
     return jobs
 
 # %% ../../nbs/train/03_slurm.ipynb #10f3c208
@@ -165,7 +177,7 @@ def wait_chain(ids: dict[str, str], timeout_s: float = 3600, poll_s: float = 5, 
 
 # %% ../../nbs/train/03_slurm.ipynb #0bf99cd0
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='envsynth slurm', description='Submit and follow the serve → synthesize → train → evaluate chain.')
+    ap = argparse.ArgumentParser(prog='envsynth slurm', description='Submit and follow the serve → synthesize → sft → rl → evaluate chain.')
     sub = ap.add_subparsers(dest='command', required=True)
     sp = sub.add_parser('submit', help='submit the chain (slurm/*.sbatch) with sbatch dependencies')
     sp.add_argument('--run-dir', required=True, help="the run's shared folder: data/, sft/, eval/, logs/, chain.json")
@@ -176,6 +188,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument('--synth-args', default='', help='extra arguments of every synthesis task, e.g. "--envs library"')
     sp.add_argument('--max-steps', type=int, default=None, help='SFT optimizer steps (default: the preset; 3 with --cpu-smoke)')
     sp.add_argument('--eval-suites', default=None, help='"bfcl tau2" (default), "none" = checkpoint check only (--cpu-smoke)')
+    sp.add_argument('--rl-preset', default=None, help='GRPO on verl after SFT with this envsynth.train.rl preset (astra, synthagent, envfactory)')
+    sp.add_argument('--rl-nodes', type=int, default=1, help='nodes of the RL job (Ray head + workers)')
+    sp.add_argument('--rl-args', default='', help='extra Hydra overrides of verl main_ppo, e.g. "data.train_files=/d/train.parquet"')
     sp.add_argument('--cpu-smoke', action='store_true', help='the scaled-down CPU chain (no GPU, offline teacher server)')
     sp.add_argument('--dry-run', action='store_true', help='print the sbatch command lines, submit nothing')
     sp.add_argument('--wait', action='store_true', help='follow the chain; exit 1 unless every job completed')
@@ -199,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == 'status':
             return _report(json.loads((Path(args.run_dir) / 'chain.json').read_text()), args.wait, args.timeout)
         jobs = render_chain(args.run_dir, args.model, args.preset, serve_model=args.serve_model, shards=args.shards, synth_args=args.synth_args,
-                            max_steps=args.max_steps, eval_suites=args.eval_suites, cpu_smoke=args.cpu_smoke)
+                            max_steps=args.max_steps, eval_suites=args.eval_suites, rl_preset=args.rl_preset, rl_nodes=args.rl_nodes,
+                            rl_args=args.rl_args, cpu_smoke=args.cpu_smoke)
         if args.dry_run: print(render_script(jobs), end=''); return 0
         (Path(args.run_dir) / 'logs').mkdir(parents=True, exist_ok=True)
         ids = submit_chain(jobs)

@@ -355,8 +355,8 @@ def offline_qa_unconditional(req: ChatRequest) -> DraftInstances:
         paths = _paths(facts, max(1, hops - 1), rng)
         if not paths: continue
         paths = [p for p in paths if len(p) == len(paths[0])]
-        r = rng.random()
-        out.append(_chain_draft(rng.choice(paths), 'non_tool_inner' if r < 0.3 else 'compound' if r < 0.5 else None, facts))
+        defect = (None, 'non_tool_inner', 'compound')[int(content_hash(['defect', x['document']['id'], hops, i], 8), 16) % 3]
+        out.append(_chain_draft(rng.choice(paths), defect, facts))
     return DraftInstances(instances=out)
 
 def offline_qa_conditional(req: ChatRequest) -> DraftInstances:

@@ -15,7 +15,11 @@ What runs, exactly:
    -> release (touches RUN_DIR/stop_server; the server job then exits 0)
    -> sft (`python -m envsynth.train.sft --data RUN_DIR/data --model TINY --out RUN_DIR/sft --preset tiny-cpu
    --max-steps 3`, TINY being a random Qwen3 whose tokenizer this test trains on the library environment's texts)
-   -> evaluate (`EVAL_SUITES=none`: checks RUN_DIR/sft holds a saved model, writes RUN_DIR/eval/checkpoint.json).
+   -> rl (slurm/rl.sbatch without GPUs: `python -m envsynth.train.grpo train --model RUN_DIR/sft/final --out RUN_DIR/rl
+   --envs library --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 8 --max-turns 1 --max-rounds 1`, one
+   step of the single-node GRPO trainer; the verl branch, Ray across nodes, vLLM rollout and the checkpoint resume
+   need GPUs and do not run here: step 3 only checks the script's requests)
+   -> evaluate (`EVAL_SUITES=none`: checks RUN_DIR/rl/final holds a saved model, writes RUN_DIR/eval/checkpoint.json).
    Every job must end COMPLETED and leave its outputs.
 5. At the same time, a chain whose first job fails (`exit 3`) followed by slurm/sft.sbatch and
    slurm/evaluate.sbatch with `--dependency=afterok`: the first ends FAILED, both others CANCELLED without running.
@@ -27,7 +31,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ['slurm-wlm', 'slurmctld', 'slurmd', 'slurm-client', 'munge']
 COMMANDS = ['sbatch', 'squeue', 'scontrol', 'slurmctld', 'slurmd', 'munged', 'mungekey']
-CHAIN_TIMEOUT_S = 240
+CHAIN_TIMEOUT_S = 360
 
 
 def _have_slurm() -> bool:
@@ -107,7 +111,7 @@ def slurm(tmp_path_factory):
 
 def test_every_script_passes_sbatch_test_only(slurm, tmp_path):
     scripts = sorted((REPO / 'slurm').glob('*.sbatch'))
-    assert {p.name for p in scripts} >= {'serve_vllm.sbatch', 'synthesize.sbatch', 'sft.sbatch', 'evaluate.sbatch'}
+    assert {p.name for p in scripts} >= {'serve_vllm.sbatch', 'synthesize.sbatch', 'sft.sbatch', 'rl.sbatch', 'evaluate.sbatch'}
     for script in scripts:
         r = subprocess.run(['sbatch', '--test-only', f'--chdir={REPO}', f'--output={tmp_path}/%x-%j.out', str(script)],
                            env={**slurm['env'], 'RUN_DIR': str(tmp_path)}, capture_output=True, text=True, timeout=60)
@@ -134,7 +138,7 @@ def test_cpu_chain_completes_and_a_failed_chain_is_cancelled(slurm, tmp_path, ca
     t0 = time.monotonic()
     assert main(['submit', '--cpu-smoke', '--run-dir', str(run_dir), '--model', str(model), '--synth-args', '--envs library']) == 0
     ids = json.loads((run_dir / 'chain.json').read_text())
-    assert list(ids) == ['serve', 'synthesize', 'release', 'sft', 'evaluate']
+    assert list(ids) == ['serve', 'synthesize', 'release', 'sft', 'rl', 'evaluate']
 
     # a chain whose first job fails: the dependent jobs must be cancelled, not left pending forever
     cpu = [f'--chdir={REPO}', f'--output={fail_dir}/logs/%x-%j.out', *site_options(s, 0, '00:05:00'), '--mem=1G']
@@ -159,8 +163,10 @@ def test_cpu_chain_completes_and_a_failed_chain_is_cancelled(slurm, tmp_path, ca
     with pytest.raises(OSError): socket.create_connection(('127.0.0.1', port), timeout=2).close()   # the server is gone
     assert (run_dir / 'sft' / 'final' / 'model.safetensors').exists()
     assert json.loads((run_dir / 'sft' / 'sft_result.json').read_text())
+    rl = json.loads((run_dir / 'rl' / 'grpo_result.json').read_text())                  # the RL step ran GRPO from the SFT model
+    assert len(rl['history']) == 1 and rl['history'][0]['rollouts'] == 2 and (run_dir / 'rl' / 'final' / 'model.safetensors').exists()
     check = json.loads((run_dir / 'eval' / 'checkpoint.json').read_text())
-    assert check['ok'] and str(run_dir / 'sft' / 'final') in check['saved_models']
+    assert check['ok'] and str(run_dir / 'rl' / 'final') in check['saved_models']
 
     fail_states = wait_chain(fail_ids, timeout_s=60, poll_s=1)
     assert fail_states == {'fail': 'FAILED', 'sft': 'CANCELLED', 'evaluate': 'CANCELLED'}, fail_states
@@ -170,5 +176,5 @@ def test_cpu_chain_completes_and_a_failed_chain_is_cancelled(slurm, tmp_path, ca
     # `envsynth slurm status` reads the chain back
     capsys.readouterr()
     assert main(['status', str(run_dir)]) == 0
-    assert capsys.readouterr().out.count('COMPLETED') == 5
+    assert capsys.readouterr().out.count('COMPLETED') == 6
     print(f"\nslurm: apt install {slurm['install_s']:.1f} s, cluster start {slurm['start_s']:.2f} s, chain {chain_s:.1f} s")

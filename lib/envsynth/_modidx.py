@@ -1370,6 +1370,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'envsynth.envs._make_backend': ('core/envs.html#_make_backend', 'envsynth/envs.py'),
                                'envsynth.envs._maybe_unnormalized': ('core/envs.html#_maybe_unnormalized', 'envsynth/envs.py'),
                                'envsynth.envs._same_json': ('core/envs.html#_same_json', 'envsynth/envs.py'),
+                               'envsynth.envs._same_objects': ('core/envs.html#_same_objects', 'envsynth/envs.py'),
                                'envsynth.envs._sequence_problems': ('core/envs.html#_sequence_problems', 'envsynth/envs.py'),
                                'envsynth.envs._table_adapter': ('core/envs.html#_table_adapter', 'envsynth/envs.py'),
                                'envsynth.envs.apply_patch': ('core/envs.html#apply_patch', 'envsynth/envs.py'),

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/09_envs.ipynb #6ad17c6d
 from __future__ import annotations
-import ast, asyncio, bisect, datetime as dt, hashlib, importlib.util, inspect, itertools, json, marshal, math, random, re
+import ast, asyncio, bisect, datetime as dt, hashlib, importlib.util, inspect, itertools, json, marshal, math, operator, random, re
 import sys, threading, typing
 from collections import OrderedDict
 from collections.abc import MutableMapping
@@ -106,7 +106,12 @@ def _copy_json(rows: dict) -> dict:
 # %% ../../nbs/core/09_envs.ipynb #d94c9321
 def _copy_row(row: dict) -> dict:
     "A private copy of a stored row (nested lists and dicts are copied too)."
+    if _SCALARS.issuperset(map(type, row.values())): return row.copy()
     return {k: v if type(v) in _SCALARS else _copy_json(v) for k, v in row.items()}
+
+def _same_objects(a: dict, b: dict) -> bool:
+    "Whether dict `a` holds the very same keys and values as `b`, in order (a copy nobody changed)."
+    return len(a) == len(b) and all(map(operator.is_, a, b)) and all(map(operator.is_, a.values(), b.values()))
 
 def _same_json(a: Any, b: Any) -> bool:
     "Whether two rows are the same JSON, types included (`1`, `1.0` and `True` differ)."
@@ -180,7 +185,7 @@ def close_writes(self: Database) -> dict[str, dict]:
             if k not in rows:
                 if k in base: changed.add(k)
                 else: changed.discard(k)
-            elif (old := base.get(k)) is not None and (rows[k] is old or _same_json(rows[k], old)):
+            elif (old := base.get(k)) is not None and (rows[k] is old or _same_objects(rows[k], old) or _same_json(rows[k], old)):
                 rows[k] = old; changed.discard(k)
             else: changed.add(k); new[k] = rows[k]
         out[t] = new

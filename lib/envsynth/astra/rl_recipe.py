@@ -296,7 +296,7 @@ def rl_distributions(run: RunFolder) -> dict:
             'qs': _histogram(round(x['QS'], 3) for x in run.records('qa_validation')),
             'own_tools_per_env': _histogram(len(x['own_tools']) for x in mixed),
             'offered_tools_per_env': _histogram(len(x['own_tools']) + sum(map(len, x['bands'].values())) for x in mixed),
-            'distractors_per_band': {b: sum(len(x['bands'].get(b, [])) for x in mixed) for b in sorted({b for x in mixed for b in x['bands']})},
+            'distractors_per_band': {b: sum(len(x['bands'].get(b, [])) for x in mixed) for b in ('high', 'medium', 'low', 'random') if any(b in x['bands'] for x in mixed)},
             'merged_tools': sum(t['merged'] for x in run.records('package') for t in x['tools']),
             'synthesis_failures': dict(sorted(failures.items())),
             'checks': {k: {'reward': mean([c[k]['reward'] for c in checks]), 'precision': mean([c[k]['precision'] for c in checks]),

@@ -2403,6 +2403,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                           'envsynth/synthagent/recipe.py'),
                                             'envsynth.synthagent.recipe.main': ( 'synthagent/recipe.html#main',
                                                                                  'envsynth/synthagent/recipe.py'),
+                                            'envsynth.synthagent.recipe.plot_data_card': ( 'synthagent/recipe.html#plot_data_card',
+                                                                                           'envsynth/synthagent/recipe.py'),
                                             'envsynth.synthagent.recipe.read_params': ( 'synthagent/recipe.html#read_params',
                                                                                         'envsynth/synthagent/recipe.py'),
                                             'envsynth.synthagent.recipe.recipe_clients': ( 'synthagent/recipe.html#recipe_clients',

@@ -25,7 +25,7 @@ __all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'CODE_TOOL', 'PAPER_TABLE1', 'PAPER_
            'read_params', 'repo_path', 'recipe_clients', 'ledger_counts', 'synthagent_run_folder', 'RecipeRun',
            'stage_personas', 'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split',
            'seeded_world', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'export_rows', 'data_card',
-           'data_card_markdown', 'run_synthagent', 'run_from_command_line', 'main']
+           'data_card_markdown', 'plot_data_card', 'run_synthagent', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -68,6 +68,8 @@ class SynthAgentParams(BaseModel):
     self_consistency: int = Field(3, ge=1)
     # 9. exports
     sft_min_reward: float = Field(1.0, ge=0, le=1)             # a demonstration becomes an SFT row at this reward or above
+    # data card
+    decontamination: bool = True      # check the tool suites and tasks against BFCL and tau2 (envsynth.eval.decontam)
     # running
     concurrency: int = Field(4, ge=1)
     seed: int = 0
@@ -354,6 +356,12 @@ def data_card(r: RecipeRun, personas: list[Persona], exports: dict, ledger: dict
             'verdicts': {'scored': sum(s['status'] == 'scored' for s in all_scores), 'unknown': sum(s['status'] == 'unknown' for s in all_scores),
                          'unknown_rule': r.p.unknown_verdicts},
             'exports': exports, 'ledger': ledger, 'offline_teacher': any(c.model == 'offline-teacher' for c in r.clients.values())}
+    card['decontamination'] = None
+    if r.p.decontamination and tasks:
+        from envsynth.eval.decontam import build_benchmark_index, decontamination_report
+        kept = [Task.model_validate(t) for t in tasks]
+        rep = decontamination_report(build_benchmark_index(), tools=[tool for t in kept for tool in task_tools(t)], tasks=kept)
+        card['decontamination'] = {'checked': rep.counts(), 'clean': rep.clean, 'flagged': rep.flagged()[:20]}
     card['status'] = 'ok' if tasks else 'no_tasks: no task survived every stage (see the stage counts for why)'
     return card
 
@@ -376,6 +384,22 @@ def data_card_markdown(card: dict) -> str:
         lines.append(f"| {b['bin']} | {b['share']} | {b['avg_tool_calls']} | {b['avg_user_interactions']} | {pb['share']} |")
     lines += ['', f"mock world: {json.dumps(card['mock_world'])}", f"verdicts: {json.dumps(card['verdicts'])}", f"exports: {json.dumps(card['exports'])}"]
     return '\n'.join(lines) + '\n'
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #ddb68d8f
+def plot_data_card(card: dict):
+    "Stage counts (kept / dropped) and the mean reward of each probe policy, as one figure."
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    names = list(card['stages'])
+    kept = [card['stages'][n].get('kept', 0) for n in names]
+    dropped = [sum((card['stages'][n].get('dropped') or {}).values()) for n in names]
+    a.bar(names, kept, label='kept'); a.bar(names, dropped, bottom=kept, label='dropped')
+    a.set_title('items per stage'); a.tick_params(axis='x', rotation=45); a.legend()
+    probes = card.get('probes') or {}
+    b.bar(list(probes), [p['mean_reward'] or 0 for p in probes.values()])
+    b.set_ylim(0, 1.05); b.set_title('mean rubric reward of the probe policies')
+    fig.tight_layout()
+    return fig
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #97dc15fc
 async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | Path = 'runs/synthagent', clients=None, *,
@@ -400,6 +424,8 @@ async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | 
     card['wall_s'] = round(time.perf_counter() - t0, 1)
     run.write_json(None, 'data_card.json', card, indent=1)
     (run.root / 'data_card.md').write_text(data_card_markdown(card))
+    import matplotlib.pyplot as plt
+    fig = plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80); plt.close(fig)
     return card
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #a511c41a

@@ -76,10 +76,13 @@ def test_bad_parameters_are_a_clear_error(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2 and 'failure_rate' in r.stderr
 
-def test_a_model_that_fails_every_request_is_counted_not_passed(tmp_path):
+def test_a_model_that_fails_every_request_is_a_failed_run(tmp_path):
+    "No answer from the model is a failure (retried on resume), never a drop: the run exits 1 with one line and saves nothing for the step."
     env = os.environ | {'ENVSYNTH_LLM_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
-    summary = _finish(_start(tmp_path / 'dead', env=env))
-    assert summary['status'] == 'no_sft_data' and summary['sft_rows'] == 0
-    card = json.loads((tmp_path / 'dead' / 'data_card.json').read_text())
-    assert card['stages']['tool_docs']['dropped'].get('clarity_unknown', 0) > 0 and card['stages']['tool_docs']['kept'] == 0
-    assert 'sft_skipped' in card
+    proc = _start(tmp_path / 'dead', env=env)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith('envsynth astra run: error:') and 'TransportError' in last and 'tool_docs' in last, err[-2000:]
+    assert not out.strip() and not (tmp_path / 'dead' / 'data_card.json').exists()
+    assert not (tmp_path / 'dead' / '01_tool_docs' / 'tool_docs.jsonl').exists()     # nothing cached from a failed computation

@@ -24,7 +24,9 @@ def test_listing_imports_no_command_module_and_no_torch():
              'print(sorted(m for m in sys.modules if m.startswith(("envsynth", "torch", "transformers"))))')
     res = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120)
     loaded = eval(res.stdout.strip().splitlines()[-1])
-    assert loaded == ['envsynth', 'envsynth.agentscaler', 'envsynth.cli', 'envsynth.eval', 'envsynth.train'], loaded
+    import envsynth
+    packages = {'envsynth'} | {f'envsynth.{p.name}' for p in Path(envsynth.__file__).parent.iterdir() if (p / '__init__.py').exists()}
+    assert 'envsynth.cli' in loaded and not [m for m in loaded if m not in packages | {'envsynth.cli'}], loaded   # package __init__s only
 
 def test_no_command_or_an_unknown_one_lists_the_known_ones():
     res = envsynth()

@@ -58,3 +58,25 @@ docs: install
 .PHONY: eval-venvs
 eval-venvs: install
 	$(BIN)/python -c "from envsynth.eval.harness import main; main()"
+
+# The other recipes at smoke scale (offline teacher unless settings.ini names endpoints), through their commands.
+.PHONY: astra-smoke astra-rl-smoke synthagent-smoke envfactory-smoke repro test-verl
+astra-smoke: install
+	$(BIN)/envsynth astra run --params papers_repro/astra/smoke.yaml --run-dir runs/astra-smoke
+astra-rl-smoke: install
+	$(BIN)/envsynth astra rl --params papers_repro/astra/rl_smoke.yaml --run-dir runs/astra-rl-smoke
+synthagent-smoke: install
+	$(BIN)/envsynth synthagent run --params papers_repro/synthagent/smoke.yaml --run-dir runs/synthagent-smoke
+envfactory-smoke: install
+	$(BIN)/envsynth envfactory run --params papers_repro/envfactory/smoke.yaml --run-dir runs/envfactory-smoke
+
+# One paper from synthesis to its report: make repro PAPER=synthagent SCALE=smoke
+PAPER ?= synthagent
+SCALE ?= smoke
+repro: install
+	$(BIN)/envsynth repro $(PAPER) --scale $(SCALE) --run-dir runs/repro-$(PAPER)-$(SCALE)
+
+# The verl tier: builds .venv-verl (verl 0.9.1 and its pins; ~10 min and ~2 GB the first time), then its tests.
+test-verl: install
+	tools/make_verl_venv.sh
+	.venv-verl/bin/python -m pytest tests/test_rl_verl.py

@@ -39,11 +39,22 @@ gpu_count() {
   if [ -z "$ids" ] || [ "$ids" = "NoDevFiles" ]; then echo 0; else echo "$ids" | tr ',' '\n' | grep -c .; fi
 }
 
-# http_ok URL: true when URL answers 200 (python from the venv or the container, no curl needed).
+# http_ok URL: true when URL answers 200 (python from the venv or the container, no curl needed); sends the
+# chain's API key ($RUN_DIR/vllm_api_key, written by serve_vllm.sbatch) when there is one.
 http_ok() {
+  local key=""; [ -s "$RUN_DIR/vllm_api_key" ] && key=$(cat "$RUN_DIR/vllm_api_key")
   envsynth_exec python -c "import sys, urllib.request
-try: sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=5).status == 200 else 1)
-except Exception: sys.exit(1)" "$1"
+req = urllib.request.Request(sys.argv[1], headers={'Authorization': 'Bearer ' + sys.argv[2]} if sys.argv[2] else {})
+try: sys.exit(0 if urllib.request.urlopen(req, timeout=5).status == 200 else 1)
+except Exception: sys.exit(1)" "$1" "$key"
+}
+
+# use_server_key: point the settings' API key at the chain's key (if the serve job made one) for this job's clients.
+use_server_key() {
+  if [ -s "$RUN_DIR/vllm_api_key" ]; then
+    CHAIN_SERVER_API_KEY=$(cat "$RUN_DIR/vllm_api_key"); export CHAIN_SERVER_API_KEY
+    export ENVSYNTH_LLM_API_KEY_ENV=CHAIN_SERVER_API_KEY
+  fi
 }
 
 # wait_for_server [TIMEOUT_S]: wait until the serve job has written $RUN_DIR/vllm_address and the

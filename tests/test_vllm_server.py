@@ -89,21 +89,21 @@ def test_plain_chat_and_cache_against_vllm(vllm_url, tmp_path):
     assert first.completion_tokens > 0
 
 def test_agentscaler_recipe_against_a_random_model_fails_cleanly(vllm_url, tmp_path):
-    "A tiny random model fails most AgentScaler stages: the run must end with the reasons counted, no crash, nothing lost."
+    """A tiny random model (2,048-token context) cannot serve AgentScaler: the server rejects the edge review's prompt
+    (HTTP 400). A rejected request is no answer, so the run must stop with that reason, cache nothing computed during the
+    failure, and fail the same way when resumed: never a success with a card of zeros."""
     from envsynth.agentscaler.recipe import AgentScalerParams, run_agentscaler
+    from envsynth.pipeline import StepFailedError
     class CappedBackend:          # a random model rambles to the context limit: 48 tokens per answer keep the test short
         def __init__(self, inner): self.inner, self.id = inner, inner.id + '|max_tokens=48'
         async def complete(self, req): return await self.inner.complete(req.model_copy(update={'sampling': {**req.sampling, 'max_tokens': 48}}))
         async def aclose(self): await self.inner.aclose()
     client = LLMClient(CappedBackend(OpenAIBackend(vllm_url)), 'tiny-qwen3', cache=tmp_path / 'llm.sqlite', max_retries=1, timeout_s=120)
     params = AgentScalerParams(max_domains=2, attempts=1, decontamination=False, concurrency=2)
-    card = asyncio.run(run_agentscaler(params, tmp_path / 'run', client))
-    st = card['stages']
-    assert st['domains']['records'] == 2
-    m = st['materialize']
-    assert m['inputs'] == 2 and m['kept'] + sum(m['dropped'].values()) + sum(m['failed'].values()) == 2
-    assert card['oracle']['passed'] == card['oracle']['tasks']          # whatever tasks exist are verified
-    assert 'sft' in card and (card['sft'].get('skipped') or card['sft']['stage1']['kept'] > 0)
-    assert (tmp_path / 'run' / 'data_card.md').exists()
-    again = asyncio.run(run_agentscaler(params, tmp_path / 'run', client))      # resumes: the same counts, nothing lost
-    assert again['stages'] == card['stages']
+    errors = []
+    for _ in range(2):                                   # the second run resumes, and fails for the same reason
+        with pytest.raises(StepFailedError) as e: asyncio.run(run_agentscaler(params, tmp_path / 'run', client))
+        errors.append(str(e.value))
+    assert "step 'domains'" in errors[0] and 'RequestError' in errors[0] and 'context length' in errors[0], errors[0]
+    assert errors[1].split(':', 1)[0] == errors[0].split(':', 1)[0]
+    assert not (tmp_path / 'run' / '02_domains' / 'domains.jsonl').exists() and not (tmp_path / 'run' / 'data_card.json').exists()

@@ -174,20 +174,24 @@ def _private_filesystem(cfg: dict) -> None:
         call('mount', enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     hide = [h for h in cfg['hide'] if os.path.isdir(h) and h != '/']
     under = lambda p, h: os.path.commonpath([p, h]) == h
-    keep = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and any(under(os.path.realpath(p), h) for h in hide)})
+    covered = ['/tmp', '/dev/shm', *hide]                                   # a checkout may itself live under /tmp
+    keep = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and any(under(os.path.realpath(p), h) for h in covered)})
     kept = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}          # reachable after their folder is covered
     for target, opts in _mount_points():
         flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | sum(f for o, f in _KEPT_MOUNT_FLAGS.items() if o in opts)
         mount(None, target, None, flags)
     disk = cfg['limits']['disk_mb']
     for target in ('/tmp', '/dev/shm'): mount('tmpfs', target, 'tmpfs', _MS_NOSUID | _MS_NODEV, f'size={disk}m,mode=1777')
+    def bind_back(p):                                                       # an import path, read-only, over what covered it
+        os.makedirs(p, exist_ok=True)
+        mount(f'/proc/self/fd/{kept[p]}', p, None, _MS_BIND)
+        mount(None, p, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID)
     for h in hide:
+        os.makedirs(h, exist_ok=True)                                       # gone if it was under the fresh /tmp
         mount('tmpfs', h, 'tmpfs', _MS_NOSUID | _MS_NODEV, 'size=1m,mode=755')
-        for p in (p for p in keep if under(p, h)):
-            os.makedirs(p, exist_ok=True)
-            mount(f'/proc/self/fd/{kept[p]}', p, None, _MS_BIND)
-            mount(None, p, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID)
+        for p in (p for p in keep if under(p, h)): bind_back(p)
         mount(None, h, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    for p in (p for p in keep if not any(under(p, h) for h in hide)): bind_back(p)
     for fd in kept.values(): os.close(fd)
     os.makedirs(cfg['home'], mode=0o700)
     if cfg.get('uid') is not None: os.chown(cfg['home'], cfg['uid'], cfg['uid'])

@@ -887,8 +887,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                      'envsynth/astra/rl_recipe.py'),
                                           'envsynth.astra.rl_recipe.rl_distributions': ( 'astra/rl_recipe.html#rl_distributions',
                                                                                          'envsynth/astra/rl_recipe.py'),
-                                          'envsynth.astra.rl_recipe.rl_recipe_clients': ( 'astra/rl_recipe.html#rl_recipe_clients',
-                                                                                          'envsynth/astra/rl_recipe.py'),
                                           'envsynth.astra.rl_recipe.run_astra_rl': ( 'astra/rl_recipe.html#run_astra_rl',
                                                                                      'envsynth/astra/rl_recipe.py'),
                                           'envsynth.astra.rl_recipe.run_from_command_line': ( 'astra/rl_recipe.html#run_from_command_line',

@@ -110,14 +110,14 @@ def read_params(path: str | Path | None = None, params_class: type[AstraParams] 
 # %% ../../../nbs/astra/05_recipe.ipynb #b2f1a648
 ROLES = ('teacher', 'judge', 'tool_emulator')
 
-def recipe_clients(run: RunFolder, client: LLMClient | None = None) -> dict[str, LLMClient]:
-    "`{role: client}`: `client` for every role if given; else each role as settings.ini configures it (offline: the stand-ins)."
-    if client is not None: return dict.fromkeys(ROLES, client)
+def recipe_clients(run: RunFolder, client: LLMClient | None = None, roles: Sequence[str] = ROLES) -> dict[str, LLMClient]:
+    "`{role: client}` for `roles`: `client` for every role if given; else each role as settings.ini configures it (offline: the stand-ins)."
+    if client is not None: return dict.fromkeys(roles, client)
     from envsynth.settings import get_settings
     from envsynth.llm import make_client
     from envsynth.astra.offline import offline_recipe_client
     s, out, offline = get_settings(), {}, None
-    for role in ROLES:
+    for role in roles:
         if s.llm.role(role).offline:
             offline = offline or offline_recipe_client(cache=ChatCache(run.file(None, 'llm_cache.sqlite'))); out[role] = offline
         else:

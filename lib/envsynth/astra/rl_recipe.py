@@ -16,16 +16,16 @@ from .merge import EnvTool, merge_environment, write_qa_environment
 from .qa import (KnowledgeDocument, QAInstance, read_knowledge, read_questions, sample_knowledge_dir, sample_questions_file,
                                synthesize_qa)
 from .qa_validation import QAValidation, qs_cut, validate_qa
-from .recipe import read_params
-from ..llm import ChatCache, LLMClient
+from .recipe import read_params, recipe_clients
+from ..llm import LLMClient
 from ..pipeline import Drop, RunFolder, Step
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'AstraRLParams', 'astra_rl_run_folder', 'rl_recipe_clients', 'RLRecipeRun',
-           'qa_work_items', 'stage_qa', 'stage_qa_validation', 'stage_qa_gate', 'stage_env_synthesis', 'stage_merge',
-           'checked_environment', 'stage_package', 'stage_tool_pool', 'stage_mix', 'stage_rl_data', 'rl_distributions',
-           'rl_data_card', 'plot_rl_data_card', 'write_rl_data_card', 'run_astra_rl', 'run_from_command_line', 'main']
+__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'AstraRLParams', 'astra_rl_run_folder', 'RLRecipeRun', 'qa_work_items', 'stage_qa',
+           'stage_qa_validation', 'stage_qa_gate', 'stage_env_synthesis', 'stage_merge', 'checked_environment',
+           'stage_package', 'stage_tool_pool', 'stage_mix', 'stage_rl_data', 'rl_distributions', 'rl_data_card',
+           'plot_rl_data_card', 'write_rl_data_card', 'run_astra_rl', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #950ed844
 class AstraRLParams(BaseModel):
@@ -98,20 +98,6 @@ ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 def astra_rl_run_folder(run_dir: str | Path, p: AstraRLParams, progress: bool = False) -> RunFolder:
     "The run folder of an ASTRA environment run (journals named `astra-rl.<step>`)."
     return RunFolder(run_dir, STEPS, namespace='astra-rl', concurrency=p.concurrency, progress=progress)
-
-def rl_recipe_clients(run: RunFolder, client: LLMClient | None = None) -> dict[str, LLMClient]:
-    "`{role: client}`: `client` for every role if given; else each role as settings.ini configures it (offline: the stand-ins)."
-    if client is not None: return dict.fromkeys(ROLES, client)
-    from envsynth.settings import get_settings
-    from envsynth.llm import make_client
-    from envsynth.astra.offline import offline_recipe_client
-    s, out, offline = get_settings(), {}, None
-    for role in ROLES:
-        if s.llm.role(role).offline:
-            offline = offline or offline_recipe_client(cache=ChatCache(run.file(None, 'llm_cache.sqlite'))); out[role] = offline
-        else:
-            c = make_client(role, cache=False); c.cache = ChatCache(run.file(None, f'llm_cache_{role}.sqlite')); out[role] = c
-    return out
 
 class RLRecipeRun:
     "What the stages share: parameters, the run folder, the clients, the sandbox pool, the embedder."
@@ -359,7 +345,7 @@ async def run_astra_rl(params: AstraRLParams | None = None, run_dir: str | Path 
     run = astra_rl_run_folder(run_dir, p, progress)
     todo = run.plan(stages, shard)
     run.write_params(p)
-    r = RLRecipeRun(p, run, rl_recipe_clients(run, client), embedder=embedder)
+    r = RLRecipeRun(p, run, recipe_clients(run, client, ROLES), embedder=embedder)
     try:
         with SandboxPool(size=p.sandbox_workers, limits=SandboxLimits(call_timeout_s=p.exec_timeout_s)) as r.sandbox:
             if 'qa' in todo: await stage_qa(r, shard)

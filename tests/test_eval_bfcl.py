@@ -83,3 +83,17 @@ def test_an_endpoint_that_fails_every_request_is_a_failed_run(bfcl_venv, tmp_pat
             main(['--base-url', srv.base_url, '--model', 'down', '--ids', 'multi_turn_base_0', '--run-dir', str(tmp_path)])
     printed = capsys.readouterr().out
     assert 'multi_turn_base' in printed and 'inference errors 1' in printed, printed
+
+def test_top_p_and_top_k_reach_every_request(bfcl_venv, tmp_path):
+    "The papers' protocols fix top_p / top_k (AgentScaler: 0.95 / 20): bfcl's own handler would send temperature only."
+    oracle = BFCLOracle(bfcl_data_dir(), 'gold')
+    with FakeOpenAIServer(oracle) as srv:
+        rows = run_bfcl('bfcl-oracle-gold', srv.base_url, tmp_path, 'base', limit=1, on_category=oracle.use,
+                        temperature=0.6, top_p=0.95, top_k=20)
+        bodies = list(srv.requests)
+    assert _accuracies(rows)['multi_turn_base'] == 1.0 and bodies
+    assert all((b['temperature'], b['top_p'], b['top_k']) == (0.6, 0.95, 20) for b in bodies), bodies[0]
+    run = json.loads((tmp_path / 'bfcl_run.json').read_text())
+    assert (run['top_p'], run['top_k']) == (0.95, 20)
+    with pytest.raises(SystemExit, match='top_k must be'):
+        main(['--oracle', 'gold', '--limit', '1', '--categories', 'base', '--top-k', '0', '--run-dir', str(tmp_path / 'bad')])

@@ -66,3 +66,18 @@ def test_telecom_gold_oracle_one_task(tau2_venv, tmp_path):
     "Telecom scenarios repeat across tasks, so the oracle runs one `tau2 run` per task; gold includes user-side actions."
     rows = main(['--oracle', 'gold', '--domains', 'telecom', '--num-tasks', '1', '--run-dir', str(tmp_path)])
     assert _metrics(rows)[('telecom', 'pass^1')] == 1.0 and all(r['n'] == 1 for r in rows)
+
+def test_top_p_and_top_k_reach_the_agents_requests_only(tau2_venv, tmp_path):
+    "The agent under test samples with the paper's protocol; the user simulator keeps its own settings."
+    oracle = Tau2Oracle(tau2_domain_dir('airline') / 'tasks.json', 'gold')
+    with FakeOpenAIServer(oracle) as srv:
+        rows = run_tau2('tau2-oracle-gold', srv.base_url, tmp_path, ['airline'], task_ids=['airline:0'], oracle=oracle,
+                        temperature=0.6, top_p=0.95, top_k=20)
+        bodies = list(srv.requests)
+    assert _metrics(rows)[('airline', 'pass^1')] == 1.0
+    agent, user = [b for b in bodies if b.get('tools')], [b for b in bodies if not b.get('tools')]
+    assert agent and user
+    assert all((b.get('top_p'), b.get('top_k')) == (0.95, 20) for b in agent), agent[0]
+    assert not any('top_k' in b or 'top_p' in b for b in user)
+    run = json.loads((tmp_path / 'tau2_run.json').read_text())
+    assert run['sampling'] == {'temperature': 0.6, 'top_p': 0.95, 'top_k': 20, 'user_temperature': None}

@@ -265,17 +265,21 @@ def heldout_names() -> list[str]:
     return heldout_split(list_environments())[1]
 
 # %% ../../nbs/repro.ipynb #ca476b83
+def _sampling_args(protocol: dict) -> list[str]:
+    "`--top-p` / `--top-k` of a benchmark's protocol in `eval.yaml`, when it names them."
+    return [a for k in ('top_p', 'top_k') if protocol.get(k) is not None for a in (f"--{k.replace('_', '-')}", str(protocol[k]))]
+
 def eval_commands(eval_cfg: dict, out: Path, base_url: str, model: str, user_base_url: str | None = None) -> dict[str, list[str]]:
     "The `envsynth eval bfcl|tau2` command lines of a paper's protocol (`eval.yaml`) against a served model."
     cmds, envsynth_cli = {}, [sys.executable, '-m', 'envsynth.cli', 'eval']
     if b := eval_cfg.get('bfcl'):
         cmds['bfcl'] = [*envsynth_cli, 'bfcl', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'bfcl'),
-                        '--temperature', str(b.get('temperature', 0.0)), *(['--categories', ','.join(b['categories'])] if b.get('categories') else [])]
+                        '--temperature', str(b.get('temperature', 0.0)), *_sampling_args(b), *(['--categories', ','.join(b['categories'])] if b.get('categories') else [])]
     if t := eval_cfg.get('tau2'):
         user = t.get('user_model')
         cmds['tau2'] = [*envsynth_cli, 'tau2', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'tau2'),
                         '--domains', ','.join(t.get('domains') or ['all']), '--num-trials', str(t.get('num_trials', 1)),
-                        '--temperature', str(t.get('temperature', 0.0)),
+                        '--temperature', str(t.get('temperature', 0.0)), *_sampling_args(t),
                         *(['--user-model', user, '--user-base-url', user_base_url or base_url] if user else []),
                         *(['--user-temperature', str(t['user_temperature'])] if t.get('user_temperature') is not None else [])]
     return cmds

@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 from ..formats import bfcl_function_to_tool, parse_bfcl_calls
 from .results import TIDY_KEYS     # the tidy-table columns every benchmark writes
 from .harness import (HarnessError, check_endpoint, harness_env, harness_version, require_harness,
-                                   run_logged, site_packages)
+                                   run_logged, sampling_kwargs, site_packages)
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'PREFIX', 'bfcl_category', 'parse_categories', 'bfcl_data_dir', 'read_jsonl', 'category_files',
@@ -102,15 +102,23 @@ def model_dir_name(model: str) -> str:
     "The folder bfcl writes results and scores of `model` into."
     return registry_key(model).replace('/', '_')
 
-def wrapper_source(model: str, display_name: str | None = None) -> str:
-    "A script that registers `model` (OpenAI-compatible, native tool calls) with bfcl-eval and runs bfcl's CLI."
+def wrapper_source(model: str, display_name: str | None = None, sampling: dict | None = None) -> str:
+    """A script that registers `model` (OpenAI-compatible, native tool calls) with bfcl-eval and runs bfcl's CLI.
+    `sampling` (`sampling_kwargs`) is added to every request: bfcl's own handler sends temperature only."""
     return f'''"Written by envsynth.eval.bfcl: register {model!r} with bfcl-eval, then run the bfcl command line."
 from bfcl_eval.constants.model_config import MODEL_CONFIG_MAPPING, ModelConfig
 from bfcl_eval.model_handler.api_inference.openai_completion import OpenAICompletionsHandler
 
+SAMPLING = {dict(sampling or {})!r}
+
+class SampledHandler(OpenAICompletionsHandler):
+    "bfcl's OpenAI handler, sending the evaluation protocol's sampling parameters beyond temperature."
+    def generate_with_backoff(self, **kwargs):
+        return super().generate_with_backoff(**kwargs, **SAMPLING)
+
 MODEL_CONFIG_MAPPING[{registry_key(model)!r}] = ModelConfig(
     model_name={model!r}, display_name={(display_name or f"{model} (FC)")!r}, url="", org="envsynth", license="",
-    model_handler=OpenAICompletionsHandler, input_price=None, output_price=None, is_fc_model=True, underscore_to_dot=True)
+    model_handler=SampledHandler, input_price=None, output_price=None, is_fc_model=True, underscore_to_dot=True)
 
 if __name__ == "__main__":
     from bfcl_eval.__main__ import cli
@@ -201,7 +209,7 @@ def bfcl_evaluate(run_dir: Path, model: str, categories: list[str], partial: boo
 def run_bfcl(model: str, base_url: str, run_dir: Path | str, categories: str | Iterable[str] | None = None,
              ids: Iterable[str] | None = None, limit: int | None = None, api_key: str = 'EMPTY', temperature: float = 0.001,
              num_threads: int = 4, display_name: str | None = None, on_category: Callable[[str], None] | None = None,
-             timeout_s: float = 7200, root=None) -> list[dict]:
+             timeout_s: float = 7200, root=None, top_p: float | None = None, top_k: int | None = None) -> list[dict]:
     "Generate and evaluate BFCL multi-turn for `model` served at `base_url`; tidy rows, also written to `run_dir/bfcl_scores.{csv,json}`."
     cats = parse_categories(categories)
     require_harness('bfcl', root)
@@ -210,7 +218,8 @@ def run_bfcl(model: str, base_url: str, run_dir: Path | str, categories: str | I
     if chosen is not None: cats = [c for c in cats if c in chosen]
     check_endpoint(base_url)
     run_dir = Path(run_dir).resolve(); run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / 'bfcl_wrapper.py').write_text(wrapper_source(model, display_name))
+    sampling = sampling_kwargs(top_p, top_k)
+    (run_dir / 'bfcl_wrapper.py').write_text(wrapper_source(model, display_name, sampling))
     t0 = time.monotonic()
     bfcl_generate(run_dir, model, base_url, cats, chosen, api_key, temperature, num_threads, on_category, timeout_s, root)
     t1 = time.monotonic()
@@ -218,7 +227,7 @@ def run_bfcl(model: str, base_url: str, run_dir: Path | str, categories: str | I
     rows = score_rows(run_dir / 'score', model, cats, version, {c: data_revision(data_dir, c) for c in cats})
     write_table(rows, run_dir, 'bfcl_scores')
     (run_dir / 'bfcl_run.json').write_text(json.dumps({'model': model, 'base_url': base_url, 'categories': cats, 'ids': chosen,
-        'harness_version': version, 'temperature': temperature, 'generate_s': round(t1 - t0, 1),
+        'harness_version': version, 'temperature': temperature, 'top_p': top_p, 'top_k': top_k, 'generate_s': round(t1 - t0, 1),
         'evaluate_s': round(time.monotonic() - t1, 1)}, indent=1) + '\n')
     return rows
 
@@ -233,6 +242,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--limit', type=int, default=None, help='only the first N entries of each category')
     ap.add_argument('--api-key', default='EMPTY', help='sent as OPENAI_API_KEY')
     ap.add_argument('--temperature', type=float, default=0.001)
+    ap.add_argument('--top-p', type=float, default=None, help='nucleus sampling, sent with every request (default: the server\'s)')
+    ap.add_argument('--top-k', type=int, default=None, help='top-k sampling, sent in the request body\'s extra fields (vLLM, SGLang)')
     ap.add_argument('--num-threads', type=int, default=4, help='concurrent conversations')
     ap.add_argument('--display-name', default=None)
     ap.add_argument('--oracle', choices=['gold', 'empty'], default=None,
@@ -268,7 +279,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         with ctx as srv:
             rows = run_bfcl(args.model or (f'bfcl-oracle-{args.oracle}' if oracle else 'envsynth-policy'),
                             srv.base_url if oracle else args.base_url, args.run_dir, cats, ids, args.limit, args.api_key,
-                            args.temperature, args.num_threads, args.display_name, oracle.use if oracle else None)
+                            args.temperature, args.num_threads, args.display_name, oracle.use if oracle else None,
+                            top_p=args.top_p, top_k=args.top_k)
     except (HarnessError, ValueError) as e: raise SystemExit(str(e)) from None
     print(score_table(rows))
     print(f'tidy table: {Path(args.run_dir) / "bfcl_scores.csv"}')

@@ -10,7 +10,7 @@ import envsynth
 # %% auto #0
 __all__ = ['REPO_ROOT', 'CONSTRAINTS_DIR', 'HARNESSES', 'HarnessError', 'HarnessSpec', 'harness_spec', 'venv_dir',
            'expected_stamp', 'harness_ready', 'ensure_harness', 'require_harness', 'site_packages', 'dist_version',
-           'harness_version', 'harness_env', 'run_logged', 'check_endpoint', 'main']
+           'harness_version', 'harness_env', 'run_logged', 'check_endpoint', 'sampling_kwargs', 'main']
 
 # %% ../../../nbs/eval/00_harness.ipynb #347d0772
 REPO_ROOT = Path(envsynth.__file__).resolve().parents[2]      # lib/envsynth/__init__.py -> repository root
@@ -139,6 +139,14 @@ def check_endpoint(base_url: str, timeout_s: float = 5.0):
     except (urllib.error.URLError, OSError, ValueError) as e:
         raise HarnessError(f'endpoint {base_url} is unreachable ({getattr(e, "reason", e)}); start the model server first '
                            '(e.g. `envsynth serve-policy` or vLLM) and pass its /v1 base URL') from None
+
+# %% ../../../nbs/eval/00_harness.ipynb #03d5125d
+def sampling_kwargs(top_p: float | None = None, top_k: int | None = None) -> dict:
+    "Request keyword arguments for an openai-SDK call: `top_p` as is, `top_k` in `extra_body`; {} for neither."
+    if top_p is not None and not 0 < top_p <= 1: raise ValueError(f'top_p must be in (0, 1], got {top_p}')
+    if top_k is not None and (not isinstance(top_k, int) or top_k < -1 or top_k == 0):
+        raise ValueError(f'top_k must be a positive int (or -1 for all tokens), got {top_k!r}')
+    return ({'top_p': top_p} if top_p is not None else {}) | ({'extra_body': {'top_k': top_k}} if top_k is not None else {})
 
 # %% ../../../nbs/eval/00_harness.ipynb #90aa22fd
 def main(argv: list[str] | None = None):

@@ -7,7 +7,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Iterable
 from .harness import (HarnessError, check_endpoint, harness_env, harness_version, require_harness,
-                                   run_logged, site_packages)
+                                   run_logged, sampling_kwargs, site_packages)
 from .bfcl import write_table
 from .results import TIDY_KEYS
 from ..rewards import pass_hat_k_table
@@ -115,8 +115,9 @@ def simulation_rows(sim: dict, domain: str, model: str, harness_version: str, re
     return [{k: r[k] for k in TIDY_KEYS} for r in rows]
 
 # %% ../../../nbs/eval/02_tau2.ipynb #c4e78cef
-def _llm_args(base_url: str, api_key: str, temperature: float) -> str:
-    return json.dumps({'base_url': base_url, 'api_key': api_key, 'temperature': temperature})
+def _llm_args(base_url: str, api_key: str, temperature: float, sampling: dict | None = None) -> str:
+    "tau2's `--*-llm-args`: keyword arguments of its litellm calls (litellm forwards `extra_body` as is)."
+    return json.dumps({'base_url': base_url, 'api_key': api_key, 'temperature': temperature} | (sampling or {}))
 
 def _fresh_name(run_dir: Path, stem: str) -> str:
     name, i = stem, 1
@@ -126,12 +127,13 @@ def _fresh_name(run_dir: Path, stem: str) -> str:
 def tau2_run(run_dir: Path, domain: str, model: str, base_url: str, user_model: str, user_base_url: str, num_trials: int = 1,
              task_ids: list[str] | None = None, num_tasks: int | None = None, api_key: str = 'EMPTY', user_api_key: str | None = None,
              temperature: float = 0.0, user_temperature: float = 0.0, max_concurrency: int = 4, max_steps: int = 200,
-             seed: int = 300, timeout_s: float = 7200, root=None) -> Path:
+             seed: int = 300, timeout_s: float = 7200, root=None, top_p: float | None = None,
+             top_k: int | None = None) -> Path:
     "One `tau2 run` for `domain`; returns the simulations file under `run_dir`."
     venv = require_harness('tau2', root)
     name = _fresh_name(run_dir, f'{domain}_{re.sub(r"[^A-Za-z0-9_.-]+", "_", model)}')
     cmd = [str(venv / 'bin' / 'tau2'), 'run', '--domain', domain, '--agent-llm', f'openai/{model}', '--user-llm', f'openai/{user_model}',
-           '--agent-llm-args', _llm_args(base_url, api_key, temperature),
+           '--agent-llm-args', _llm_args(base_url, api_key, temperature, sampling_kwargs(top_p, top_k)),
            '--user-llm-args', _llm_args(user_base_url, user_api_key or api_key, user_temperature),
            '--num-trials', str(num_trials), '--max-concurrency', str(max_concurrency), '--max-steps', str(max_steps),
            '--seed', str(seed), '--save-to', name, '--results-dir', str(run_dir), '--log-level', 'WARNING']
@@ -152,6 +154,7 @@ def run_tau2(model: str, base_url: str, run_dir: Path | str, domains: str | Iter
     tidy rows, also in `run_dir/tau2_scores.{csv,json}`. `task_ids`: `domain:id` items or plain ids (every domain). Pass the `oracle` that
     serves `base_url` when validating with `Tau2Oracle` (it is pointed at each domain's tasks file in turn)."""
     doms = parse_domains(domains)
+    sampling_kwargs(kw.get('top_p'), kw.get('top_k'))                  # bad values fail before any run
     require_harness('tau2', root)
     version = harness_version('tau2', root)
     user_model, user_base_url = user_model or model, user_base_url or base_url
@@ -181,7 +184,8 @@ def run_tau2(model: str, base_url: str, run_dir: Path | str, domains: str | Iter
         info[d] = {'tasks': run_ids, 'differ_from_v1_0_1': [t for t in run_ids if t in DIFFERS_FROM_V1_0_1.get(d, ())]}
     write_table(rows, run_dir, 'tau2_scores')
     (run_dir / 'tau2_run.json').write_text(json.dumps({'model': model, 'base_url': base_url, 'user_model': user_model,
-        'user_base_url': user_base_url, 'num_trials': num_trials, 'harness_version': version, 'domains': info}, indent=1) + '\n')
+        'user_base_url': user_base_url, 'num_trials': num_trials, 'harness_version': version,
+        'sampling': {k: kw.get(k) for k in ('temperature', 'top_p', 'top_k', 'user_temperature')}, 'domains': info}, indent=1) + '\n')
     return rows
 
 # %% ../../../nbs/eval/02_tau2.ipynb #19aced03
@@ -198,6 +202,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--num-tasks', type=int, default=None, help='only the first N tasks of each domain')
     ap.add_argument('--api-key', default='EMPTY'); ap.add_argument('--user-api-key', default=None)
     ap.add_argument('--temperature', type=float, default=0.0); ap.add_argument('--user-temperature', type=float, default=0.0)
+    ap.add_argument('--top-p', type=float, default=None, help='nucleus sampling of the agent (default: the server\'s)')
+    ap.add_argument('--top-k', type=int, default=None, help='top-k sampling of the agent, in the request body\'s extra fields')
     ap.add_argument('--max-concurrency', type=int, default=4); ap.add_argument('--max-steps', type=int, default=200)
     ap.add_argument('--seed', type=int, default=300)
     ap.add_argument('--oracle', choices=['gold', 'empty'], default=None,
@@ -222,7 +228,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             rows = run_tau2(args.model or (f'tau2-oracle-{args.oracle}' if oracle else 'envsynth-policy'), url, args.run_dir, doms,
                             args.user_model, url if oracle else args.user_base_url, args.num_trials, ids, args.num_tasks, oracle,
                             args.max_concurrency, api_key=args.api_key, user_api_key=args.user_api_key, temperature=args.temperature,
-                            user_temperature=args.user_temperature, max_steps=args.max_steps, seed=args.seed)
+                            user_temperature=args.user_temperature, max_steps=args.max_steps, seed=args.seed,
+                            top_p=args.top_p, top_k=args.top_k)
     except (HarnessError, ValueError) as e: raise SystemExit(str(e)) from None
     for r in rows:
         if r['metric'] == 'avg_reward' or r['metric'].startswith('pass^'): print(f"{r['category']:<8} {r['metric']:<10} {r['value']:.4f}  (n={r['n']})")

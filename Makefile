@@ -32,7 +32,7 @@ quickstart: install
 	@ls -1 $(RUN_DIR)
 
 test: install
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=40
 
 # AgentScaler end to end at smoke scale (offline teacher unless settings.ini names an endpoint): ~1-2 min.
 AGENTSCALER_DIR ?= runs/agentscaler-smoke

@@ -214,7 +214,11 @@ def run_rl(run: RunFolder, paper: str, scale: str) -> dict:
     data = rl_data(run, paper, scale)
     if not data.exists(): raise FileNotFoundError(f'{paper}: no RL rows at {data}: the recipe kept no RL task')
     sft = (stage_done(run, 'sft') or {}).get('model')
-    model = str(sft) if sft and cfg.get('from_sft', True) else str(cfg.get('model') or '')
+    if cfg.get('from_sft', True): model = str(sft or cfg.get('model') or '')
+    elif scale == 'smoke':            # RL from the base model: at smoke scale the tiny random base the sft stage built
+        tiny = run.dir('sft') / 'tiny_model'
+        model = str(tiny) if tiny.exists() else ''
+    else: model = str(cfg.get('model') or '')
     if not model: raise ValueError(f'{paper}: no model to start RL from: run the sft stage first or name `model` in rl.yaml')
     job = run.dir('rl') / 'job'
     argv = main_ppo_command(pr.rl_preset, job, model=model, train_files=str(data), val_files=str(data),

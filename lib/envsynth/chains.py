@@ -72,8 +72,12 @@ class WalkStats:
 
 def random_walks(g: nx.DiGraph, n_walks: int, min_len: int = 2, max_len: int = 5, seed: int = 0,
                  max_per_server: int | None = None, verify: Callable[[list[str]], str | None] | None = None,
-                 max_tries: int | None = None, stats: WalkStats | None = None) -> list[list[str]]:
-    "Up to `n_walks` distinct, acyclic, weight-biased walks of `min_len`..`max_len` nodes (deterministic for a seed)."
+                 max_tries: int | None = None, stats: WalkStats | None = None,
+                 stop: Literal['target_length', 'dead_end'] = 'target_length') -> list[list[str]]:
+    """Up to `n_walks` distinct, acyclic, weight-biased walks of `min_len`..`max_len` nodes (deterministic for a seed).
+    `stop='target_length'`: each walk draws a length in `min_len`..`max_len` and stops there (or earlier at a dead end);
+    `stop='dead_end'`: each walk goes on until `max_len` nodes or a node with no edge to an unvisited node."""
+    if stop not in ('target_length', 'dead_end'): raise ValueError(f"stop must be 'target_length' or 'dead_end', got {stop!r}")
     rng, stats = random.Random(seed), stats if stats is not None else WalkStats()
     starts = sorted(n for n in g.nodes if g.out_degree(n) > 0)
     out, seen, per_server = [], set(), Counter()
@@ -81,7 +85,7 @@ def random_walks(g: nx.DiGraph, n_walks: int, min_len: int = 2, max_len: int = 5
         if len(out) >= n_walks or not starts: break
         node = rng.choice(starts); server = g.nodes[node].get('server')
         if max_per_server and per_server[server] >= max_per_server: stats.dropped['server_cap'] += 1; continue
-        target, walk = rng.randint(min_len, max_len), [node]
+        target, walk = rng.randint(min_len, max_len) if stop == 'target_length' else max_len, [node]
         while len(walk) < target:
             nxt = sorted((v, d.get('weight', 1.0)) for v, d in g[walk[-1]].items() if v not in walk)
             if not nxt: break

@@ -144,12 +144,14 @@ def embed_corpus(corpus: ToolCorpus, embedder) -> ToolEmbeddings:
                           outs, np.array([i for i, _ in fields], dtype=np.int64), [f for _, f in fields])
 
 # %% ../../nbs/core/13b_graph.ipynb #799a06e3
-def topk_similar(queries: np.ndarray, keys: np.ndarray, k: int, threshold: float = -1.0, block: int = 256,
+def topk_similar(queries: np.ndarray, keys: np.ndarray, k: int | None, threshold: float = -1.0, block: int = 256,
                  exclude: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each query row, its `k` most similar key rows with similarity >= `threshold` (rows are L2-normalized).
+    """For each query row, its `k` most similar key rows with similarity >= `threshold` (rows are L2-normalized;
+    `k=None`: every key row above the threshold, no cut).
     `exclude(query_idx, key_idx) -> bool mask` removes pairs (e.g. a parameter and its own tool). Returns (q, key, sim) arrays."""
     qs, ks, ss = [], [], []
-    k = min(k, len(keys))
+    if k is not None and k < 1: raise ValueError(f'k must be >= 1 or None (no cut), got {k}')
+    k = len(keys) if k is None else min(k, len(keys))
     for start in range(0, len(queries), block):
         sims = queries[start:start + block] @ keys.T
         qi = np.arange(start, start + len(sims))
@@ -230,8 +232,10 @@ def _output_links(corpus: ToolCorpus, emb: ToolEmbeddings, threshold: float, k: 
 
 # %% ../../nbs/core/13b_graph.ipynb #20e47c6c
 def dependency_graph(corpus: ToolCorpus, emb: ToolEmbeddings, mode: Literal['io', 'params', 'outputs'] = 'io', threshold: float = 0.5,
-                     k: int = 8, scope: Literal['all', 'server'] = 'all', block: int = 256) -> nx.DiGraph:
-    "Tool graph from parameter similarity or from declared outputs (see above); deterministic for the same corpus and embeddings."
+                     k: int | None = 8, scope: Literal['all', 'server'] = 'all', block: int = 256) -> nx.DiGraph:
+    """Tool graph from parameter similarity or from declared outputs (see above); deterministic for the same corpus and
+    embeddings. `k` caps the neighbours kept per tool (or per parameter / output field); `k=None` keeps every pair above
+    `threshold`, as Eq. 1 states it."""
     if mode not in ('io', 'params', 'outputs'): raise ValueError(f"mode must be 'io', 'params' or 'outputs', got {mode!r}")
     if scope not in ('all', 'server'): raise ValueError(f"scope must be 'all' or 'server', got {scope!r}")
     if emb.keys != [t.key for t in corpus]: raise ValueError('the embeddings are not those of this corpus: build them with embed_corpus(corpus, ...)')

@@ -357,11 +357,14 @@ def _drop(stage: str, reason: str) -> FilterResult: return FilterResult(kept=Fal
 
 # %% ../../nbs/core/15_rewards.ipynb #3061e412
 def agentscaler_filter(trajectory: Trajectory, task: Task, write_tools: WriteTools, ngram_n: int = 8,
-                       max_repeat: float = 0.5, skip_failed: bool = True) -> FilterResult:
+                       max_repeat: float = 0.5, skip_failed: bool = True,
+                       exact_match: Literal['read_only', 'all', 'none'] = 'read_only') -> FilterResult:
     """AgentScaler's three-stage funnel (§3.1): (1) validity: well-formed alternation and no assistant text or reasoning
     with more than `max_repeat` of its `ngram_n`-grams repeated; (2) state alignment: final state hash == task.gold_state_hash;
-    (3) exact match of the call sequence (names, arguments, order) with `task.gold_actions`, only when the gold actions
-    contain no write (`write_tools`: names or a predicate). Tool errors alone never drop a trajectory."""
+    (3) exact match of the call sequence (names, arguments, order) with `task.gold_actions`: `exact_match='read_only'`
+    checks it only when the gold actions contain no write (`write_tools`: names or a predicate), 'all' for every task,
+    'none' never. Tool errors alone never drop a trajectory."""
+    if exact_match not in ('read_only', 'all', 'none'): raise RewardInputError(f"exact_match must be 'read_only', 'all' or 'none', got {exact_match!r}")
     if task.gold_state_hash is None: raise RewardInputError(f'task {task.id} has no gold_state_hash: state alignment is impossible')
     if trajectory.task_id is not None and trajectory.task_id != task.id:
         raise RewardInputError(f'trajectory {trajectory.id} is for task {trajectory.task_id}, not {task.id}')
@@ -372,8 +375,9 @@ def agentscaler_filter(trajectory: Trajectory, task: Task, write_tools: WriteToo
     if trajectory.final_state_hash is None: return _drop('state_alignment', 'no final state hash was recorded')
     if trajectory.final_state_hash != task.gold_state_hash:
         return _drop('state_alignment', f'final state {trajectory.final_state_hash[:12]} != gold {task.gold_state_hash[:12]}')
-    if is_read_only(task.gold_actions, write_tools) and (p := exact_match_problem(trajectory, task.gold_actions, skip_failed)):
-        return _drop('exact_match', f'read-only task: {p}')
+    read_only = is_read_only(task.gold_actions, write_tools)
+    if (exact_match == 'all' or exact_match == 'read_only' and read_only) and (p := exact_match_problem(trajectory, task.gold_actions, skip_failed)):
+        return _drop('exact_match', f'{"read-only" if read_only else "write"} task: {p}')
     return FilterResult(kept=True)
 
 # %% ../../nbs/core/15_rewards.ipynb #d3023a92

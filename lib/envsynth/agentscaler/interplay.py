@@ -66,22 +66,23 @@ async def interplay(env: Environment, task: Task, client: LLMClient, *, attempts
     return list(await asyncio.gather(*(attempt(i) for i in range(attempts))))
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #94882828
-def filter_trajectory(traj: Trajectory, task: Task, env: Environment) -> FilterResult:
-    "AgentScaler stage 6: the three-stage funnel (`envsynth.rewards.agentscaler_filter`) with `env`'s write tools."
+def filter_trajectory(traj: Trajectory, task: Task, env: Environment, exact_match: str = 'read_only') -> FilterResult:
+    """AgentScaler stage 6: the three-stage funnel (`envsynth.rewards.agentscaler_filter`) with `env`'s write tools;
+    `exact_match` says which tasks the last stage checks ('read_only', 'all' or 'none')."""
     if (e := traj.info.get('env')) is not None and e != env.name: raise ValueError(f'trajectory {traj.id} ran in {e!r}, not in {env.name!r}')
-    return agentscaler_filter(traj, task, write_tools(env))
+    return agentscaler_filter(traj, task, write_tools(env), exact_match=exact_match)
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #f3830781
 async def interplay_and_filter(env: Environment, tasks: Iterable[Task], client: LLMClient, *, attempts: int = 2,
                                limits: EpisodeLimits = EpisodeLimits(max_turns=20), temperature: float = 0.6,
-                               concurrency: int = 8) -> list[tuple[Task, Trajectory, FilterResult]]:
+                               concurrency: int = 8, exact_match: str = 'read_only') -> list[tuple[Task, Trajectory, FilterResult]]:
     "Stages 5 and 6 for `tasks` of `env`: `(task, trajectory, verdict)` in task order, then attempt order."
     tasks, sem = list(tasks), asyncio.Semaphore(concurrency)
     async def one(task: Task):
         async with sem: trajs = await interplay(env, task, client, attempts=attempts, limits=limits, temperature=temperature)
         out = []
         for tr in trajs:
-            verdict = filter_trajectory(tr, task, env)
+            verdict = filter_trajectory(tr, task, env, exact_match)
             tr.info['filter'] = verdict.model_dump()
             out.append((task, tr, verdict))
         return out

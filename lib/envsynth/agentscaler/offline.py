@@ -14,7 +14,8 @@ from .materialize import (CLOCK_START, ENUM_TYPES, ID_PREFIX_PATTERN, LIMIT_PARA
                                               TABLE_NAME_PATTERN, TAGS, ColumnSpec, DatabaseDesign, SeedRows, TableSpec, ToolBinding,
                                               ToolCode, column_name_problem, day_before, enum_values, json_types, main_type, name_words,
                                               plural, python_docstring, python_type, singular, stable_int, tool_parameters, typed_value)
-from .tasks import (DATE_LIKE, FILL_TAG, INTENT_TAG, ArgumentChoice, UserIntent, derived_seed, json_leaves,
+from .pool import SPEC_TAG, IOSpec
+from .tasks import (DATE_LIKE, FILL_TAG, INITIAL_STATE_TAG, INTENT_TAG, ArgumentChoice, UserIntent, derived_seed, json_leaves,
                                         parameter_tables, plain_schema, row_noun, tables_for_parameter, tables_for_tool)
 from ..graph import EdgeReview
 from ..llm import ChatRequest, OfflineTeacher
@@ -24,11 +25,12 @@ from ..schema import Action, FunctionCall, Message, Task, Tool, ToolCall, assist
 # %% auto #0
 __all__ = ['READ_VERBS', 'INSERT_VERBS', 'UPDATE_VERBS', 'DELETE_VERBS', 'STATUS_VERBS', 'CALL_MISTAKES', 'POLITE_ANSWER',
            'FOLLOW_UP', 'REPEATED_SENTENCE', 'EDGE_REVIEW_TAG', 'OFFLINE_RESPONDERS', 'request_json',
-           'offline_edge_reviewer', 'tool_verb', 'verb_operation', 'id_entity', 'offline_design', 'comparable',
-           'storable', 'column_default', 'method_signature', 'method_docstring', 'offline_tool_code', 'column_schema',
-           'offline_seed_rows', 'offline_db_design', 'offline_code', 'offline_seed', 'offline_fill_arguments',
-           'offline_user_intent', 'perturb_value', 'wrong_arguments', 'facts_to_ask', 'AgentPlan', 'agent_plan',
-           'offline_agent', 'register_offline_teacher', 'register_offline_agent', 'offline_recipe_teacher']
+           'offline_edge_reviewer', 'offline_io_spec', 'tool_verb', 'verb_operation', 'id_entity', 'offline_design',
+           'comparable', 'storable', 'column_default', 'method_signature', 'method_docstring', 'offline_tool_code',
+           'column_schema', 'offline_seed_rows', 'offline_db_design', 'offline_code', 'offline_seed',
+           'offline_fill_arguments', 'offline_user_intent', 'perturb_value', 'wrong_arguments', 'facts_to_ask',
+           'AgentPlan', 'agent_plan', 'offline_agent', 'register_offline_teacher', 'register_offline_agent',
+           'offline_recipe_teacher']
 
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #91cb51a1
 _JSON_BLOCK = re.compile(r'```json\s*\n(.*?)\n```', re.S)
@@ -62,6 +64,22 @@ def offline_edge_reviewer(req) -> EdgeReview:
         for key_b, name_b in tools:
             if key_a != key_b and (key_a, key_b) not in edges and _review_nouns(name_a) & _review_nouns(name_b): add.append((key_a, key_b))
     return EdgeReview(add=sorted(add), remove=[])
+
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #c138e58f
+def _spec_type(schema: dict) -> str:
+    t = schema.get('type', 'any')
+    return '/'.join(t) if isinstance(t, list) else t
+
+def offline_io_spec(req: ChatRequest) -> IOSpec:
+    "Offline-teacher responder for `agentscaler.io_spec`: the description, then its parameters and output as listed in the document."
+    fn = request_json(req)['tool']
+    props, required = (fn.get('parameters') or {}).get('properties') or {}, set((fn.get('parameters') or {}).get('required') or [])
+    inputs = '; '.join(f"{p} ({_spec_type(s)}, {'required' if p in required else 'optional'})" + (f": {s['description']}" if s.get('description') else '')
+                       for p, s in props.items()) or 'none'
+    out = fn.get('output_schema')
+    fields = sorted((out or {}).get('properties') or {})
+    output = f"an object with {', '.join(fields)}" if fields else (f'a {_spec_type(out)} value' if out else 'the result of the call as JSON')
+    return IOSpec(description=f"{(fn.get('description') or '').strip()} Input: {inputs}. Output: {output}.".strip())
 
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #632e2a2b
 READ_VERBS = frozenset('get find search list check view read show lookup look fetch query quote describe count estimate calculate compute '
@@ -826,7 +844,7 @@ def offline_agent(tasks: Iterable[Task], noise: float = 0.3) -> Callable[[ChatRe
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #23903f44
 EDGE_REVIEW_TAG = 'graph.refine_edges'          # the tag of envsynth.graph.llm_refine_edges's requests
 OFFLINE_RESPONDERS: dict[str, Callable[[ChatRequest], Any]] = {
-    EDGE_REVIEW_TAG: offline_edge_reviewer,
+    SPEC_TAG: offline_io_spec, EDGE_REVIEW_TAG: offline_edge_reviewer, INITIAL_STATE_TAG: offline_seed,
     TAGS['db_design']: offline_db_design, TAGS['tool_code']: offline_code, TAGS['seed_rows']: offline_seed,
     FILL_TAG: offline_fill_arguments, INTENT_TAG: offline_user_intent}
 

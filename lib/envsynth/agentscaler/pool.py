@@ -11,8 +11,8 @@ from ..schema import Tool
 from ..llm import fill_prompt, prompt_folder
 
 # %% auto #0
-__all__ = ['prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'DomainSplit', 'review_domain_edges', 'build_domains',
-           'plot_domains']
+__all__ = ['SPEC_TAG', 'prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'IOSpec', 'spec_request', 'spec_problems',
+           'rewrite_descriptions', 'DomainSplit', 'review_domain_edges', 'build_domains', 'plot_domains']
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #18b4d05f
 def prompts_dir() -> Path:
@@ -64,6 +64,42 @@ def api_pool(corpus: ToolCorpus | None = None, files: Iterable[str | Path] = (),
     if not excluded: return kept
     out = [t for t in kept if t.server in excluded]
     return ToolCorpus([t for t in kept if t.server not in excluded], kept.dropped + Counter({'excluded_server': len(out)}))
+
+# %% ../../../nbs/agentscaler/00_pool.ipynb #447e8009
+import asyncio, json
+from ..llm import LLMError
+from ..corpora import CorpusTool
+from ..schema import user
+
+SPEC_TAG = 'agentscaler.io_spec'
+
+class IOSpec(BaseModel):
+    "A tool description rewritten to state its inputs and its output explicitly."
+    description: str = Field(description='what the tool does, then "Input:" each parameter, then "Output:" what it returns')
+
+def spec_request(tool: Tool) -> dict:
+    "The JSON the rewriter sees: the tool's function document (output schema included when it has one)."
+    return {'tool': tool.to_openai()['function']}
+
+# %% ../../../nbs/agentscaler/00_pool.ipynb #3e8af1e5
+def spec_problems(description: str, tool: Tool) -> list[str]:
+    "What a rewritten description lacks: text, an output part, or the name of one of the tool's parameters."
+    if not description.strip(): return ['the description is empty']
+    problems = [] if re.search(r'\boutput|\breturns?\b', description, re.I) else ['it does not say what the tool returns']
+    params = tool.function.parameters.get('properties') or {}
+    return problems + [f'it does not mention the parameter {p!r}' for p in params if p not in description]
+
+async def rewrite_descriptions(pool: ToolCorpus, client) -> tuple[ToolCorpus, Counter]:
+    "Each tool of `pool` with its description rewritten by the teacher (`io_spec` prompt); counts of rewritten and kept-as-is."
+    async def one(t: CorpusTool) -> tuple[CorpusTool, str]:
+        text = load_prompt('io_spec', request=json.dumps(spec_request(t.tool), indent=1, ensure_ascii=False))
+        try: new = (await client.chat([user(text)], response_model=IOSpec, tag=SPEC_TAG)).parsed.description.strip()
+        except LLMError as e: return t, f'kept_llm_{e.kind}'
+        if spec_problems(new, t.tool): return t, 'kept_incomplete'
+        tool = Tool.parse({**t.tool.to_openai()['function'], 'description': new})
+        return t.model_copy(update={'tool': tool}), 'rewritten'
+    done = await asyncio.gather(*(one(t) for t in pool))
+    return ToolCorpus([t for t, _ in done], Counter(pool.dropped)), Counter(why for _, why in done)
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #27ce85a2
 import networkx as nx

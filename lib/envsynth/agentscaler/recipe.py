@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse, asyncio, json, sys, threading, time
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 from .interplay import AGENT_TAG, filter_trajectory, interplay
 from .materialize import materialize_domain
 from .offline import offline_recipe_teacher, register_offline_agent
-from .pool import Domain, api_pool, build_domains
-from .sft_data import (SFTSplitError, data_card, data_card_markdown, ledger_counts, plot_data_card,
+from .pool import Domain, api_pool, build_domains, rewrite_descriptions
+from .sft_data import (SFTSplitError, contaminated_domains, data_card, domain_profile, match_target_domains, data_card_markdown, ledger_counts, plot_data_card,
                                            sft_splits, write_data_card, write_sft_splits)
 from .tasks import synthesize_tasks
 from ..envs import Environment, load_environment
@@ -25,7 +25,7 @@ from ..schema import Task, Trajectory, content_hash
 # %% auto #0
 __all__ = ['STEPS', 'ITEM_STAGES', 'AgentScalerParams', 'read_params', 'recipe_client', 'agentscaler_run_folder', 'RecipeRun',
            'stage_pool', 'stage_domains', 'stage_materialize', 'stage_tasks', 'stage_interplay', 'stage_filter',
-           'oracle_check', 'run_agentscaler', 'finish_run', 'run_from_command_line', 'main']
+           'oracle_check', 'run_agentscaler', 'vertical_choice', 'finish_run', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #42b79078
 class AgentScalerParams(BaseModel):
@@ -38,9 +38,10 @@ class AgentScalerParams(BaseModel):
     synthetic_tools: int = 0                                 # generated tool documents added (envsynth.corpora.synthetic_corpus)
     min_server_tools: int = 3
     min_description_words: int = 4
+    rewrite_descriptions: bool = False                       # the teacher rewrites each description into an input/output spec
     # 2. domains
     threshold: float = 0.5
-    k: int = 8
+    edge_top_k: int | None = 8                               # neighbours kept per tool above threshold; None = every pair (Eq. 1)
     resolution: float = 1.0
     min_tools: int = 3
     max_tools: int = 12
@@ -53,17 +54,23 @@ class AgentScalerParams(BaseModel):
     walks_per_state: int = 3
     min_len: int = 2
     max_len: int = 4
+    initial_states: Literal['perturbed', 'generated'] = 'perturbed'   # 'generated': the teacher writes each state
+    walk_stop: Literal['target_length', 'dead_end'] = 'target_length'   # 'dead_end': walk to max_len or a dead end
     # 5. interplay
     attempts: int = 2
     agent_noise: float = 0.3                                 # offline teacher agent only: share of turns with a mistake
     max_turns: int = 20
+    # 6. filter
+    exact_match_filter: Literal['read_only', 'all', 'none'] = 'read_only'   # tasks held to the gold call sequence
     # 7. SFT data
-    vertical_domains: list[str] = Field(default_factory=list)    # stage-2 domains ([] = the default rule of sft_data)
+    vertical_domains: list[str] = Field(default_factory=list)    # stage-2 domains by name (overrides stage2_target)
+    stage2_target: str = 'largest'                           # 'largest' domain, or a benchmark's domains, e.g. 'tau2:retail,airline'
     tokenizer: str | None = None                             # a tokenizer folder (None = a tiny one trained on the data)
     max_length: int | None = None
     # 8. data card
     decontamination: bool = True                             # check tools and tasks against BFCL and tau2 (envsynth.eval.decontam)
     # running
+    teacher_model: str | None = None                         # the teacher's model name on the settings' [llm.teacher] endpoint
     concurrency: int = 4
     sandbox_workers: int = 2
     seed: int = 0
@@ -85,9 +92,10 @@ def read_params(path: str | Path | None = None, **overrides) -> AgentScalerParam
     return AgentScalerParams(**{**data, **overrides})
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #649abfa4
-def recipe_client(run: RunFolder, client: LLMClient | None = None) -> LLMClient:
+def recipe_client(run: RunFolder, client: LLMClient | None = None, teacher_model: str | None = None) -> LLMClient:
     """The client given, else the settings' teacher (offline: `offline_recipe_teacher`), cached in the run folder's `llm_cache.sqlite`;
-    its ledger journals to the run folder (`RunFolder.ledger_journal`)."""
+    its ledger journals to the run folder (`RunFolder.ledger_journal`). `teacher_model` names the model asked at the
+    `[llm.teacher]` endpoint; settings that name another one are an error (offline it is only recorded)."""
     if client is None:
         from envsynth.settings import get_settings
         from envsynth.llm import make_client
@@ -95,6 +103,9 @@ def recipe_client(run: RunFolder, client: LLMClient | None = None) -> LLMClient:
             client = LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
         else:
             client = make_client('teacher', cache=False)
+            if teacher_model and client.model not in (teacher_model, 'offline-teacher'):
+                raise ValueError(f'settings name the teacher model {client.model!r}, the parameters {teacher_model!r}: set one of them')
+            client.model = teacher_model or client.model
             client.cache = ChatCache(run.file(None, 'llm_cache.sqlite'))
     client.ledger.journal_to(run.ledger_journal())       # every call counted as it happens: a killed process loses nothing
     return client
@@ -125,6 +136,7 @@ class RecipeRun:
     "What the stages share: parameters, the run folder, the client, the sandbox and the loaded environments."
     def __init__(self, p: AgentScalerParams, run: RunFolder, client: LLMClient, sandbox=None):
         self.p, self.run, self.client, self.sandbox = p, run, client, sandbox
+        self.embedder = None                  # the embedding model, loaded once when a stage needs it
         self._envs: dict[str, Environment] = {}
         self._lock = threading.Lock()         # the filter stage runs in threads
     def env(self, name: str) -> Environment:
@@ -134,14 +146,17 @@ class RecipeRun:
             return self._envs[name]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #4ea1d801
-def stage_pool(r: RecipeRun) -> ToolCorpus:
-    "Stage 1: the API pool, and the tools dropped by reason."
+async def stage_pool(r: RecipeRun) -> ToolCorpus:
+    "Stage 1: the API pool, and the tools dropped by reason; with `rewrite_descriptions`, each description as an input/output spec."
     p, run = r.p, r.run
-    cfg = p.model_dump(include={'corpus_files', 'curated_tools', 'exclude_servers', 'synthetic_tools', 'min_server_tools', 'min_description_words', 'seed'})
+    cfg = p.model_dump(include={'corpus_files', 'curated_tools', 'exclude_servers', 'synthetic_tools', 'min_server_tools', 'min_description_words', 'rewrite_descriptions', 'seed'})
     recs = run.cached('pool', cfg)
     if recs is None:
         pool = api_pool(None if p.curated_tools else ToolCorpus(), p.corpus_files, p.synthetic_tools, p.seed,
                               p.min_server_tools, p.min_description_words, p.exclude_servers)
+        if p.rewrite_descriptions:
+            pool, rewrites = await rewrite_descriptions(pool, r.client)
+            run.write_json('pool', 'rewrites.json', dict(sorted(rewrites.items())))
         run.write_json('pool', 'dropped.json', dict(pool.dropped))
         recs = run.save('pool', cfg, [t.model_dump(mode='json') for t in pool])
     return ToolCorpus([CorpusTool.model_validate(x) for x in recs], Counter(run.read_json('pool', 'dropped.json')))
@@ -150,11 +165,12 @@ async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[D
     "Stage 2: Louvain domains of the parameter graph, reviewed by the teacher; the largest `max_domains` kept."
     p, run = r.p, r.run
     cfg = {'pool': content_hash([t.key for t in pool], 16),
-           **p.model_dump(include={'threshold', 'k', 'resolution', 'min_tools', 'max_tools', 'max_domains', 'seed'})}
+           **p.model_dump(include={'threshold', 'edge_top_k', 'resolution', 'min_tools', 'max_tools', 'max_domains', 'seed'})}
     recs = run.cached('domains', cfg)
     if recs is None:
         from envsynth.embed import Embedder
-        split = await build_domains(pool, embedder or Embedder(), r.client, threshold=p.threshold, k=p.k, resolution=p.resolution,
+        r.embedder = r.embedder or embedder or Embedder()
+        split = await build_domains(pool, r.embedder, r.client, threshold=p.threshold, k=p.edge_top_k, resolution=p.resolution,
                                           min_tools=p.min_tools, max_tools=p.max_tools, seed=p.seed)
         doms = split.domains[:p.max_domains] if p.max_domains else split.domains
         beyond = {'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms):])} if len(doms) < len(split.domains) else {}
@@ -177,11 +193,12 @@ async def stage_tasks(r: RecipeRun, domains: list[Domain], builds: list[dict], s
     async def synthesize(build: dict):
         env = r.env(build['domain'])
         batch = await synthesize_tasks(env, by_name[build['domain']], r.client, n_states=r.p.n_states, walks_per_state=r.p.walks_per_state,
-                                              min_len=r.p.min_len, max_len=r.p.max_len, seed=r.p.seed)
+                                              min_len=r.p.min_len, max_len=r.p.max_len, seed=r.p.seed,
+                                              initial_states=r.p.initial_states, walk_stop=r.p.walk_stop)
         r.run.write_json('tasks', f'drops/{env.name}.json', {'dropped': batch.dropped, 'counts': batch.counts})
         if not batch.tasks: return Drop('no_tasks', json.dumps(batch.dropped, sort_keys=True))
         return [t.model_dump(mode='json', exclude_none=True) for t in batch.tasks]
-    cfg = r.p.model_dump(include={'n_states', 'walks_per_state', 'min_len', 'max_len', 'seed'})
+    cfg = r.p.model_dump(include={'n_states', 'walks_per_state', 'min_len', 'max_len', 'initial_states', 'walk_stop', 'seed'})
     return await r.run.run_items('tasks', synthesize, builds, config=cfg, shard=shard)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #0fb20bc6
@@ -200,9 +217,10 @@ async def stage_filter(r: RecipeRun, tasks: list[Task], trajectories: list[dict]
     by_id = {t.id: t for t in tasks}
     def keep(rec: dict):
         traj = Trajectory.model_validate(rec); task = by_id[traj.task_id]
-        res = filter_trajectory(traj, task, r.env(task.env_id))
+        res = filter_trajectory(traj, task, r.env(task.env_id), r.p.exact_match_filter)
         return rec if res.kept else Drop(res.stage, res.reason)
-    return await r.run.run_items('filter', keep, trajectories, config={}, shard=shard, keyed_on=without_timing)   # timings differ run to run
+    cfg = {} if r.p.exact_match_filter == 'read_only' else {'exact_match_filter': r.p.exact_match_filter}   # the old key when unchanged
+    return await r.run.run_items('filter', keep, trajectories, config=cfg, shard=shard, keyed_on=without_timing)   # timings differ run to run
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #24da0c81
 async def oracle_check(r: RecipeRun, tasks: list[Task]) -> dict:
@@ -224,9 +242,10 @@ async def run_agentscaler(params: AgentScalerParams | None = None, run_dir: str 
     p, t0 = params or AgentScalerParams(), time.perf_counter()
     run = agentscaler_run_folder(run_dir, p, progress)
     todo = run.plan(stages, shard)
-    r = RecipeRun(p, run, recipe_client(run, client))       # reads the settings: a bad one fails before anything is written
+    r = RecipeRun(p, run, recipe_client(run, client, p.teacher_model))       # reads the settings: a bad one fails before anything is written
     run.write_params(p)
-    pool = stage_pool(r)
+    r.embedder = embedder
+    pool = await stage_pool(r)
     domains = await stage_domains(r, pool, embedder)
     from envsynth.sandbox import SandboxPool
     with SandboxPool(size=p.sandbox_workers) as r.sandbox:
@@ -265,14 +284,35 @@ def _run_ledger(run: RunFolder) -> dict:
     run.write_json(None, 'ledger.json', counts, indent=1)
     return counts
 
+def vertical_choice(r: RecipeRun, kept: list[Trajectory], tasks: list[Task], envs: dict[str, Environment], index) -> dict:
+    """How stage 2's domains are chosen: `vertical_domains` by name, the `stage2_target`'s nearest clean domains
+    (`match_target_domains`, never one `contaminated_domains` flags), or None (the largest domain)."""
+    p = r.p
+    if p.vertical_domains: return {'rule': 'named', 'vertical': list(p.vertical_domains)}
+    if p.stage2_target == 'largest': return {'rule': 'largest', 'vertical': None}
+    from envsynth.agentscaler.sft_data import trajectory_domain
+    from envsynth.embed import Embedder
+    by_id = {t.id: t for t in tasks}
+    counts = Counter(trajectory_domain(t, by_id) for t in kept)
+    flagged = contaminated_domains(index, envs, tasks) if index is not None else {}
+    r.embedder = r.embedder or Embedder()
+    m = match_target_domains(p.stage2_target, {d: domain_profile(e) for d, e in envs.items()}, r.embedder, counts, flagged)
+    return {'rule': p.stage2_target, **m, 'decontamination': 'checked' if index is not None else 'not checked'}
+
 def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[Domain], tasks: list[Task], oracle: dict, t0: float) -> dict:
     "Stages 7–8: the SFT splits and the data card; returns the card."
     p, run = r.p, r.run
     kept = [Trajectory.model_validate(x) for x in run.records('filter')]
     splits, sft_skipped = None, None
+    envs = {b['domain']: r.env(b['domain']) for b in run.records('materialize')}
+    index = None
+    if p.decontamination:
+        from envsynth.eval.decontam import build_benchmark_index
+        index = build_benchmark_index()
     try:
         if not kept: raise SFTSplitError('no trajectory survived the filter (see the stage counts for why)')
-        splits = sft_splits(kept, {t.id: t for t in tasks}, _tokenizer(r, kept), p.vertical_domains or None, p.max_length)
+        vertical = vertical_choice(r, kept, tasks, envs, index)
+        splits = sft_splits(kept, {t.id: t for t in tasks}, _tokenizer(r, kept), vertical['vertical'], p.max_length)
         write_sft_splits(splits, run.dir('sft'))
     except SFTSplitError as e: sft_skipped = str(e)       # a weak teacher: the card says why there is no SFT data
     dom_stats = run.stats('domains')
@@ -281,15 +321,11 @@ def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[Domain], tasks: lis
                           'dropped': dom_stats.get('dropped', {}),
                           'failed': {'edge_review': n} if (n := dom_stats.get('refined', {}).get('failed_domains')) else {}},
               **{name: run.dir(name) for name in ITEM_STAGES}}
-    envs = [r.env(b['domain']) for b in run.records('materialize')]
-    index = None
-    if p.decontamination:
-        from envsynth.eval.decontam import build_benchmark_index
-        index = build_benchmark_index()
-    card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=envs,
+    card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=list(envs.values()),
                           splits=splits, index=index, ledger=_run_ledger(run),
                           title='AgentScaler data card', sft_skipped=sft_skipped)
     card['oracle'] = oracle
+    if splits is not None: card['sft']['stage2_choice'] = vertical
     card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}
     card['wall_s'] = round(time.perf_counter() - t0, 1)
     write_data_card(card, run.root)

@@ -18,9 +18,10 @@ from ..rewards import FilterResult, filter_funnel
 from ..schema import Task, Trajectory
 
 # %% auto #0
-__all__ = ['SFTSplitError', 'trajectory_domain', 'choose_vertical_domains', 'sft_splits', 'write_sft_splits', 'stage_counts',
-           'reason_kind', 'filter_counts', 'distributions', 'names_index', 'decontamination', 'ledger_counts',
-           'data_card', 'plot_data_card', 'data_card_markdown', 'write_data_card']
+__all__ = ['TARGET_DOMAINS', 'SFTSplitError', 'trajectory_domain', 'choose_vertical_domains', 'parse_stage2_target',
+           'domain_profile', 'match_target_domains', 'contaminated_domains', 'sft_splits', 'write_sft_splits',
+           'stage_counts', 'reason_kind', 'filter_counts', 'distributions', 'names_index', 'decontamination',
+           'ledger_counts', 'data_card', 'plot_data_card', 'data_card_markdown', 'write_data_card']
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #0730194a
 class SFTSplitError(ValueError):
@@ -44,6 +45,62 @@ def choose_vertical_domains(counts: Mapping[str, int], vertical_domains: Iterabl
     if unknown := [d for d in chosen if d not in counts]:
         raise SFTSplitError(f'vertical domains {unknown} have no trajectories; the domains are {sorted(counts)}')
     return chosen
+
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #9f8d6f26
+TARGET_DOMAINS = {   # one sentence per benchmark domain, written for matching (no benchmark text is copied)
+    'tau2': {'retail': 'An online retail store: customers look up their orders and products, cancel pending orders, '
+                       'return or exchange delivered items, and change shipping addresses or payment methods.',
+             'airline': 'An airline: passengers search flights, book, change and cancel reservations, add checked bags '
+                        'and travel insurance, and ask about membership status and compensation.',
+             'telecom': 'A mobile phone carrier: customers check their plans, lines, bills and data usage, pay bills, '
+                        'and troubleshoot connectivity problems on their phone.'}}
+TARGET_DOMAINS['tau_bench'] = {k: TARGET_DOMAINS['tau2'][k] for k in ('retail', 'airline')}
+
+def parse_stage2_target(target: str) -> list[tuple[str, str]]:
+    "`'tau2:retail,airline'` → `[('tau2', 'retail'), ('tau2', 'airline')]`; `'tau2'` → every domain of tau2."
+    bench, _, names = target.strip().partition(':')
+    if bench not in TARGET_DOMAINS: raise SFTSplitError(f'unknown target benchmark {bench!r} in {target!r}; known: {sorted(TARGET_DOMAINS)}')
+    domains = [d.strip() for d in names.split(',') if d.strip()] or sorted(TARGET_DOMAINS[bench])
+    if unknown := [d for d in domains if d not in TARGET_DOMAINS[bench]]:
+        raise SFTSplitError(f'{bench} has no domains {unknown}; its domains are {sorted(TARGET_DOMAINS[bench])}')
+    return [(bench, d) for d in dict.fromkeys(domains)]
+
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #2210cb3e
+def domain_profile(env: Environment, max_tools: int = 20) -> str:
+    "What a domain is about, for matching: its environment's description, then its tools with their descriptions."
+    tools = '; '.join(f'{t.name}: {(t.function.description or "").split(".")[0]}' for t in env.tools[:max_tools])
+    return f'{env.description or env.name}. Tools: {tools}'
+
+def match_target_domains(target: str, profiles: Mapping[str, str], embedder, counts: Mapping[str, int] | None = None,
+                         contaminated: Iterable[str] = ()) -> dict:
+    """Our domain (of `profiles`: domain → text) nearest to each domain of `target`, never one of `contaminated`, only
+    domains with trajectories (`counts`, when given), and leaving at least one domain for stage 1. Returns
+    `{'vertical': [...], 'matches': [{target, domain, similarity}], 'excluded': {domain: why}}`."""
+    pairs, bad = parse_stage2_target(target), set(contaminated)
+    names = sorted(d for d in profiles if counts is None or counts.get(d))
+    excluded = {d: 'contaminated' for d in names if d in bad}
+    cands = [d for d in names if d not in bad]
+    if not cands: raise SFTSplitError(f'no domain can be vertical for {target!r}: {len(names)} with trajectories, {len(excluded)} contaminated')
+    vecs = embedder.encode([TARGET_DOMAINS[b][d] for b, d in pairs] + [profiles[d] for d in cands])
+    sims = vecs[:len(pairs)] @ vecs[len(pairs):].T
+    matches = [{'target': f'{b}:{d}', 'domain': cands[int(row.argmax())], 'similarity': round(float(row.max()), 4)}
+               for (b, d), row in zip(pairs, sims)]
+    vertical = sorted({m['domain'] for m in matches})
+    if len(vertical) == len(names) > 1:          # ours: keep the least similar pick for stage 1
+        spare = min(vertical, key=lambda d: (max(m['similarity'] for m in matches if m['domain'] == d), d))
+        vertical.remove(spare); excluded[spare] = 'left_for_stage1'
+    return {'vertical': vertical, 'matches': matches, 'excluded': dict(sorted(excluded.items()))}
+
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #29112afc
+def contaminated_domains(index: BenchmarkIndex, envs: Mapping[str, Environment], tasks: Iterable[Task] = ()) -> dict[str, list[str]]:
+    "`{domain: flagged items}` for the domains (`envs`: domain → environment, with their `tasks`) that the index flags."
+    by_domain: dict[str, list[Task]] = {}
+    for t in tasks: by_domain.setdefault(task_domain(t), []).append(t)
+    out = {}
+    for d, env in sorted(envs.items()):
+        rep = decontamination_report(index, tools=env.tools, tasks=by_domain.get(d, []))
+        if flagged := rep.flagged(): out[d] = sorted({m['item'] for m in flagged})
+    return out
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #087362aa
 def sft_splits(trajectories: Iterable[Trajectory], tasks_by_id: Mapping[str, Task], tokenizer,

@@ -10,17 +10,19 @@ from typing import Any, Iterable, Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 from .pool import Domain, load_prompt
+from .materialize import DatabaseDesign, SeedRows, seed_request
 from ..envs import Environment, Episode
 from ..chains import WalkStats, random_walks
 from ..llm import LLMClient, LLMError
 from ..schema import Action, Task, Tool, ToolResult, canonical_json, content_hash, user, validate_arguments
 
 # %% auto #0
-__all__ = ['DATE_LIKE', 'FILL_TAG', 'INTENT_TAG', 'derived_seed', 'compact', 'check_patch', 'diverse_initial_states',
-           'domain_graph', 'sample_walks', 'row_noun', 'tables_for_parameter', 'parameter_tables', 'tables_for_tool',
-           'plain_schema', 'state_view', 'ArgumentChoice', 'fill_request', 'fill_messages', 'StepOutcome',
-           'fill_and_call', 'json_leaves', 'user_facts', 'WalkResult', 'run_walk', 'UserIntent', 'intent_problems',
-           'intent_request', 'write_intent', 'TaskBatch', 'synthesize_tasks', 'task_domain']
+__all__ = ['DATE_LIKE', 'INITIAL_STATE_TAG', 'FILL_TAG', 'INTENT_TAG', 'derived_seed', 'compact', 'check_patch',
+           'diverse_initial_states', 'state_patch', 'initial_state_request', 'generated_initial_states', 'domain_graph',
+           'sample_walks', 'row_noun', 'tables_for_parameter', 'parameter_tables', 'tables_for_tool', 'plain_schema',
+           'state_view', 'ArgumentChoice', 'fill_request', 'fill_messages', 'StepOutcome', 'fill_and_call',
+           'json_leaves', 'user_facts', 'WalkResult', 'run_walk', 'UserIntent', 'intent_problems', 'intent_request',
+           'write_intent', 'TaskBatch', 'synthesize_tasks', 'task_domain']
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #30b5e16c
 def derived_seed(*parts: Any) -> int:
@@ -123,6 +125,45 @@ def diverse_initial_states(env: Environment, n: int, seed: int = 0, *, drop_frac
         seen.add(key); out.append(patch)
     return out
 
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #2507d347
+INITIAL_STATE_TAG = 'agentscaler.initial_state'
+
+def state_patch(base: dict[str, dict], state: dict[str, dict]) -> dict:
+    "The `Task.initial_state` patch that turns `base` into `state`: each row of `state`, and None for the rows it lacks."
+    return {t: {k: None for k in sorted(base.get(t, {})) if k not in rows} | dict(sorted(rows.items()))
+            for t, rows in sorted(state.items())}
+
+def initial_state_request(env: Environment, design: DatabaseDesign, index: int, n: int, rows_per_table: int, seed: int) -> dict:
+    "The JSON the state writer sees: the design's tables, the size, which state of how many, and a seed."
+    return {**seed_request(env.name, design, rows_per_table, derived_seed('initial-state', env.name, seed, index)),
+            'state_index': index, 'states': n}
+
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #1ebc610c
+async def generated_initial_states(env: Environment, client: LLMClient, n: int, seed: int = 0, *,
+                                   dropped: Counter | None = None) -> list[dict | None]:
+    """`n` initial states of a materialized `env` as patches: the seed state (None) first, then states the model writes
+    from the database design in the environment's provenance. Failures are counted in `dropped`."""
+    if n < 1: raise ValueError(f'n must be >= 1, got {n}')
+    dropped = dropped if dropped is not None else Counter()
+    prov = env.metadata.get('provenance') or {}
+    if not prov.get('design'):
+        raise ValueError(f'environment {env.name!r} records no database design (stage 3 writes one): use initial_states="perturbed"')
+    design = DatabaseDesign.model_validate(prov['design'])
+    with env.reset() as ep: base = ep.state()
+    rows = prov.get('rows_per_table') or max(1, max((len(r) for r in base.values()), default=1))
+    async def write(i: int):
+        text = load_prompt('initial_state', request=json.dumps(initial_state_request(env, design, i, n, rows, seed), indent=1, ensure_ascii=False))
+        try: return (await client.chat([user(text)], response_model=SeedRows.for_design(design), tag=INITIAL_STATE_TAG)).parsed.rows
+        except LLMError as e: return e
+    out, seen = [None], {content_hash(base, 16)}
+    for state in await asyncio.gather(*(write(i) for i in range(1, n))):
+        if isinstance(state, LLMError): dropped[f'state_llm_{state.kind}'] += 1; continue
+        patch = state_patch(base, state)
+        if (key := content_hash(state, 16)) in seen: dropped['state_duplicate'] += 1; continue
+        if check_patch(env, patch) is not None: dropped['state_invalid'] += 1; continue
+        seen.add(key); out.append(patch)
+    return out
+
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #c1fd2cc8
 def domain_graph(env: Environment, domain: Domain) -> nx.DiGraph:
     "The domain's dependency edges among the tools `env` really has, as a weighted digraph for `envsynth.chains.random_walks`."
@@ -132,10 +173,12 @@ def domain_graph(env: Environment, domain: Domain) -> nx.DiGraph:
         if u in g and v in g and u != v: g.add_edge(u, v, weight=max(float(w), 1e-6))
     return g
 
-def sample_walks(graph: nx.DiGraph, n: int, min_len: int, max_len: int, seed: int) -> tuple[list[list[str]], WalkStats]:
-    "Up to `n` distinct directed walks of `min_len`..`max_len` tools (weight-biased, acyclic), and the sampler's counts."
+def sample_walks(graph: nx.DiGraph, n: int, min_len: int, max_len: int, seed: int,
+                 stop: Literal['target_length', 'dead_end'] = 'target_length') -> tuple[list[list[str]], WalkStats]:
+    """Up to `n` distinct directed walks of `min_len`..`max_len` tools (weight-biased, acyclic), and the sampler's counts.
+    `stop='dead_end'` walks until `max_len` tools or a tool with no edge onward (the paper); 'target_length' draws a length first."""
     stats = WalkStats()
-    return random_walks(graph, n_walks=n, min_len=min_len, max_len=max_len, seed=seed, stats=stats), stats
+    return random_walks(graph, n_walks=n, min_len=min_len, max_len=max_len, seed=seed, stats=stats, stop=stop), stats
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #1ee90a77
 _IRREGULAR = {'people': 'person', 'children': 'child', 'men': 'man', 'women': 'woman', 'data': 'data', 'media': 'media'}
@@ -399,18 +442,24 @@ class TaskBatch(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
 
 async def synthesize_tasks(env: Environment, domain: Domain, client: LLMClient, *, n_states: int = 2, walks_per_state: int = 3,
-                           min_len: int = 2, max_len: int = 4, seed: int = 0, max_rows: int = 6, max_chars: int = 6000) -> TaskBatch:
-    "AgentScaler task construction for one environment and its domain (see above); deterministic for the same inputs and client answers."
+                           min_len: int = 2, max_len: int = 4, seed: int = 0, max_rows: int = 6, max_chars: int = 6000,
+                           initial_states: Literal['perturbed', 'generated'] = 'perturbed',
+                           walk_stop: Literal['target_length', 'dead_end'] = 'target_length') -> TaskBatch:
+    """AgentScaler task construction for one environment and its domain (see above); deterministic for the same inputs
+    and client answers. `initial_states`: 'generated' (the model writes each state) or 'perturbed' (variations of the
+    seed state); `walk_stop`: 'dead_end' (walk to the step cap or a dead end) or 'target_length' (see `sample_walks`)."""
+    if initial_states not in ('perturbed', 'generated'): raise ValueError(f"initial_states must be 'perturbed' or 'generated', got {initial_states!r}")
     if n_states < 1 or walks_per_state < 1: raise ValueError(f'n_states and walks_per_state must be >= 1, got {n_states}, {walks_per_state}')
     if not 1 <= min_len <= max_len: raise ValueError(f'need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}')
     dropped, counts = Counter(), Counter()
     graph = domain_graph(env, domain)
     counts['domain_tools_missing'] = len(set(domain.tool_names) - set(env.tool_info))
-    states = diverse_initial_states(env, n_states, seed, dropped=dropped)
+    if initial_states == 'generated': states = await generated_initial_states(env, client, n_states, seed, dropped=dropped)
+    else: states = diverse_initial_states(env, n_states, seed, dropped=dropped)
     counts['states'] = len(states)
     jobs = []
     for si, patch in enumerate(states):
-        walks, _ = sample_walks(graph, walks_per_state, min_len, max_len, derived_seed('walks', env.name, domain.name, patch, seed))
+        walks, _ = sample_walks(graph, walks_per_state, min_len, max_len, derived_seed('walks', env.name, domain.name, patch, seed), walk_stop)
         dropped['no_walk'] += walks_per_state - len(walks); counts['walks'] += len(walks)
         jobs += [(si, patch, w, 'as_' + content_hash({'env': env.name, 'domain': domain.name, 'state': patch, 'walk': w, 'seed': seed}, 12))
                  for w in walks]

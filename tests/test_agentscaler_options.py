@@ -1,0 +1,65 @@
+"""The AgentScaler recipe's paper options at the recipe level: the parameter files hold the paper's choices, the
+teacher role names its model, the stage-1 rewrite changes descriptions only, and a small run with every paper option
+on finishes with gold tasks that the oracle passes and a stage-2 split chosen for the target benchmark."""
+import asyncio, json
+from pathlib import Path
+import pytest
+from envsynth.agentscaler.recipe import (AgentScalerParams, RecipeRun, agentscaler_run_folder, read_params, recipe_client,
+                                         run_agentscaler, stage_pool)
+from envsynth.pipeline import read_records
+from envsynth.settings import get_settings
+
+REPRO = Path(__file__).resolve().parents[1] / 'papers_repro' / 'agentscaler'
+
+def test_paper_yaml_holds_the_papers_choices():
+    p = read_params(REPRO / 'paper.yaml')
+    assert (p.rewrite_descriptions, p.edge_top_k, p.initial_states, p.walk_stop) == (True, None, 'generated', 'dead_end')
+    assert (p.exact_match_filter, p.stage2_target, p.max_length) == ('read_only', 'tau2:retail,airline,telecom', 32768)
+    assert p.teacher_model == 'Qwen/Qwen3-235B-A22B-Thinking-2507'
+    smoke = read_params(REPRO / 'smoke.yaml')
+    assert (smoke.edge_top_k, smoke.walk_stop, smoke.initial_states, smoke.stage2_target) == (8, 'target_length', 'perturbed', 'largest')
+    with pytest.raises(ValueError, match='walk_stop'): AgentScalerParams(walk_stop='forever')
+    with pytest.raises(ValueError, match='exact_match_filter'): AgentScalerParams(exact_match_filter='writes')
+
+@pytest.fixture
+def teacher_settings(monkeypatch):
+    "Settings with a teacher endpoint on a closed local port (no request is made), restored afterwards."
+    def use(**env):
+        for k, v in env.items(): monkeypatch.setenv(k, v)
+        get_settings.cache_clear()
+    yield use
+    monkeypatch.undo(); get_settings.cache_clear()
+
+def test_the_teacher_role_asks_for_the_papers_model(tmp_path, teacher_settings):
+    run = agentscaler_run_folder(tmp_path / 'a', AgentScalerParams())
+    teacher_settings(ENVSYNTH_LLM_TEACHER_ENDPOINT='http://127.0.0.1:9/v1')
+    assert recipe_client(run, teacher_model='Qwen/Qwen3-235B-A22B-Thinking-2507').model == 'Qwen/Qwen3-235B-A22B-Thinking-2507'
+    teacher_settings(ENVSYNTH_LLM_TEACHER_MODEL='some-other-model')
+    with pytest.raises(ValueError, match='set one of them'):
+        recipe_client(agentscaler_run_folder(tmp_path / 'b', AgentScalerParams()), teacher_model='Qwen/Qwen3-235B-A22B-Thinking-2507')
+
+def test_stage_one_rewrites_descriptions_into_specs(tmp_path):
+    p = AgentScalerParams(rewrite_descriptions=True)
+    run = agentscaler_run_folder(tmp_path, p)
+    plain = asyncio.run(stage_pool(RecipeRun(AgentScalerParams(), agentscaler_run_folder(tmp_path / 'plain', p), recipe_client(run))))
+    pool = asyncio.run(stage_pool(RecipeRun(p, run, recipe_client(run))))
+    assert [t.key for t in pool] == [t.key for t in plain]
+    assert [t.tool.function.parameters for t in pool] == [t.tool.function.parameters for t in plain]
+    for old, new in zip(plain, pool):
+        assert new.tool.function.description.startswith(old.tool.function.description.strip()) and 'Output:' in new.tool.function.description
+    assert json.loads((tmp_path / '01_pool' / 'rewrites.json').read_text()) == {'rewritten': len(pool)}
+
+@pytest.mark.timeout(900)
+def test_a_run_with_the_papers_options(tmp_path):
+    p = AgentScalerParams(rewrite_descriptions=True, edge_top_k=None, initial_states='generated', walk_stop='dead_end',
+                          exact_match_filter='all', stage2_target='tau2:retail,airline', max_domains=3, n_states=2,
+                          walks_per_state=2, decontamination=False, concurrency=2)
+    card = asyncio.run(run_agentscaler(p, tmp_path / 'run'))
+    assert card['oracle']['tasks'] > 0 and card['oracle']['passed'] == card['oracle']['tasks']
+    tasks = read_records(tmp_path / 'run' / '04_tasks')
+    generated = [t for t in tasks if t['metadata']['state_index'] > 0]      # a state the teacher wrote: every table replaced
+    assert generated and all(t['initial_state'] and all(rows for rows in t['initial_state'].values()) for t in generated)
+    choice = card['sft']['stage2_choice']
+    assert choice['rule'] == 'tau2:retail,airline' and [m['target'] for m in choice['matches']] == ['tau2:retail', 'tau2:airline']
+    assert card['sft']['vertical_domains'] == choice['vertical'] and card['sft']['general_domains']
+    assert card['filter']['funnel']['kept'] > 0

@@ -21,8 +21,8 @@ from ..schema import Task, Trajectory, content_hash
 # %% auto #0
 __all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'AstraParams', 'read_params', 'recipe_clients', 'astra_run_folder', 'RecipeRun',
            'stage_tool_docs', 'stage_chains', 'stage_tasks', 'stage_task_scores', 'rollout_tasks', 'stage_trajectories',
-           'stage_rewards', 'stage_sft', 'distributions', 'data_card', 'plot_data_card', 'write_data_card', 'run_astra',
-           'run_from_command_line', 'main']
+           'stage_rewards', 'stage_sft', 'ledger_by_role', 'distributions', 'data_card', 'plot_data_card',
+           'write_data_card', 'run_astra', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/astra/05_recipe.ipynb #462e2568
 class AstraParams(BaseModel):
@@ -161,7 +161,8 @@ async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
         dropped['excluded_server'] += sum(len(s.tools) for s in excluded)
         docs = await filter_servers([s for s in servers if s.name not in p.exclude_servers], r.judge, p.min_server_tools,
                                     p.min_description_words, p.clarity_check, +dropped)
-        run.write_json('tool_docs', 'dropped.json', {'inputs': sum(len(s.tools) for s in servers), 'dropped': dict(sorted(docs.dropped.items()))})
+        inputs = sum(len(s.tools) for s in servers) + dropped['invalid_schema']      # every tool read, parsed or not
+        run.write_json('tool_docs', 'dropped.json', {'inputs': inputs, 'dropped': dict(sorted(docs.dropped.items()))})
         recs = run.save('tool_docs', cfg, [s.model_dump(mode='json') for s in docs.servers])
     return [MCPServer.model_validate(x) for x in recs]
 
@@ -269,10 +270,28 @@ def _item_counts(run: RunFolder, step: str) -> dict:
     s = run.stats(step)
     return {k: s.get(k) for k in ('inputs', 'kept', 'records', 'dropped', 'failed')}
 
+def ledger_by_role(run: RunFolder, clients: dict[str, LLMClient]) -> dict:
+    """This process's token ledger added to the run's `ledger.json`; returns the run's total. Roles that share
+    one client (offline: all of them) are one ledger; otherwise one ledger per client, named by its roles
+    (`judge`, `teacher+tool_emulator`), its tags stored as `<name>/<tag>` in `ledger.json`."""
+    from envsynth.agentscaler.sft_data import ledger_counts
+    by_client = {}
+    for role, c in clients.items(): by_client.setdefault(id(c), (c, []))[1].append(role)
+    if len(by_client) == 1: return run.add_to_ledger(ledger_counts(next(iter(by_client.values()))[0]))
+    counts = {}
+    for c, roles in by_client.values():
+        counts |= {f"{'+'.join(roles)}/{tag}": n for tag, n in ledger_counts(c).items() if tag != 'total'}
+    total = run.add_to_ledger(counts)
+    def of(name): return {k.split('/', 1)[1]: n for k, n in total.items() if k.split('/', 1)[0] == name}
+    return {name: ledger_counts(of(name)) for name in ('+'.join(roles) for _, roles in by_client.values())}
+
 def distributions(tasks: list[Task], trajectories: list[Trajectory], kept: list[Trajectory]) -> dict:
-    "Task modes and augmentations, tool calls by route, emulation reasons, reward dimensions of the kept trajectories."
-    routes, reasons = Counter(), Counter()
+    """Task modes and augmentations, tool calls by route, emulation reasons, what the emulator did
+    (`emulator_failures`: answers it could not give, which the agent saw as `internal_error` results), reward
+    dimensions of the kept trajectories."""
+    routes, reasons, emulator = Counter(), Counter(), Counter()
     for t in trajectories:
+        emulator.update(t.info.get('emulator', {}))
         routes.update({k: v for k, v in t.info.get('calls_by_route', {}).items() if v})
         reasons.update(t.info.get('emulation_reasons', {}))
     dims = {}
@@ -282,13 +301,13 @@ def distributions(tasks: list[Task], trajectories: list[Trajectory], kept: list[
     return {'task_modes': dict(sorted(Counter(t.metadata.get('mode') for t in tasks).items())),
             'augmentations': dict(sorted(Counter(t.metadata.get('augmentation', 'original') for t in tasks).items())),
             'tool_calls_by_route': dict(sorted(routes.items())), 'emulation_reasons': dict(sorted(reasons.items())),
+            'emulator': dict(sorted(emulator.items())),
             'tools_called': dict(sorted(Counter(c.name for t in trajectories for c in t.tool_calls()).items())),
             'reward_dimensions_mean': {k: round(sum(v) / len(v), 3) for k, v in sorted(dims.items())},
             'rewards': sorted(round(t.reward, 3) for t in kept)}
 
 def data_card(r: RecipeRun, servers: list[MCPServer], tasks: list[Task], trajectories: list[Trajectory], kept: list[Trajectory], sft: dict) -> dict:
     "The run's data card (see above)."
-    from envsynth.agentscaler.sft_data import ledger_counts
     docs = r.run.read_json('tool_docs', 'dropped.json')
     stages = {'tool_docs': {'inputs': docs['inputs'], 'kept': sum(len(s.tools) for s in servers), 'records': len(servers), 'dropped': docs['dropped']},
               **{s: _item_counts(r.run, s) for s in ITEM_STAGES},
@@ -302,10 +321,7 @@ def data_card(r: RecipeRun, servers: list[MCPServer], tasks: list[Task], traject
         from envsynth.eval.decontam import build_benchmark_index, decontamination_report
         rep = decontamination_report(build_benchmark_index(), tools=[t for s in servers for t in s.tools], tasks=tasks)
         card['decontamination'] = {'checked': rep.counts(), 'clean': rep.clean, 'flagged': rep.flagged()[:20]}
-    ledgers = {}
-    for role, c in r.clients.items(): ledgers.setdefault(id(c), (role, c))
-    card['ledger'] = r.run.add_to_ledger(ledger_counts(next(iter(ledgers.values()))[1])) if len(ledgers) == 1 else \
-        {role: r.run.add_to_ledger(ledger_counts(c)) for role, c in ledgers.values()}
+    card['ledger'] = ledger_by_role(r.run, r.clients)
     card['status'] = 'ok' if sft.get('kept') else 'no_sft_data'
     return card
 

@@ -16,7 +16,7 @@ from .merge import EnvTool, merge_environment, write_qa_environment
 from .qa import (KnowledgeDocument, QAInstance, read_knowledge, read_questions, sample_knowledge_dir, sample_questions_file,
                                synthesize_qa)
 from .qa_validation import QAValidation, qs_cut, validate_qa
-from .recipe import read_params, recipe_clients
+from .recipe import ledger_by_role, read_params, recipe_clients
 from ..llm import LLMClient
 from ..pipeline import Drop, RunFolder, Step
 from ..schema import Task, Trajectory, content_hash
@@ -290,7 +290,6 @@ def rl_distributions(run: RunFolder) -> dict:
 
 def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     "The run's data card."
-    from envsynth.agentscaler.sft_data import ledger_counts
     run = r.run
     gate, pool = run.read_json('qa_gate', 'gate.json'), run.read_json('tool_pool', 'stats.json')
     stages = {s: _item_counts(run, s) for s in ('qa', 'qa_validation')}
@@ -301,10 +300,7 @@ def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     stages['rl_data'] = {k: rl[k] for k in ('inputs', 'kept', 'dropped')}
     card = {'title': 'ASTRA (§2.2, §3.2.2) environment data card', 'stages': stages, 'distributions': rl_distributions(run),
             'trainer_oracle_scores': rl['trainer_oracle_scores'], 'sandbox': r.sandbox.stats if r.sandbox is not None else None}
-    ledgers = {}
-    for role, c in r.clients.items(): ledgers.setdefault(id(c), (role, c))
-    card['ledger'] = r.run.add_to_ledger(ledger_counts(next(iter(ledgers.values()))[1])) if len(ledgers) == 1 else \
-        {role: r.run.add_to_ledger(ledger_counts(c)) for role, c in ledgers.values()}
+    card['ledger'] = ledger_by_role(r.run, r.clients)
     ok = rl['kept'] and all(s == 1.0 for s in rl['trainer_oracle_scores'])
     card['status'] = 'ok' if ok else 'no_rl_data' if not rl['kept'] else 'oracle_not_scored_1'
     return card

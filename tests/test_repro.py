@@ -28,6 +28,7 @@ def test_smoke_repro_writes_a_report_beside_the_papers_numbers(smoke_run):
     sft = rep['stages']['sft']['splits'][0]
     assert sft['steps'] > 0 and sft['rows']['kept'] > 0
     assert rep['stages']['rl']['status'].startswith('dry run')
+    assert rep['stages']['rl']['model'].endswith('tiny_model')     # rl.yaml from_sft: false: the smoke base, not the paper's hub model
     assert (run / '03_rl' / 'job' / 'command.sh').read_text().count('verl.trainer.main_ppo') == 1
     models = {r['model'] for r in rep['ours']}
     assert {'oracle', 'do-nothing', 'sft-smoke'} <= models
@@ -35,7 +36,8 @@ def test_smoke_repro_writes_a_report_beside_the_papers_numbers(smoke_run):
     assert oracle['reward'] == 1.0
     assert any(e['table'] == 'Table 3' for e in rep['paper_numbers'])
     md = (run / 'report.md').read_text()
-    assert 'Offline teacher' in md and '### Table 3' in md and 'Not reproducible here' in md and 'acebench' in md
+    assert 'Offline teacher' in md and '### Table 3' in md and 'Not reproducible here' in md and '**math (Table 4)**' in md
+    assert '| Table 5 | W/O information gap |' in md and '`papers_repro/synthagent/ablations/no_information_gap.yaml`' in md
 
 
 def test_a_finished_run_resumes_without_recomputing(smoke_run):

@@ -12,13 +12,14 @@ import yaml
 from .pipeline import RunFolder, Step
 
 # %% auto #0
-__all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'SMOKE_SFT', 'VALIDATE_VERL', 'SMOKE_EVAL', 'NOT_REPRODUCIBLE',
+__all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'SMOKE_SFT', 'VALIDATE_VERL', 'SMOKE_EVAL', 'NOT_RUN',
            'STAGE_RUNNERS', 'PaperRecipe', 'paper_recipe', 'papers_repro_dir', 'parameter_file', 'read_yaml',
            'parse_stages', 'repro_run_folder', 'stage_done', 'model_roles', 'run_synth', 'sft_trajectories',
            'run_sft_smoke', 'write_trajectories', 'sft_command', 'run_sft', 'verl_python', 'rl_data', 'run_rl',
-           'smoke_heldout', 'heldout_names', 'eval_commands', 'run_eval', 'paper_numbers', 'pct', 'comparison_lines',
-           'build_report', 'report_markdown', 'one_line_summary', 'reproduce', 'slurm_jobs', 'submit_repro',
-           'ReproArgumentError', 'repro_parser', 'main']
+           'smoke_heldout', 'heldout_names', 'eval_commands', 'run_eval', 'paper_numbers', 'paper_notes', 'table_order',
+           'not_reproducible', 'pct', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines', 'build_report',
+           'report_markdown', 'one_line_summary', 'reproduce', 'slurm_jobs', 'submit_repro', 'ReproArgumentError',
+           'repro_parser', 'main']
 
 # %% ../../nbs/repro.ipynb #84383faf
 STAGES = ('synth', 'sft', 'rl', 'eval', 'report')
@@ -309,40 +310,101 @@ def run_eval(run: RunFolder, paper: str, scale: str) -> dict:
     return {'ran': sorted(cmds), 'commands': {k: shlex.join(v) for k, v in cmds.items()}, 'rows': len(rows), 'protocol': cfg}
 
 # %% ../../nbs/repro.ipynb #056bd8b5
-NOT_REPRODUCIBLE = {
-    'acebench': 'ACEBench is not on the package registry (GitHub data snapshot only; its evaluator scripts are not wrapped here)',
-    'tau-bench': 'tau-bench v1 is not on the package registry (GitHub snapshot only; not wrapped here)',
-    'vitabench': 'VitaBench is not on the package registry and its main cross-domain split is not obtainable here',
-    'mcp-atlas': 'MCP-Atlas needs its Docker image, live MCP servers with API keys and an LLM judge: not on the package registry',
-    'aime': 'no registry package ships the AIME/HMMT problems; math reasoning is not evaluated here',
-    'search': 'the search QA benchmarks need a live web search tool: not evaluated here'}
-
 def paper_numbers(paper: str) -> list[dict]:
-    "Every reported number of `paper` (`papers_repro/reported_numbers.json`: `entries` and `other_tables`)."
+    "Every reported number of `paper`: the checked records of its main table and its other tables."
+    from envsynth.eval.results import reported_numbers
+    name = paper_recipe(paper).paper
+    return [e for e in reported_numbers(other_tables=True) if e['paper'] == name]
+
+def paper_notes(paper: str) -> dict:
+    "reported_numbers.json on `paper` beside its cells: tables, notes, plot-only ablations."
+    name = paper_recipe(paper).paper
     d = json.loads((papers_repro_dir() / 'reported_numbers.json').read_text())
-    return [e for e in d['entries'] + d.get('other_tables', []) if e['paper'] == paper_recipe(paper).paper]
+    figures = [a for a in d.get('ablations_without_numbers', []) if a['paper'] == name]
+    return {'tables': d.get('tables', {}).get(name, {}), 'notes': d.get('notes', {}).get(name, ''),
+            'ablations_without_numbers': figures}
+
+def table_order(table: str) -> tuple: return (len(table), table)      # Table 2 before Table 10
+
+def not_reproducible(theirs: list[dict]) -> dict[str, str]:
+    "`{'<benchmark> (<tables>)': reason}` for the paper's cells that carry `not_reproducible_here`."
+    tables: dict[tuple, set] = {}
+    for e in theirs:
+        if why := e.get('not_reproducible_here'):
+            tables.setdefault((e['benchmark'], why), set()).add(e['table'])
+    return {f"{b} ({', '.join(sorted(t, key=table_order))})": why for (b, why), t in tables.items()}
 
 def pct(v) -> str: return '' if v is None else f'{100 * v:.2f}'
 
 # %% ../../nbs/repro.ipynb #13d70041
-def comparison_lines(ours: list[dict], theirs: list[dict]) -> list[str]:
-    "Markdown: one table per paper table, the paper's rows and ours (same benchmark) side by side, in percent."
+def _md_row(cells) -> str: return '| ' + ' | '.join(str(c).replace('|', '/') for c in cells) + ' |'
+def _row(e: dict) -> str: return e.get('row', e['model'])
+def _column(e: dict) -> str:
+    return e.get('column') or f"{e['benchmark']} {e['category']} ({e['metric']})"
+
+def our_value(ours: list[dict], model: str, cell: dict) -> float | None:
+    """Our `model`'s number (a fraction) for a paper cell: our row of the same benchmark, category
+    and metric, or of the metric the cell's `ours` names, averaged over its `mean_of` categories."""
+    if cell.get('unit', 'percent') != 'percent' or cell.get('not_reproducible_here'): return None
+    spec = cell.get('ours') or {}
+    metric, cats = spec.get('metric', cell['metric']), spec.get('mean_of') or [cell['category']]
+    got = {r['category']: r['value'] for r in ours
+           if r['model'] == model and r['benchmark'] == cell['benchmark'] and r['metric'] == metric}
+    return sum(got[c] for c in cats) / len(cats) if all(c in got for c in cats) else None
+
+# %% ../../nbs/repro.ipynb #2b5bc4db
+NOT_RUN = 'not run at this scale (`--scale paper` runs BFCL and tau2)'
+
+def why_blank(cell: dict) -> str:
+    "Why a paper column has no number of ours beside it."
+    if why := cell.get('not_reproducible_here'): return f'not reproducible here: {why}'
+    if where := cell.get('compared_in'): return f'ours is in {where}'
+    return NOT_RUN
+
+def _table_head(table: str, about: dict, header: list) -> list[str]:
+    return ['', f'### {table}', '', *([f"*{about['caption']}*", ''] if 'caption' in about else []),
+            *([f"reproduced by: {about['reproduced_by']}", ''] if 'reproduced_by' in about else []),
+            _md_row(header), '|---' * len(header) + '|']
+
+def comparison_lines(ours: list[dict], theirs: list[dict], tables: dict | None = None) -> list[str]:
+    "Markdown: per paper table (caption, what reproduces it) its rows, then ours, in percent."
     lines = []
-    for table in sorted({e['table'] for e in theirs}, key=lambda t: (len(t), t)):
-        cells = [e for e in theirs if e['table'] == table]
-        cols = list(dict.fromkeys((e['benchmark'], e['category'], e['metric']) for e in cells))
-        lines += ['', f'### {table}', '', '| model | ' + ' | '.join(f'{b} {c} ({m})' for b, c, m in cols) + ' |', '|---' * (len(cols) + 1) + '|']
-        for model in dict.fromkeys(e['model'] for e in cells):
-            got = {(e['benchmark'], e['category'], e['metric']): e['printed'] for e in cells if e['model'] == model}
-            lines.append(f'| {model} | ' + ' | '.join(got.get(c, '') for c in cols) + ' |')
-        mine = {(r['benchmark'], r['category'], r['metric']): r for r in ours}
+    for table in sorted({e['table'] for e in theirs}, key=table_order):
+        cells, first = [e for e in theirs if e['table'] == table], {}
+        for e in cells: first.setdefault(_column(e), e)
+        cols = list(first)
+        extra = ['setting', 'ablation file'] if any('setting' in e for e in cells) else []
+        lines += _table_head(table, (tables or {}).get(table, {}), ['row', *extra, *cols])
+        for row in dict.fromkeys(map(_row, cells)):
+            mine = {_column(e): e for e in cells if _row(e) == row}
+            e = next(iter(mine.values()))
+            info = [e.get('setting', ''), e.get('ablation_file') or 'none'] if extra else []
+            printed = [mine[c]['printed'] if c in mine else '' for c in cols]
+            lines.append(_md_row([row, *info, *printed]))
+        found = set()
         for model in dict.fromkeys(r['model'] for r in ours):
-            vals = [pct(mine[c]['value']) if c in mine and mine[c]['model'] == model else '' for c in cols]
-            if any(vals): lines.append(f'| **ours: {model}** | ' + ' | '.join(vals) + ' |')
-        benches = sorted({b for b, _, _ in cols})
-        missing = [b for b in benches if not any(r['benchmark'] == b for r in ours)]
-        if missing: lines.append(f'\nours for {", ".join(missing)}: ' + '; '.join(NOT_REPRODUCIBLE.get(b, 'not run at this scale (`--scale paper` runs BFCL and tau2)') for b in missing))
+            vals = {c: our_value(ours, model, first[c]) for c in cols}
+            if got := {c for c, v in vals.items() if v is not None}:
+                found |= got
+                cells_ours = [f'**ours: {model}**', *[''] * len(extra), *map(pct, vals.values())]
+                lines.append(_md_row(cells_ours))
+        blank: dict[str, list] = {}
+        for c in cols:
+            if c not in found: blank.setdefault(why_blank(first[c]), []).append(c)
+        lines += [''] * bool(blank) + [f"- no number of ours for {', '.join(cs)}: {why}"
+                                       for why, cs in blank.items()]
     return lines
+
+# %% ../../nbs/repro.ipynb #9f31b9be
+def ablation_lines(theirs: list[dict], without_numbers: list[dict]) -> list[str]:
+    "Markdown table: each ablation row of the paper, its setting and the file that reproduces it."
+    rows = {}
+    for e in theirs:
+        if 'setting' in e: rows.setdefault((e['table'], _row(e)), e)
+    where = lambda a: f"`{a['ablation_file']}`" if a.get('ablation_file') else 'none'
+    return ['| paper source | row | setting | ablation file |', '|---|---|---|---|',
+            *(_md_row([t, r, e['setting'], where(e)]) for (t, r), e in rows.items()),
+            *(_md_row([a['source'], a['why'], a['setting'], where(a)]) for a in without_numbers)]
 
 # %% ../../nbs/repro.ipynb #94c1595a
 def build_report(run: RunFolder, paper: str, scale: str) -> dict:
@@ -353,11 +415,14 @@ def build_report(run: RunFolder, paper: str, scale: str) -> dict:
     roles = (stages['synth'] or {}).get('roles') or model_roles()
     offline = sorted(r for r, m in roles.items() if m == 'offline teacher')
     ours = read_rows([run.dir('eval') / 'rows.jsonl']) if (run.dir('eval') / 'rows.jsonl').exists() else []
-    theirs = paper_numbers(paper)
+    theirs, notes = paper_numbers(paper), paper_notes(paper)
     rep = {'paper': pr.paper, 'scale': scale, 'run_dir': str(run.root), 'stages': stages, 'roles': roles, 'offline_teacher_roles': offline,
            'ours': ours, 'paper_numbers': theirs, 'harnesses': sorted({f"{r['harness']} {r['harness_version']}" for r in ours}),
            'data_revisions': sorted({r['data_revision'] for r in ours if r['data_revision']}),
-           'protocol': (stages['eval'] or {}).get('protocol'), 'not_reproducible': NOT_REPRODUCIBLE}
+           'protocol': (stages['eval'] or {}).get('protocol'),
+           'not_reproducible': not_reproducible(theirs),
+           'paper_tables': notes['tables'], 'paper_notes': notes['notes'],
+           'ablations_without_numbers': notes['ablations_without_numbers']}
     run.write_json(None, 'report.json', rep, indent=1)
     (run.root / 'report.md').write_text('\n'.join(report_markdown(rep)) + '\n')
     return rep
@@ -376,7 +441,12 @@ def report_markdown(rep: dict) -> list[str]:
               f"decoding protocol of the paper (eval.yaml): `{json.dumps(rep['protocol'])}`", '',
               '| benchmark | category | model | metric | value (%) | n |', '|---|---|---|---|---|---|',
               *(f"| {r['benchmark']} | {r['category']} | {r['model']} | {r['metric']} | {pct(r['value'])} | {r['n']} |" for r in rep['ours'])]
-    lines += ['', "## The paper's numbers beside ours", *comparison_lines(rep['ours'], rep['paper_numbers'])]
+    theirs = rep['paper_numbers']
+    lines += ['', "## The paper's numbers beside ours",
+              *comparison_lines(rep['ours'], theirs, rep.get('paper_tables'))]
+    if rep.get('paper_notes'): lines += ['', f"Notes on the paper's tables: {rep['paper_notes']}"]
+    lines += ['', "## The paper's ablations", '',
+              *ablation_lines(theirs, rep.get('ablations_without_numbers', []))]
     lines += ['', '## Not reproducible here', '', *(f'- **{b}**: {why}' for b, why in rep['not_reproducible'].items())]
     return lines
 

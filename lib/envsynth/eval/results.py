@@ -11,8 +11,9 @@ import envsynth
 from ..pipeline import atomic_write
 
 # %% auto #0
-__all__ = ['TIDY_KEYS', 'TidyTableError', 'check_rows', 'tidy_row', 'write_rows', 'read_rows', 'reported_numbers_path',
-           'reported_numbers', 'reported_rows', 'comparison_table', 'plot_benchmark']
+__all__ = ['TIDY_KEYS', 'RECORD_KEYS', 'UNITS', 'OPTIONAL_TEXT_KEYS', 'TidyTableError', 'check_rows', 'tidy_row', 'write_rows',
+           'read_rows', 'reported_numbers_path', 'printed_value', 'check_reported_numbers', 'reported_numbers',
+           'reported_rows', 'comparison_table', 'plot_benchmark']
 
 # %% ../../../nbs/eval/05_results.ipynb #22da0efb
 TIDY_KEYS = ('benchmark', 'category', 'model', 'metric', 'value', 'n', 'harness', 'harness_version', 'data_revision')
@@ -73,17 +74,65 @@ def read_rows(run_dirs: Iterable[str | Path]) -> list[dict]:
 def reported_numbers_path() -> Path:
     return Path(envsynth.__file__).resolve().parents[2] / 'papers_repro' / 'reported_numbers.json'
 
-def reported_numbers(path: str | Path | None = None) -> list[dict]:
-    "The papers' reported numbers (records of `papers_repro/reported_numbers.json`)."
-    d = json.loads(Path(path or reported_numbers_path()).read_text())
-    for i, e in enumerate(d['entries']):
-        if float(e['printed']) != e['value']: raise TidyTableError(f"entry {i}: value {e['value']} is not the printed {e['printed']!r}")
-    return d['entries']
+RECORD_KEYS = ('paper', 'table', 'model', 'benchmark', 'category', 'metric', 'value', 'printed',
+               'data_revision')
+UNITS = ('percent', 'count', 'steps', 'tokens')
+OPTIONAL_TEXT_KEYS = ('row', 'column', 'unit', 'setting', 'annotation', 'compared_in',
+                      'not_reproducible_here')
+
+def printed_value(printed: str) -> float:
+    "The number a printed cell shows: `'81.00'`, `'53.5%'`, `'15,096'` are 81.0, 53.5, 15096.0."
+    return float(printed.replace(',', '').removesuffix('%'))
+
+# %% ../../../nbs/eval/05_results.ipynb #c8e9c1f9
+def _check_record(e, where: str, tables: dict | None, repo: Path) -> None:
+    if not isinstance(e, dict): raise TidyTableError(f'{where}: a record must be a dict')
+    if missing := [k for k in RECORD_KEYS if k not in e]:
+        raise TidyTableError(f'{where}: lacks {missing}')
+    if unknown := set(e) - {*RECORD_KEYS, *OPTIONAL_TEXT_KEYS, 'ablation_file', 'bold', 'ours'}:
+        raise TidyTableError(f'{where}: unknown keys {sorted(unknown)}')
+    v = e['value']
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or printed_value(e['printed']) != v:
+        raise TidyTableError(f"{where}: value {v!r} is not the printed {e['printed']!r}")
+    if bad := [k for k in OPTIONAL_TEXT_KEYS if k in e and not (isinstance(e[k], str) and e[k])]:
+        raise TidyTableError(f'{where}: {bad} must be non-empty strings')
+    if e.get('unit', 'percent') not in UNITS:
+        raise TidyTableError(f"{where}: unit {e['unit']!r} is not one of {UNITS}")
+    if (f := e.get('ablation_file')) is not None and not (repo / f).is_file():
+        raise TidyTableError(f'{where}: ablation_file {f!r} does not exist')
+    o = e.get('ours', {})
+    shape_ok = isinstance(o, dict) and set(o) <= {'metric', 'mean_of'}
+    if not shape_ok or not isinstance(o.get('mean_of', []), list):
+        raise TidyTableError(f"{where}: ours must be {{'metric': m, 'mean_of': [...]}}: {o!r}")
+    if tables is not None and e['table'] not in tables.get(e['paper'], {}):
+        raise TidyTableError(f"{where}: {e['paper']} {e['table']} is not described in `tables`")
+
+# %% ../../../nbs/eval/05_results.ipynb #172a011e
+def check_reported_numbers(doc: dict, repo: Path | None = None) -> dict:
+    "`doc` (parsed reported_numbers.json), checked record by record (`TidyTableError` otherwise)."
+    repo = Path(repo) if repo else reported_numbers_path().parents[1]
+    tables = doc.get('tables')
+    for part in ('entries', 'other_tables'):
+        if not isinstance(doc.get(part, []), list):
+            raise TidyTableError(f'{part} must be a list of records')
+        for i, e in enumerate(doc.get(part, [])): _check_record(e, f'{part}[{i}]', tables, repo)
+    for i, a in enumerate(doc.get('ablations_without_numbers', [])):
+        if (f := a.get('ablation_file')) is not None and not (repo / f).is_file():
+            raise TidyTableError(f'ablations_without_numbers[{i}]: {f!r} does not exist')
+    return doc
+
+def reported_numbers(path: str | Path | None = None, other_tables: bool = False) -> list[dict]:
+    "The papers' main-table records (with `other_tables`: every table's), checked first."
+    path = Path(path or reported_numbers_path())
+    d = check_reported_numbers(json.loads(path.read_text()), path.resolve().parents[1])
+    return d['entries'] + (d.get('other_tables', []) if other_tables else [])
 
 def reported_rows(entries: Iterable[dict]) -> list[dict]:
-    "The reported numbers as tidy rows: value as a fraction, model = '<model> [<paper> <table>]'."
-    return [tidy_row(e['benchmark'], e['category'], f"{e['model']} [{e['paper']} {e['table']}]", e['metric'], e['value'] / 100, None,
-                     e['paper'], e['table'], e['data_revision']) for e in entries]
+    """The percentages among the reported numbers as tidy rows: value as a fraction,
+    model = '<model> [<paper> <table>]'. Counts, steps and tokens are left out (they are not scores)."""
+    return [tidy_row(e['benchmark'], e['category'], f"{e['model']} [{e['paper']} {e['table']}]", e['metric'],
+                     e['value'] / 100, None, e['paper'], e['table'], e['data_revision'])
+            for e in entries if e.get('unit', 'percent') == 'percent']
 
 # %% ../../../nbs/eval/05_results.ipynb #ca6e266d
 def _norm_category(c: str) -> str: return c.lower().removeprefix('multi_turn_') if c.lower() != 'multi_turn_overall' else 'overall'

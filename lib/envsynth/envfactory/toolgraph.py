@@ -4,21 +4,23 @@
 
 # %% ../../../nbs/envfactory/02_toolgraph.ipynb #850652d2
 from __future__ import annotations
-import asyncio, json, random
+import asyncio, dataclasses, json, math, random
 from collections import Counter
 from typing import Literal
 import networkx as nx
+import numpy as np
 from pydantic import BaseModel, Field
 from ..chains import chain_satisfiable, sample_topology_chain
 from ..corpora import CorpusTool, ToolCorpus
-from ..graph import dependency_graph, embed_corpus, output_fields
+from ..graph import ToolEmbeddings, dependency_graph, embed_corpus, output_fields
 from .envgen import LLM_FAILURES, EnvProposal, ask_model
 from ..llm import LLMClient
 from ..schema import Tool
 
 # %% auto #0
-__all__ = ['ParamClass', 'pool_corpus', 'tool_graph', 'GraphEdge', 'GraphEdits', 'graph_request', 'refine_graph', 'ParamClasses',
-           'classes_request', 'classify_parameters', 'ChainSample', 'sample_chains']
+__all__ = ['Similarity', 'ParamClass', 'pool_corpus', 'weighted_embeddings', 'tool_graph', 'isolated_tools', 'GraphEdge',
+           'GraphEdits', 'graph_request', 'refine_graph', 'ParamClasses', 'classes_request', 'classify_parameters',
+           'ChainSample', 'sample_chains']
 
 # %% ../../../nbs/envfactory/02_toolgraph.ipynb #f78e6416
 def pool_corpus(proposals: list[EnvProposal], kept: dict[str, list[str]]) -> ToolCorpus:
@@ -28,10 +30,56 @@ def pool_corpus(proposals: list[EnvProposal], kept: dict[str, list[str]]) -> Too
         out += [CorpusTool(tool=t, server=p.name, source='envfactory') for t in p.parsed_tools() if t.name in kept.get(p.name, ())]
     return ToolCorpus(out)
 
-def tool_graph(corpus: ToolCorpus, embedder, *, mode: Literal['outputs', 'io'] = 'outputs', threshold: float = 0.5, k: int = 8) -> nx.DiGraph:
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #6309e114
+def _type_name(schema: dict) -> str:
+    t = schema.get('type', 'any')
+    return '/'.join(map(str, t)) if isinstance(t, list) else str(t)
+
+def _joined(embedder, named: list[tuple[str, dict]], wn: float, wd: float, dim: int) -> np.ndarray:
+    "Rows [√wn·e(`name (type)`), √wd·e(description)] of `(name, schema)` pairs (no description: 0)."
+    names = embedder.encode([f'{n} ({_type_name(s)})' for n, s in named]).reshape(len(named), dim)
+    descs = [str(s.get('description') or '').strip() for _, s in named]
+    dvec = np.zeros((len(named), dim), dtype=np.float32)
+    has = [i for i, d in enumerate(descs) if d]
+    if has: dvec[has] = embedder.encode([descs[i] for i in has])
+    return np.hstack([math.sqrt(wn) * names, math.sqrt(wd) * dvec]).astype(np.float32)
+
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #419ef814
+def weighted_embeddings(corpus: ToolCorpus, embedder, name_weight: float = 0.6,
+                        description_weight: float = 0.4) -> ToolEmbeddings:
+    """`embed_corpus(corpus, embedder)` with each input parameter and output field embedded as two
+    weighted parts: row · row = name_weight · cos(`name (type)`)
+    + description_weight · cos(`description`)."""
+    if min(name_weight, description_weight) < 0 or abs(name_weight + description_weight - 1) > 1e-9:
+        raise ValueError(f'weights must be >= 0 and sum to 1: {name_weight}, {description_weight}')
+    base, tools = embed_corpus(corpus, embedder), list(corpus)
+    dim = base.tools.shape[1]
+    props = lambda j: tools[j].tool.function.parameters.get('properties') or {}
+    params = [(n, s if isinstance(s := props(j).get(n), dict) else {})
+              for j, n in zip(base.param_tool.tolist(), base.param_name)]
+    outputs = [(f.path, f.schema) for f in base.output_fields]
+    joined = lambda named: _joined(embedder, named, name_weight, description_weight, dim)
+    tool_rows = np.hstack([math.sqrt(w) * base.tools for w in (name_weight, description_weight)])
+    return dataclasses.replace(base, tools=tool_rows.astype(np.float32), params=joined(params),
+                               outputs=joined(outputs))
+
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #f1d095fc
+Similarity = Literal['text', 'weighted']
+
+def tool_graph(corpus: ToolCorpus, embedder, *, mode: Literal['outputs', 'io'] = 'outputs',
+               similarity: Similarity = 'text', threshold: float = 0.85, k: int | None = None,
+               name_weight: float = 0.6, description_weight: float = 0.4) -> nx.DiGraph:
     "Similarity edges from outputs to inputs inside each environment (`envsynth.graph.dependency_graph`, scope='server')."
     if not len(corpus): raise ValueError('the pool has no tools to link')
-    return dependency_graph(corpus, embed_corpus(corpus, embedder), mode=mode, threshold=threshold, k=k, scope='server')
+    if similarity not in ('text', 'weighted'):
+        raise ValueError(f"similarity must be 'text' or 'weighted', got {similarity!r}")
+    emb = (embed_corpus(corpus, embedder) if similarity == 'text'
+           else weighted_embeddings(corpus, embedder, name_weight, description_weight))
+    return dependency_graph(corpus, emb, mode=mode, threshold=threshold, k=k, scope='server')
+
+def isolated_tools(graph: nx.DiGraph) -> list[str]:
+    "The tools no edge touches: no chain can reach them or leave them."
+    return sorted(n for n in graph.nodes if graph.degree(n) == 0)
 
 # %% ../../../nbs/envfactory/02_toolgraph.ipynb #08a4ff5f
 class GraphEdge(BaseModel):
@@ -54,7 +102,8 @@ def graph_request(env: str, corpus: ToolCorpus, graph: nx.DiGraph) -> dict:
                       for u, v, d in sorted(graph.edges(data=True)) if u in keys and v in keys]}
 
 async def refine_graph(graph: nx.DiGraph, corpus: ToolCorpus, client: LLMClient, **sampling) -> Counter:
-    "Apply the model's edits to `graph` in place, per environment; returns counts (added, removed, ignored, failed)."
+    """Apply the model's edits to `graph` in place, per environment; returns counts (added, removed,
+    ignored, failed). An added edge into a tool without parameters names no parameter."""
     envs, counts = sorted({t.server for t in corpus}), Counter()
     async def review(env):
         try: return await ask_model(client, 'refine_graph', GraphEdits, graph_request(env, corpus, graph), **sampling)
@@ -69,10 +118,12 @@ async def refine_graph(graph: nx.DiGraph, corpus: ToolCorpus, client: LLMClient,
         for e in edits.add:
             src, dst = by_name.get(e.source), by_name.get(e.target)
             props = set(dst.tool.function.parameters.get('properties') or {}) if dst else set()
-            if src is None or dst is None or src is dst or not e.params or not set(e.params) <= props: counts['ignored'] += 1; continue
+            unusable = src is None or dst is None or src is dst or not set(e.params) <= props
+            if unusable or (props and not e.params):
+                counts['ignored'] += 1; continue
             u, v = src.key, dst.key
             old = set(graph[u][v].get('params', [])) if graph.has_edge(u, v) else set()
-            if set(e.params) <= old: counts['ignored'] += 1; continue
+            if graph.has_edge(u, v) and set(e.params) <= old: counts['ignored'] += 1; continue
             graph.add_edge(u, v, weight=graph[u][v]['weight'] if graph.has_edge(u, v) else 1.0, params=sorted(old | set(e.params)), source='llm')
             counts['added'] += 1
     return counts

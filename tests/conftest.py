@@ -7,3 +7,30 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+@pytest.fixture(scope='session')
+def docker_daemon():
+    """A Docker daemon for the sandbox's Docker backend. `tools/ensure_docker.sh` installs
+    docker.io and starts dockerd when needed; if it fails, the tests that use this fail (they are
+    not skipped). A daemon it started is stopped by its PID at the end of the session."""
+    import os, signal, subprocess, time
+    r = subprocess.run(['bash', str(REPO / 'tools' / 'ensure_docker.sh')],
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        pytest.fail(f'tools/ensure_docker.sh failed ({r.returncode}): {r.stderr[-2000:]}',
+                    pytrace=False)
+    started = [int(ln.split()[1]) for ln in r.stdout.splitlines() if ln.startswith('started ')]
+    yield
+    for pid in started:
+        try: os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError: continue
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and Path(f'/proc/{pid}').exists(): time.sleep(0.2)
+        try: os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError: pass
+
+@pytest.fixture(params=['namespaces', 'docker'])
+def sandbox_backend(request) -> str:
+    "Each sandbox test that takes this runs on both backends of `SandboxPool`."
+    if request.param == 'docker': request.getfixturevalue('docker_daemon')
+    return request.param

@@ -1,7 +1,9 @@
 """The sandbox holds below Python. Each test first defeats the worker's audit hook from inside (it empties the hook's
 sets of refused events and imports and patches `os.path.realpath`, which its path check relies on), then attempts the
 escape; the namespaces, uids and limits of the operating system must stop it anyway. Every process a test sees is
-killed by PID at the end."""
+killed by PID at the end. Tests that take `sandbox_backend` run on both backends: `namespaces` (a
+process per worker in its own namespaces) and `docker` (a container per environment; the
+`docker_daemon` fixture starts Docker)."""
 import errno, json, os, signal, socket, subprocess, sys, tempfile, time
 from pathlib import Path
 import pytest
@@ -53,19 +55,20 @@ def _wait_gone(pids, seconds: float = 10) -> list[int]:
     while time.monotonic() < deadline and any(_alive(p) for p in pids): time.sleep(0.05)
     return [p for p in pids if _alive(p)]
 
-def _worker_pids(pool: SandboxPool, slot: int = 0) -> list[int]: return _tree(pool.worker(slot).proc.pid)
+def _worker_pids(pool: SandboxPool, slot: int = 0) -> list[int]: return pool.worker(slot).pids()
 
 def _run(pool: SandboxPool, body: str, func: str = 'attack', **kw) -> dict:
     return pool.run(BYPASS + body, func, **kw)
 
 @pytest.fixture
-def pool():
-    p = SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=10))
+def pool(sandbox_backend):
+    p = SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=10), backend=sandbox_backend)
     pids = _worker_pids(p)
     yield p
+    pids += _worker_pids(p)
     p.close(); _kill(pids + _marked())
 
-def test_processes_die_with_the_pool():
+def test_processes_die_with_the_pool(sandbox_backend):
     "A process started around the hook (from a new session) does not outlive `pool.close()`; NPROC's hard limit stays put."
     body = f'''
 def attack():
@@ -76,7 +79,8 @@ def attack():
     except (ValueError, OSError): raised = False
     return {{'raised': raised, 'nproc': resource.getrlimit(resource.RLIMIT_NPROC)}}
 '''
-    p = SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=10, processes=6))
+    limits = SandboxLimits(call_timeout_s=10, processes=6)
+    p = SandboxPool(size=1, limits=limits, backend=sandbox_backend)
     try:
         out = _run(p, body)
         assert out['ok'] == {'raised': False, 'nproc': [6, 6]}, out
@@ -172,12 +176,13 @@ def attack(repo, host_pid):
     assert 'settings.ini' not in out['listing'] and '.git' not in out['listing'], out
     assert out['host'] == 'FileNotFoundError' and max(out['pids']) < 100, out
 
-def test_uids_are_distinct_across_pools():
+def test_uids_are_distinct_across_pools(sandbox_backend):
     "Slot 0 of two pools runs under two uids, and one pool's code cannot kill the other pool's worker."
-    a, b = SandboxPool(size=1), SandboxPool(size=1)
-    pids = _worker_pids(a) + _worker_pids(b)
+    a, b = (SandboxPool(size=1, backend=sandbox_backend) for _ in range(2))
+    pids = []
     try:
         assert a.probe()['uid'] != b.probe()['uid']
+        pids = _worker_pids(a) + _worker_pids(b)
         body = '''
 def attack(pids):
     bypass()
@@ -216,27 +221,44 @@ def attack(port):
 OWNER = '''
 import json, sys, threading, time
 from envsynth.sandbox import SandboxPool, SandboxLimits
-pool = SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=300))
-pid = pool.worker(0).proc.pid
+pool = SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=300), backend=sys.argv[1])
+pool.probe()
 threading.Thread(target=pool.run, args=("def spin():\\n    while True: pass\\n", 'spin'), daemon=True).start()
 time.sleep(1)
-print(json.dumps({"pid": pid}), flush=True)
+containers = [c.name for c in getattr(pool.worker(0), 'containers', {}).values()]
+print(json.dumps({"pids": pool.worker(0).pids(), "containers": containers}), flush=True)
 time.sleep(600)
 '''
 
 def _sandbox_dirs() -> set[str]: return {p.name for p in Path(tempfile.gettempdir()).glob('envsynth-sandbox-*')}
 
-def test_busy_worker_of_a_killed_owner_leaves_nothing():
-    "SIGKILL the owner while its worker spins: the worker and every folder it had go away (nothing waits for the CPU limit)."
+def _containers(names: list[str]) -> list[str]:
+    "Those of the named sandbox containers that still exist, running or not."
+    if not names: return []
+    import docker
+    client = docker.from_env()
+    listed = client.containers.list(all=True, filters={'label': 'envsynth.owner'})
+    try: return [c.name for c in listed if c.name in names]
+    finally: client.close()
+
+def test_busy_worker_of_a_killed_owner_leaves_nothing(sandbox_backend):
+    """SIGKILL the owner while its worker spins: the worker, its containers and its folders go
+    (nothing waits for the CPU limit)."""
     before = _sandbox_dirs()
-    owner = subprocess.Popen([sys.executable, '-c', OWNER], stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen([sys.executable, '-c', OWNER, sandbox_backend],
+                             stdout=subprocess.PIPE, text=True)
     pids = []
     try:
-        pids = _tree(json.loads(owner.stdout.readline())['pid'])
-        assert all(_alive(p) for p in pids)
+        info = json.loads(owner.stdout.readline())
+        pids = info['pids']
+        assert pids and all(_alive(p) for p in pids)
+        assert len(info['containers']) == (sandbox_backend == 'docker')
         owner.kill(); owner.wait()
         assert not _wait_gone(pids, 10), 'the busy worker outlived its owner'
         assert not (_sandbox_dirs() - before), f'left behind: {_sandbox_dirs() - before}'
+        deadline = time.monotonic() + 15
+        while _containers(info['containers']) and time.monotonic() < deadline: time.sleep(0.2)
+        assert not _containers(info['containers']), 'containers outlived their owner'
     finally:
         owner.kill(); owner.wait(); _kill(pids)
 
@@ -262,9 +284,10 @@ def test_unavailable_namespaces_are_a_clear_error(monkeypatch):
     monkeypatch.setattr(sandbox.os, 'geteuid', lambda: 1000)
     with pytest.raises(SandboxUnavailable, match='drop_privileges=False'): SandboxPool(size=1)
 
-def test_cpu_limit_is_a_resource_limit():
+def test_cpu_limit_is_a_resource_limit(sandbox_backend):
     "A worker that spends its CPU seconds is killed by the kernel, and the call says `resource_limit`, not `crashed`."
-    with SandboxPool(size=1, limits=SandboxLimits(cpu_s=3, call_timeout_s=30)) as p:
+    limits = SandboxLimits(cpu_s=3, call_timeout_s=30)
+    with SandboxPool(size=1, limits=limits, backend=sandbox_backend) as p:
         out = p.run('def spin():\n    while True: pass\n', 'spin')
         assert out['error']['type'] == 'resource_limit', out
         assert p.run('def f(): return 1', 'f') == {'ok': 1}
@@ -305,8 +328,8 @@ def environments_tamper(pool: SandboxPool) -> None:
         (_, h1), (_, h2) = local.gold_run(task), boxed.gold_run(task)
         assert h1 == h2 == task.gold_state_hash, (task.id, h2)
 
-def test_environments_cannot_tamper_with_each_other():
-    with SandboxPool(size=1) as pool: environments_tamper(pool)
+def test_environments_cannot_tamper_with_each_other(sandbox_backend):
+    with SandboxPool(size=1, backend=sandbox_backend) as pool: environments_tamper(pool)
 
 COUNTER = '''
 calls_in_module = 0
@@ -330,5 +353,96 @@ def episodes_start_clean(pool: SandboxPool) -> None:
         with env.reset() as ep: seen.append(ep.step(('count_call', {})).output)
     assert seen == [{'module': 1, 'builtins': 1}] * 4, seen
 
-def test_episodes_start_clean():
-    with SandboxPool(size=2) as pool: episodes_start_clean(pool)
+def test_episodes_start_clean(sandbox_backend):
+    with SandboxPool(size=2, backend=sandbox_backend) as pool: episodes_start_clean(pool)
+
+def test_memory_bomb_is_bounded(sandbox_backend):
+    "With the hook off, one process's allocations stop at RLIMIT_AS, and the pool carries on."
+    body = '''
+def attack():
+    bypass()
+    chunks = []
+    try:
+        while True: chunks.append(bytearray(32 << 20))
+    except MemoryError: return {'mb': 32 * len(chunks)}
+'''
+    limits = SandboxLimits(call_timeout_s=20, memory_mb=256)
+    with SandboxPool(size=1, limits=limits, backend=sandbox_backend) as p:
+        out = _run(p, body)
+        assert 'ok' in out and out['ok']['mb'] < limits.memory_mb, out
+        assert p.run('def f(): return 1', 'f') == {'ok': 1}
+
+def test_container_memory_bounds_all_processes(docker_daemon):
+    """Processes that each stay under RLIMIT_AS but together pass the container's --memory: the
+    kernel ends one of them, and the host is untouched."""
+    body = '''
+def attack():
+    bypass()
+    import time
+    kids = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(100 << 20)         # zero-filled: resident
+            time.sleep(30); os._exit(0)
+        kids.append(pid)
+    time.sleep(3)
+    ended = [os.waitpid(k, os.WNOHANG) for k in kids]
+    return {'ended': [os.WTERMSIG(s) for p, s in ended if p and os.WIFSIGNALED(s)]}
+'''
+    limits = SandboxLimits(call_timeout_s=20, memory_mb=200, container_memory_mb=256, processes=10)
+    with SandboxPool(size=1, limits=limits, backend='docker') as p:
+        out = _run(p, body)
+        assert 'ok' in out and signal.SIGKILL in out['ok']['ended'], out
+        assert p.run('def f(): return 1', 'f') == {'ok': 1}
+
+def test_docker_containers_are_locked_down(docker_daemon):
+    "What `docker inspect` says of an environment's container; the image is built once per content."
+    import docker
+    from envsynth.envs import load_environment
+    from envsynth.sandbox import sandbox_image
+    client = docker.from_env()
+    with SandboxPool(size=1, backend='docker') as p:
+        env = load_environment(LIBRARY, sandbox=p)
+        with env.reset() as ep: assert ep.step(('get_member_account', {'member_id': 'M00012'})).ok
+        names = [c.name for c in p.worker(0).containers.values()]
+        assert len(names) == 1, names                     # the environment's own container
+        info = client.api.inspect_container(names[0])
+        host, lim = info['HostConfig'], p.limits
+        assert host['NetworkMode'] == 'none' and host['ReadonlyRootfs']
+        assert host['CapDrop'] == ['ALL'] and host['SecurityOpt'] == ['no-new-privileges']
+        assert host['PidsLimit'] == lim.processes + 2
+        assert host['Memory'] == host['MemorySwap'] == lim.container_memory_mb << 20
+        assert host['NanoCpus'] == int(lim.container_cpus * 1e9) and '/tmp' in host['Tmpfs']
+        assert not any(m['RW'] for m in info['Mounts'])
+        assert int(info['Config']['User'].split(':')[0]) >= 2_000_000_000, info['Config']['User']
+        tag = sandbox_image(client)
+        assert tag == sandbox_image(client) == info['Config']['Image']
+    assert not _containers(names), 'a container outlived pool.close()'
+    client.close()
+
+def test_stale_containers_are_removed_at_start(docker_daemon):
+    "A container whose owner is gone (a host killed before it cleaned up) goes when a pool starts."
+    import docker
+    from envsynth.sandbox import sandbox_image
+    client = docker.from_env()
+    dead = subprocess.Popen(['true']); dead.wait()
+    boot = Path('/proc/sys/kernel/random/boot_id').read_text().strip()
+    stale = client.containers.create(sandbox_image(client), ['/nothing'],
+                                     name=f'envsynth-stale-{MARK.replace(".", "-")}',
+                                     labels={'envsynth.owner': f'{boot}/{dead.pid}/1'})
+    try:
+        with SandboxPool(size=1, backend='docker'):
+            assert not _containers([stale.name])
+    finally:
+        try: stale.remove(force=True)
+        except docker.errors.NotFound: pass
+        client.close()
+
+def test_unavailable_docker_is_a_clear_error(monkeypatch):
+    "No docker CLI: `SandboxUnavailable` names the script that installs it."
+    import envsynth.sandbox as sandbox
+    monkeypatch.setattr(sandbox.shutil, 'which', lambda name: None)
+    with pytest.raises(SandboxUnavailable, match='ensure_docker.sh'):
+        SandboxPool(size=1, backend='docker')
+    with pytest.raises(ValueError, match='backend'): SandboxPool(size=1, backend='vm')

@@ -14,9 +14,10 @@ import orjson
 from fastcore.basics import patch_to
 
 # %% auto #0
-__all__ = ['SANDBOX_PRELOAD', 'SANDBOX_HOME', 'SANDBOX_UIDS', 'SandboxLimits', 'write_frame', 'FrameError', 'read_frame',
-           'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'worker_main', 'SandboxUnavailable',
-           'lock_sandbox_uid', 'SandboxPool', 'SandboxBackend']
+__all__ = ['SANDBOX_PRELOAD', 'SANDBOX_HOME', 'SANDBOX_UIDS', 'SANDBOX_IMAGE', 'SANDBOX_BACKENDS', 'SandboxLimits', 'write_frame',
+           'FrameError', 'read_frame', 'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'worker_main',
+           'SandboxUnavailable', 'lock_sandbox_uid', 'container_main', 'sandbox_image', 'remove_stale_containers',
+           'DockerRuntime', 'SandboxPool', 'SandboxBackend']
 
 # %% ../../nbs/core/10_sandbox.ipynb #8feedb6b
 @dataclass(frozen=True)
@@ -38,11 +39,17 @@ class SandboxLimits:
     drop_privileges: bool = True         # each worker under its own uid (needs root); False: the caller's uid (weaker)
     hide: tuple[str, ...] = ()           # folders to cover with an empty tmpfs, besides the project folder
     preload: tuple[str, ...] = ()        # modules to import before lock-down, besides SANDBOX_PRELOAD
+    container_memory_mb: int = 2048      # docker: memory of a container, all its processes
+    container_cpus: float = 1.0          # docker: CPUs of a container (--cpus)
 
     def __post_init__(self):
-        for name in ('environments', 'episodes', 'processes', 'memory_mb', 'cpu_s', 'open_files', 'disk_mb', 'file_size_mb'):
+        for name in ('environments', 'episodes', 'processes', 'memory_mb', 'cpu_s', 'open_files', 'disk_mb', 'file_size_mb',
+                     'container_memory_mb'):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise ValueError(f'SandboxLimits.{name} must be an int >= 1, got {v!r}')
+        cpus = self.container_cpus
+        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0:
+            raise ValueError(f'SandboxLimits.container_cpus must be > 0, got {cpus!r}')
         if self.processes < 3: raise ValueError(f'SandboxLimits.processes must be >= 3 (the worker itself is 2, each environment and episode 1 more), got {self.processes}')
 
 # %% ../../nbs/core/10_sandbox.ipynb #2a6f8bbd
@@ -103,7 +110,9 @@ _BLOCKED_EVENTS = {'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.for
                    'os.kill', 'os.killpg', 'signal.pthread_kill', 'resource.setrlimit', 'resource.prlimit', 'ctypes.dlopen',
                    'ctypes.dlsym', 'ctypes.cdata', 'socket.connect', 'socket.bind', 'socket.sendto', 'socket.sendmsg',
                    'os.setuid', 'os.setgid', 'os.chroot', 'sys.remote_exec', 'mmap.__new__', 'os.putenv'}
-_PERMITTED_EVENTS = {'os.fork', 'os.kill'}     # what the sandbox's own code does while its permit is up: fork a process, end one
+# what the sandbox's own code does while its permit is up: fork a process (and lower that
+# process's CPU limit), end one
+_PERMITTED_EVENTS = {'os.fork', 'os.kill', 'resource.setrlimit'}
 _PATH_EVENTS = {'os.remove', 'os.rename', 'os.mkdir', 'os.rmdir', 'os.chmod', 'os.chown', 'os.symlink', 'os.link',
                 'os.truncate', 'os.utime', 'shutil.rmtree', 'shutil.copyfile', 'shutil.move'}
 _BLOCKED_IMPORTS = {'ctypes', '_ctypes', 'cffi', '_posixsubprocess', 'pty'}
@@ -211,9 +220,11 @@ def _lock_down(cfg: dict) -> _Process:
     home, lim = cfg['home'], cfg['limits']
     call, _ = _libc()
     if cfg['namespaces']: _private_filesystem(cfg)
+    if cfg.get('make_home'): os.makedirs(home, mode=0o700, exist_ok=True)   # a container's /tmp
     os.chdir(home)
+    spent = int(time.process_time()) + 1       # the preload's CPU seconds (2-3 s) do not count
     for res, val in ((resource.RLIMIT_AS, lim['memory_mb'] << 20), (resource.RLIMIT_FSIZE, lim['file_size_mb'] << 20),
-                     (resource.RLIMIT_NOFILE, lim['open_files']), (resource.RLIMIT_CPU, lim['cpu_s']),
+                     (resource.RLIMIT_NOFILE, lim['open_files']), (resource.RLIMIT_CPU, lim['cpu_s'] + spent),
                      (resource.RLIMIT_NPROC, lim['processes']), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(res, (val, val))
     call('prctl', _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -245,6 +256,9 @@ def _fork(proc: _Process, keep: int, close: list) -> int:
     finally: proc.permit[0] = False
     if pid: os.close(keep); return pid
     for s in close: s.close()
+    proc.permit[0] = True
+    try: resource.setrlimit(resource.RLIMIT_CPU, (proc.cfg['limits']['cpu_s'],) * 2)   # from zero
+    finally: proc.permit[0] = False
     proc.deaths = {}
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     proc.die_with_parent()
@@ -558,11 +572,413 @@ def _release(self) -> None:
     self._uid_lock = self._log = None
     if self.host_home: shutil.rmtree(self.host_home, ignore_errors=True)
 
+# %% ../../nbs/core/10_sandbox.ipynb #f849165b
+def _process_tree(pid: int) -> list[int]:
+    "`pid` and its descendants, read from /proc (host PIDs)."
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop(); out.append(p)
+        for task in Path(f'/proc/{p}/task').glob('*'):
+            try: todo += [int(c) for c in (task / 'children').read_text().split()]
+            except OSError: pass
+    return out
+
+@patch_to(_Worker)
+def parent(self, env: str | None = None, start: bool = False) -> socket.socket: return self.sock
+@patch_to(_Worker)
+def release(self, env: str) -> None: pass
+@patch_to(_Worker)
+def pids(self) -> list[int]: return _process_tree(self.proc.pid) if self.proc.poll() is None else []
+
+# %% ../../nbs/core/10_sandbox.ipynb #2b0dd1a1
+_MUX = struct.Struct('>BIIH')            # kind, channel, payload bytes, channels this frame opens
+_MUX_DATA, _MUX_CLOSE = 0, 1
+_MUX_MAX = 1 << 20                       # largest payload a reader takes (writers send <= 256 KiB)
+
+def _mux_frame(kind: int, chan: int, data: bytes = b'', new: tuple[int, ...] = ()) -> bytes:
+    return _MUX.pack(kind, chan, len(data), len(new)) + struct.pack(f'>{len(new)}I', *new) + data
+
+class _MuxReader:
+    "Cuts one direction of the pipe into frames: `(kind, channel, channels opened, payload)`."
+    def __init__(self): self.buf = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[int, int, list[int], bytes]]:
+        self.buf += data; out = []
+        while len(self.buf) >= _MUX.size:
+            kind, chan, n, k = _MUX.unpack_from(self.buf)
+            if kind not in (_MUX_DATA, _MUX_CLOSE) or n > _MUX_MAX or k > 8:
+                raise FrameError('crashed', f'malformed mux frame {(kind, chan, n, k)}')
+            end = _MUX.size + 4 * k + n
+            if len(self.buf) < end: break
+            new = list(struct.unpack_from(f'>{k}I', self.buf, _MUX.size))
+            out.append((kind, chan, new, bytes(self.buf[end - n:end])))
+            del self.buf[:end]
+        return out
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view: view = view[os.write(fd, view):]
+
+# %% ../../nbs/core/10_sandbox.ipynb #00695cf9
+def _open_channels(chans: dict, sel, new: list[int]) -> list[socket.socket]:
+    "A socketpair per new channel: the near end is watched, the far ends go with the frame."
+    import selectors
+    far = []
+    for c in new:
+        near, end = socket.socketpair()
+        if c in chans: sel.unregister(chans[c]); chans[c].close()
+        chans[c] = near; sel.register(near, selectors.EVENT_READ, c); far.append(end)
+    return far
+
+def _deliver(sock: socket.socket | None, payload: bytes, far: list[socket.socket]) -> None:
+    try:
+        if sock is not None:
+            sent = socket.send_fds(sock, [payload], [f.fileno() for f in far]) if far else 0
+            sock.sendall(payload[sent:])
+    except OSError: pass                          # the process is gone: its channel's end says so
+    finally:
+        for f in far: f.close()
+
+# %% ../../nbs/core/10_sandbox.ipynb #3470d00d
+def _mux_loop(stdin: int, stdout: int, worker: socket.socket) -> None:
+    "Relay between the pipe and the container's processes until stdin or the worker's channel ends."
+    import selectors
+    sel, chans, reader = selectors.DefaultSelector(), {0: worker}, _MuxReader()
+    sel.register(stdin, selectors.EVENT_READ, None); sel.register(worker, selectors.EVENT_READ, 0)
+    def drop(chan: int) -> None:
+        s = chans.pop(chan, None)
+        if s is not None: sel.unregister(s); s.close()
+    while True:
+        for key, _ in sel.select():
+            if key.data is None:                                   # from the host
+                data = os.read(stdin, 1 << 18)
+                if not data: return
+                for kind, chan, new, payload in reader.feed(data):
+                    if kind == _MUX_CLOSE and chan == 0: return
+                    if kind == _MUX_CLOSE: drop(chan)
+                    else: _deliver(chans.get(chan), payload, _open_channels(chans, sel, new))
+            elif chans.get(key.data) is key.fileobj:               # from a process still open
+                try: data = key.fileobj.recv(1 << 18)
+                except OSError: data = b''
+                if data: _write_all(stdout, _mux_frame(_MUX_DATA, key.data, data)); continue
+                if key.data == 0: return
+                drop(key.data); _write_all(stdout, _mux_frame(_MUX_CLOSE, key.data))
+
+# %% ../../nbs/core/10_sandbox.ipynb #4c0f94ba
+_PR_SET_DUMPABLE = 4
+
+def container_main() -> None:
+    "Process 1 of a sandbox container: fork the worker on channel 0, then relay stdin/stdout."
+    near, far = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        near.close(); os.dup2(far.fileno(), 0); os.dup2(far.fileno(), 1); far.close()
+        try: worker_main()
+        finally: os._exit(0)
+    far.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)     # the kernel reaps the worker and any orphan
+    call, _ = _libc(); call('prctl', _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    try: _mux_loop(0, 1, near)
+    finally: os._exit(0)
+
+# %% ../../nbs/core/10_sandbox.ipynb #9872804a
+class _Relay:
+    "The host end of one container's pipe: a socket per channel, a thread for each direction."
+    def __init__(self, proc: subprocess.Popen, worker: socket.socket):
+        import selectors
+        self.proc, self.chans, self.ids = proc, {0: worker}, itertools.count(1)
+        self.sel = selectors.DefaultSelector(); self.sel.register(worker, selectors.EVENT_READ, 0)
+        for run in (self._to_container, self._from_container):
+            threading.Thread(target=run, daemon=True).start()
+
+    def _to_container(self) -> None:
+        "Sockets -> stdin, until the pool lets go of channel 0 or stdin breaks."
+        out = self.proc.stdin.fileno()
+        try:
+            while True:
+                for key, _ in self.sel.select():
+                    if not self._forward(key.data, key.fileobj, out): return
+        except OSError: pass                  # stdin broke: the container is gone
+        finally:
+            for s in [self.proc.stdin, *self.chans.values()]:
+                try: s.close()
+                except OSError: pass
+
+# %% ../../nbs/core/10_sandbox.ipynb #f1eccc61
+@patch_to(_Relay)
+def _forward(self, chan: int, sock: socket.socket, out: int) -> bool:
+    "Carry what is waiting on `sock` to the container; False once channel 0 has closed."
+    import selectors
+    try: data, fds, _, _ = socket.recv_fds(sock, 1 << 18, 8)
+    except OSError: data, fds = b'', []
+    if not data:
+        for fd in fds: os.close(fd)
+        self.sel.unregister(sock); self.chans.pop(chan, None); sock.close()
+        _write_all(out, _mux_frame(_MUX_CLOSE, chan))
+        return chan != 0
+    new = []
+    for fd in fds:
+        c = next(self.ids); s = socket.socket(fileno=fd)
+        self.chans[c] = s; self.sel.register(s, selectors.EVENT_READ, c); new.append(c)
+    _write_all(out, _mux_frame(_MUX_DATA, chan, data, tuple(new)))
+    return True
+
+@patch_to(_Relay)
+def _from_container(self) -> None:
+    "Stdout -> sockets; when it ends (the container is gone) every socket is shut."
+    reader, src = _MuxReader(), self.proc.stdout.fileno()
+    try:
+        while data := os.read(src, 1 << 18):
+            for kind, chan, _, payload in reader.feed(data):
+                s = self.chans.get(chan)
+                try:
+                    if s is not None and kind == _MUX_CLOSE: s.shutdown(socket.SHUT_RDWR)
+                    elif s is not None: s.sendall(payload)
+                except OSError: pass
+    except (OSError, FrameError): pass
+    finally:
+        for s in list(self.chans.values()):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+
+# %% ../../nbs/core/10_sandbox.ipynb #9300c38a
+SANDBOX_IMAGE = 'envsynth-sandbox'
+_SKELETON = ('dev', 'etc', 'proc', 'root', 'sys', 'tmp', 'usr')
+
+def _skeleton_tar() -> bytes:
+    "An empty root file system: a few folders, and the host's top-level links into /usr."
+    import io, tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode='w', format=tarfile.USTAR_FORMAT) as tar:
+        def add(name: str, kind: bytes, mode: int = 0o755, target: str = '') -> None:
+            info = tarfile.TarInfo(name); info.type, info.mode, info.linkname = kind, mode, target
+            tar.addfile(info)
+        for d in _SKELETON: add(d, tarfile.DIRTYPE, 0o1777 if d == 'tmp' else 0o755)
+        for d in ('bin', 'lib', 'lib64', 'sbin'):
+            if os.path.islink(f'/{d}'): add(d, tarfile.SYMTYPE, 0o777, os.readlink(f'/{d}'))
+    return buf.getvalue()
+
+def _docker_client():
+    "A docker-py client that answers, or `SandboxUnavailable` saying how to get one."
+    hint = 'tools/ensure_docker.sh installs and starts Docker on Debian-like machines'
+    if shutil.which('docker') is None: raise SandboxUnavailable(f'no docker CLI on PATH; {hint}')
+    try:
+        import docker
+        client = docker.from_env(timeout=60); client.ping(); return client
+    except ImportError: raise SandboxUnavailable('the `docker` Python package is missing') from None
+    except Exception as e: raise SandboxUnavailable(f'no Docker daemon answers: {e}; {hint}') from e
+
+# %% ../../nbs/core/10_sandbox.ipynb #b6e5f15c
+def sandbox_image(client) -> str:
+    "The tag of the sandbox image, imported into the daemon only when it is not there yet."
+    import docker
+    data = _skeleton_tar()
+    tag = hashlib.sha256(data).hexdigest()[:16]
+    try: client.images.get(f'{SANDBOX_IMAGE}:{tag}')
+    except docker.errors.ImageNotFound:
+        client.api.import_image_from_data(data, repository=SANDBOX_IMAGE, tag=tag)
+    return f'{SANDBOX_IMAGE}:{tag}'
+
+@cache
+def _import_paths(python: str) -> tuple[str, ...]:
+    "The isolated-mode `sys.path` of `python`: the folders a container's interpreter imports from."
+    out = subprocess.run([python, '-I', '-c', 'import json, sys; print(json.dumps(sys.path))'],
+                         capture_output=True, text=True, check=True).stdout
+    return tuple(json.loads(out))
+
+def _binds(python: str) -> list[str]:
+    "Folders bound read-only at their own paths: /usr, the interpreter's prefix, its import paths."
+    real = os.path.realpath(python)
+    want = ['/usr', os.path.dirname(os.path.dirname(real))]
+    want += [p for p in _import_paths(python) if os.path.isdir(p)]
+    want += [f'/{d}' for d in ('bin', 'lib', 'lib64', 'sbin')
+             if os.path.isdir(f'/{d}') and not os.path.islink(f'/{d}')]
+    out = []
+    for p in sorted({os.path.realpath(p) for p in want}, key=len):
+        if not any(os.path.commonpath([p, q]) == q for q in out): out.append(p)
+    bad = [p for p in out if ',' in p or '=' in p]
+    if bad: raise SandboxUnavailable(f'cannot bind folders whose names contain "," or "=": {bad}')
+    return sorted(out)
+
+# %% ../../nbs/core/10_sandbox.ipynb #861270f1
+def _start_time(pid: int) -> str:
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]
+    except (OSError, IndexError): return ''
+
+def _boot_id() -> str: return Path('/proc/sys/kernel/random/boot_id').read_text().strip()
+
+def _owner_label() -> str: return f'{_boot_id()}/{os.getpid()}/{_start_time(os.getpid())}'
+
+def _owner_alive(label: str) -> bool:
+    boot, _, rest = label.partition('/'); pid, _, start = rest.partition('/')
+    return boot == _boot_id() and pid.isdigit() and start != '' and _start_time(int(pid)) == start
+
+def remove_stale_containers(client) -> list[str]:
+    "Remove the sandbox containers (running or not) whose owning process is gone; their names."
+    gone = []
+    for c in client.containers.list(all=True, filters={'label': 'envsynth.owner'}):
+        if not _owner_alive(c.labels.get('envsynth.owner', '')):
+            try: c.remove(force=True); gone.append(c.name)
+            except Exception: pass                 # removed meanwhile, or by its own --rm
+    return gone
+
+# %% ../../nbs/core/10_sandbox.ipynb #4dc5b61f
+class DockerRuntime:
+    "What a pool's containers are made of: the daemon, the image, the binds and the interpreter."
+    def __init__(self, python: str):
+        self.client = _docker_client()
+        self.image, self.binds = sandbox_image(self.client), _binds(python)
+        self.python, self.paths = os.path.realpath(python), list(_import_paths(python))
+        self.owner, self.pool_id = _owner_label(), os.urandom(3).hex()
+        self.count = itertools.count()
+        remove_stale_containers(self.client)
+
+    def command(self, name: str, uid: int, limits: SandboxLimits) -> list[str]:
+        "`docker run -i` of one sandbox container, process 1 being `container_main`."
+        mem, disk = f'{limits.container_memory_mb}m', limits.disk_mb
+        cmd = ['docker', 'run', '-i', '--rm', '--sig-proxy=false', '--name', name,
+               '--hostname', 'sandbox',
+               '--label', f'envsynth.owner={self.owner}', '--log-driver', 'none',
+               '--network', 'host' if limits.network else 'none',
+               '--pids-limit', str(limits.processes + 2),
+               '--memory', mem, '--memory-swap', mem, '--cpus', f'{limits.container_cpus:g}',
+               '--read-only', '--tmpfs', f'/tmp:rw,nosuid,nodev,noexec,size={disk}m,mode=1777',
+               '--shm-size', f'{disk}m', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
+               '--user', f'{uid}:{uid}', '--workdir', '/']
+        env = {'PATH': '/usr/bin:/bin', 'HOME': SANDBOX_HOME, 'TMPDIR': SANDBOX_HOME,
+               'PYTHONHASHSEED': '0', 'LANG': 'C.UTF-8', 'PYTHONDONTWRITEBYTECODE': '1'}
+        cmd += [a for k, v in env.items() for a in ('--env', f'{k}={v}')]
+        for b in self.binds: cmd += ['--mount', f'type=bind,source={b},target={b},readonly']
+        boot = (f'import sys; sys.path[:] = {self.paths!r}; '
+                'from envsynth.sandbox import container_main; container_main()')
+        return cmd + [self.image, self.python, '-I', '-c', boot]
+
+# %% ../../nbs/core/10_sandbox.ipynb #a626aa67
+@dataclass
+class _Container:
+    name: str
+    proc: subprocess.Popen                 # the `docker run -i` client
+    sock: socket.socket                    # the pool's end of channel 0: the worker inside
+    uid: int
+    uid_lock: int
+
+class _DockerWorker(_Worker):
+    "A pool slot whose environments each run in a container of their own (None: `run`, `probe`)."
+    def __init__(self, slot: int, limits: SandboxLimits, runtime: DockerRuntime):
+        self.slot, self.limits, self.runtime, self.lock = slot, limits, runtime, threading.Lock()
+        self.templates: OrderedDict[str, _Channel] = OrderedDict()
+        self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()
+        self.containers: dict[str | None, _Container] = {}
+        self.host_home, self.home, self.calls = None, SANDBOX_HOME, 0
+        log, path = tempfile.mkstemp(prefix='envsynth-sandbox-log-'); os.unlink(path)
+        self._log = log
+        self._closed, other = socket.socketpair()        # closed: a request on it fails
+        self._closed.close(); other.close()
+
+    def parent(self, env: str | None = None, start: bool = False) -> socket.socket:
+        c = self.containers.get(env)
+        if c is None and start: c = self.containers[env] = self._start()
+        return c.sock if c is not None else self._closed
+
+    def request(self, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
+        return self.exchange(self.parent(None, start=True), msg, timeout, fds)
+
+# %% ../../nbs/core/10_sandbox.ipynb #277df00b
+@patch_to(_DockerWorker)
+def _start(self) -> _Container:
+    "Start a container and its worker; `SandboxUnavailable` with the log's tail if it fails."
+    uid, lock = lock_sandbox_uid()
+    rt = self.runtime
+    name = f'envsynth-sandbox-{os.getpid()}-{rt.pool_id}-{self.slot}-{next(rt.count)}'
+    mine, relay_end = socket.socketpair()
+    try: proc = subprocess.Popen(rt.command(name, uid, self.limits), stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=self._log, start_new_session=True)
+    except OSError as e:
+        mine.close(); relay_end.close(); os.close(lock)
+        raise SandboxUnavailable(f'cannot start a container: {e}') from None
+    _Relay(proc, relay_end)
+    c = _Container(name, proc, mine, uid, lock)
+    try:
+        write_frame(mine.fileno(), {'home': SANDBOX_HOME, 'uid': None, 'limits': asdict(self.limits),
+                                    'hide': [], 'namespaces': False, 'make_home': True, 'close_fds': []})
+        hello = read_frame(mine.fileno(), deadline=time.monotonic() + 60)
+    except (FrameError, OSError) as e:
+        tail = self.log_tail(); self._stop([c])
+        raise SandboxUnavailable(f'container did not start: {e}. {tail}') from None
+    if not hello.get('ready'):
+        self._stop([c]); raise SandboxUnavailable(hello.get('error', {}).get('message', str(hello)))
+    return c
+
+# %% ../../nbs/core/10_sandbox.ipynb #a20649dd
+@patch_to(_DockerWorker)
+def _stop(self, containers: list[_Container]) -> None:
+    "End containers: close channel 0 (process 1 exits), then kill through the daemon what is left."
+    for c in containers: c.sock.close()
+    deadline = time.monotonic() + 5
+    for c in containers:
+        try: c.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try: self.runtime.client.api.remove_container(c.name, force=True)
+            except Exception: pass
+            c.proc.kill(); c.proc.wait()
+        for f in (c.proc.stdin, c.proc.stdout):
+            try: f.close()
+            except OSError: pass
+        os.close(c.uid_lock)
+
+@patch_to(_DockerWorker)
+def release(self, env: str) -> None:
+    c = self.containers.pop(env, None)
+    if c is not None: self._stop([c])
+
+@patch_to(_DockerWorker)
+def kill(self) -> None:
+    for ch in [*self.templates.values(), *self.episodes.values()]: ch.sock.close()
+    self.templates.clear(); self.episodes.clear()
+    cs = list(self.containers.values()); self.containers.clear()
+    self._stop(cs)
+    if self._log is not None: os.close(self._log); self._log = None
+
+# %% ../../nbs/core/10_sandbox.ipynb #87c9e9e7
+@patch_to(_DockerWorker)
+def death(self) -> str:
+    "How a container of this worker ended (`docker run` exits 128 + n for signal n), after a failure."
+    for _ in range(2):
+        for c in self.containers.values():
+            code = c.proc.poll()
+            if code is None: continue
+            if 128 < code < 160: return _with_limit(f'killed by {signal.Signals(code - 128).name}')
+            return f'exited with status {code}'
+        time.sleep(0.2)
+    return ''
+
+@patch_to(_DockerWorker)
+def pids(self) -> list[int]:
+    "Host PIDs of every process in this worker's containers."
+    out = []
+    for c in self.containers.values():
+        try: pid = self.runtime.client.api.inspect_container(c.name)['State']['Pid']
+        except Exception: continue
+        if pid: out += _process_tree(pid)
+    return out
+
 # %% ../../nbs/core/10_sandbox.ipynb #84e093fc
+SANDBOX_BACKENDS = ('namespaces', 'docker')
+
 class SandboxPool:
     "A pool of sandbox workers. Use as a context manager, or call `close()`."
-    def __init__(self, size: int = 2, limits: SandboxLimits = SandboxLimits(), python: str = sys.executable):
+    def __init__(self, size: int = 2, limits: SandboxLimits = SandboxLimits(),
+                 python: str = sys.executable, backend: str = 'namespaces'):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1: raise ValueError(f'size must be an int >= 1, got {size!r}')
+        if backend not in SANDBOX_BACKENDS:
+            raise ValueError(f'backend must be one of {SANDBOX_BACKENDS}, got {backend!r}')
+        self.size, self.limits, self.python, self.isolation = size, limits, python, backend
+        self._workers: list[_Worker | None] = [None] * size
+        self._spawn_lock = threading.Lock()
+        self.stats = {'requests': 0, 'replaced': {}}
+        self._rr = itertools.count()
+        self._docker = DockerRuntime(python) if backend == 'docker' else None
+        if backend == 'docker': self.hide = []; return
         if limits.drop_privileges and os.geteuid() != 0:
             raise SandboxUnavailable('a uid of its own per worker needs root; SandboxLimits(drop_privileges=False) runs workers as the '
                                      'calling user (weaker: workers of different pools can then signal each other)')
@@ -572,16 +988,14 @@ class SandboxPool:
                                      'SandboxLimits(namespaces=False, network=True) runs workers without them (trusted code only)')
         if flags: _check_namespaces(flags)
         if not limits.namespaces: _remove_stale_homes()
-        self.size, self.limits, self.python = size, limits, python
         self.hide = _project_folders() + [os.path.abspath(h) for h in limits.hide]
-        self._workers: list[_Worker | None] = [None] * size
-        self._spawn_lock = threading.Lock()
-        self.stats = {'requests': 0, 'replaced': {}}
-        self._rr = itertools.count()
 
     def worker(self, slot: int) -> _Worker:
         with self._spawn_lock:
-            if self._workers[slot] is None: self._workers[slot] = _Worker(slot, self.limits, self.python, self.hide)
+            if self._workers[slot] is None:
+                self._workers[slot] = (
+                    _DockerWorker(slot, self.limits, self._docker) if self._docker else
+                    _Worker(slot, self.limits, self.python, self.hide))
             return self._workers[slot]
 
     def _count(self, reason: str) -> None: self.stats['replaced'][reason] = self.stats['replaced'].get(reason, 0) + 1
@@ -606,8 +1020,10 @@ def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
         return self._on_worker(slot, w, msg, timeout)
 
 @patch_to(SandboxPool)
-def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
-    try: return w.request(msg, timeout, fds)
+def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = None,
+               fds: list[int] = (), env: str | None = None) -> dict:
+    "A request to the process that spawns for `env` (the worker; with Docker: in `env`'s container)."
+    try: return w.exchange(w.parent(env, start=True), msg, timeout, fds)
     except FrameError as e:
         how = w.death() if e.kind == 'crashed' else ''
         kind = 'resource_limit' if 'limit)' in how else e.kind
@@ -648,6 +1064,7 @@ def _unload(self, w: _Worker, env: str) -> None:
     for key in [k for k in w.episodes if k[0] == env]: self._park(w, key)
     ch = w.templates.pop(env, None)
     if ch is not None: ch.sock.close()
+    w.release(env)
 
 @patch_to(SandboxPool)
 def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None, first: dict | None = None):
@@ -658,7 +1075,8 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None, fir
         mine, theirs = socket.socketpair()
         early = data is not None and len(data) < 1 << 15
         try:
-            if env is None: reply = self._on_worker(slot, w, msg, fds=[theirs.fileno()])
+            if env is None:
+                reply = self._on_worker(slot, w, msg, fds=[theirs.fileno()], env=msg.get('env'))
             else:
                 tpl = w.templates[env]
                 try:
@@ -667,8 +1085,10 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None, fir
                     if early: _write_bytes(mine.fileno(), data)          # read by the child once it exists
                     reply = read_frame(tpl.sock.fileno(), 1 << 20, time.monotonic() + self.limits.call_timeout_s)
                 except (FrameError, OSError) as e:
+                    failure = e if isinstance(e, FrameError) else FrameError('crashed', str(e))
+                    reply = self._failed(slot, w, w.parent(env), tpl.pid, failure)   # container still up
                     mine.close(); self._unload(w, env)
-                    return None, self._failed(slot, w, w.sock, tpl.pid, e if isinstance(e, FrameError) else FrameError('crashed', str(e)))
+                    return None, reply
         finally: theirs.close()
         if 'ok' in reply:
             if data is not None and not early: _write_bytes(mine.fileno(), data)
@@ -684,7 +1104,7 @@ def _on_child(self, slot: int, w: _Worker, ch: _Channel, parent: socket.socket, 
     "A request to a template or an episode process; `discard()` forgets the process when it failed or hit a limit."
     try: reply = w.exchange(ch.sock, msg, timeout)
     except FrameError as e:
-        discard(); return self._failed(slot, w, parent, ch.pid, e)
+        reply = self._failed(slot, w, parent, ch.pid, e); discard(); return reply
     if reply.get('recycle'): discard(); self._count('resource_limit'); reply['replaced'] = True
     return reply
 
@@ -692,7 +1112,7 @@ def _on_child(self, slot: int, w: _Worker, ch: _Channel, parent: socket.socket, 
 def _exec(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict:
     ch, err = self._fork_on(slot, w, {'op': 'spawn', 'role': 'exec'})
     if err: return err
-    try: return self._on_child(slot, w, ch, w.sock, msg, timeout, lambda: None)
+    try: return self._on_child(slot, w, ch, w.parent(None), msg, timeout, lambda: None)
     finally: ch.sock.close()
 
 @patch_to(SandboxPool)
@@ -701,10 +1121,10 @@ def _load(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict
     if env in w.templates:
         w.templates.move_to_end(env); return {'ok': w.templates[env].info}
     while len(w.templates) >= self.limits.environments: self._unload(w, next(iter(w.templates)))
-    ch, err = self._fork_on(slot, w, {'op': 'spawn', 'role': 'template'})
-    if err: return err
-    reply = self._on_child(slot, w, ch, w.sock, msg, timeout, ch.sock.close)
-    if 'ok' not in reply: ch.sock.close(); return reply
+    ch, err = self._fork_on(slot, w, {'op': 'spawn', 'role': 'template', 'env': env})
+    if err: w.release(env); return err
+    reply = self._on_child(slot, w, ch, w.parent(env), msg, timeout, ch.sock.close)
+    if 'ok' not in reply: ch.sock.close(); w.release(env); return reply
     ch.info = reply['ok']; w.templates[env] = ch
     return reply
 
@@ -714,7 +1134,7 @@ def _call(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict
     if env not in w.templates and method in ('open', 'seed_hashes'): return {'missing': 'env'}
     if method == 'seed_hashes':
         w.templates.move_to_end(env)
-        return self._on_child(slot, w, w.templates[env], w.sock, {'op': 'call', 'method': method, 'args': args}, timeout, lambda: self._unload(w, env))
+        return self._on_child(slot, w, w.templates[env], w.parent(env), {'op': 'call', 'method': method, 'args': args}, timeout, lambda: self._unload(w, env))
     key = (env, args[0])
     if method == 'close': self._park(w, key); return {'ok': None}
     if method == 'open': return self._open(slot, w, key, msg, timeout)

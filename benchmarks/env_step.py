@@ -12,11 +12,16 @@
 3. Episode reset and the full-state hash of a ~3 MB database (library's seed state, scaled up), against
    tau2's approach in the same run: a deep copy of the parsed state per episode and
    `sha256(json.dumps(state, sort_keys=True))`. Targets: reset <= 5 ms, hash <= 50 ms.
+4. Write tools that scan the table they write (`place_hold`), in short episodes and in one long episode where the
+   holds table grows to `--calls / 2` rows: the old whole-table copy + validation (same-run baseline), rows
+   copied one at a time as the scan reads them, and the default (a scan copies the table at once).
 """
-import argparse, copy, hashlib, json, platform, statistics, subprocess, sys, tempfile, time
+import argparse, copy, hashlib, json, marshal, os, platform, random, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 import orjson
-from envsynth.envs import Environment, _import_toolkit, combine_hashes, load_environment, table_hash
+from envsynth.envs import (Environment, EpisodeClock, WriteView, _import_toolkit, combine_hashes, load_environment,
+                           table_hash, validate_table)
+from envsynth.schema import validate_arguments
 from envsynth.sandbox import SandboxPool
 
 LIB = Path(__file__).resolve().parents[1] / 'environments' / 'library'
@@ -38,6 +43,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--calls', type=int, default=2000); ap.add_argument('--baseline-calls', type=int, default=40)
     ap.add_argument('--mb', type=float, default=3.0)
+    ap.add_argument('--backends', default='namespaces,docker', help='sandbox backends, comma-separated')
     ap.add_argument('--no-sandbox', action='store_true', help='skip the sandbox rows (they take minutes)'); args = ap.parse_args()
     rows = []
     env = load_environment(LIB, trusted=True)
@@ -58,20 +64,85 @@ def main():
     rows.append(('in-process write call (place_hold / cancel_hold, validated)', write_pairs(env, 50), None))
     rows.append(('  same, one episode of all the calls (the holds table grows)', write_pairs(env, args.calls), None))
 
+    scan_write_rows(args, env, rows)
     if not args.no_sandbox: sandbox_rows(args, env, read, rows)
     big_rows(args, rows)
     print_rows(args, rows)
 
+class WholeTableEpisode:
+    """Baseline for `scan_write_rows`: the runtime before row-level copy-on-write. A write tool's tables are
+    copied whole (marshal) on their first write and validated whole after every write call."""
+    def __init__(self, rt):
+        self.rt, self.own = rt, {}
+        tables = type('Tables', (), {'__getitem__': lambda _, t: self.own.get(t, rt.seed[t]),
+                                     '__getattr__': lambda _, t: self.own.get(t, rt.seed[t])})()
+        self.tk = rt.toolkit_cls(tables, EpisodeClock(rt.clock_start), random.Random(0))
+    def step(self, name, arguments):
+        spec = self.rt.specs[name]
+        assert not validate_arguments(spec.tool, arguments)
+        for t in spec.writes:
+            if t not in self.own: self.own[t] = marshal.loads(marshal.dumps(self.rt.seed[t]))
+        self.tk.clock.advance()
+        out = orjson.loads(orjson.dumps(spec.method(self.tk, **arguments)))
+        for t in spec.writes: self.own[t] = validate_table(t, self.rt.toolkit_cls.tables[t], self.own[t])
+        return out
+
+def scan_write_rows(args, env, rows):
+    """Write tools that scan the table they write (`place_hold` reads every hold twice), three ways in the same
+    run: whole-table copy + validation (the old runtime), row-level copy-on-write with rows copied one at a time
+    as the scan reads them, and the same with the scan copying the whole table at once (the default)."""
+    with env.reset() as ep: title = next(t for t, r in ep.state()['titles'].items() if r['copies_available'] == 0)
+    hold = {'member_id': 'M00003', 'title_id': title}
+    def episodes(open_episode, episode_calls):
+        out = []
+        for _ in range(max(1, args.calls // episode_calls)):
+            ep = open_episode()
+            def hold_and_cancel():
+                h = ep.step('place_hold', hold)
+                ep.step('cancel_hold', {'hold_id': h['hold_id']})
+            out += [t / 2 for t in timings(hold_and_cancel, episode_calls // 2)]
+        return out
+    rt, opened = env.backend, []
+    def runtime_episode():
+        opened.append(f'scan-{len(opened)}'); rt.open(opened[-1])
+        return type('E', (), {'step': lambda _, n, a, i=opened[-1]: rt.step(i, n, a)['output']})()
+    ways = [('old whole-table copy + validation', lambda: WholeTableEpisode(rt)),
+            ('  same, row-level copy-on-write, row by row', runtime_episode),
+            ('  same, row-level, a scan copies all rows (default)', runtime_episode)]
+    bulk_rows = WriteView.bulk_rows
+    for episode_calls, label in ((50, '50-call episodes'), (args.calls, f'one {args.calls}-call episode')):
+        for i, (way, make) in enumerate(ways):
+            WriteView.bulk_rows = 10**9 if i == 1 else bulk_rows
+            rows.append((f'scanning write, {label}: {way}' if i == 0 else way, episodes(make, episode_calls), None))
+    WriteView.bulk_rows = bulk_rows
+    for i in opened: rt.close(i)
+
 def sandbox_rows(args, env, read, rows):
-    with SandboxPool(size=1) as pool:
-        boxed = load_environment(LIB, sandbox=pool)
-        with boxed.reset() as ep:
-            ep.step(read)
-            sandboxed = timings(lambda: ep.step(read), args.calls)
-        def boxed_episode():
-            with boxed.reset() as ep: ep.step(read)
-        boxed_episode()
-        sandboxed_episodes = timings(boxed_episode, max(20, args.calls // 10))
+    "Per backend: a warm round trip, an episode (a fork of its template), starts; then baselines."
+    speedups = []
+    for backend in args.backends.split(','):
+        with SandboxPool(size=1, backend=backend) as pool:
+            boxed = load_environment(LIB, sandbox=pool)
+            with boxed.reset() as ep:
+                ep.step(read)
+                sandboxed = timings(lambda: ep.step(read), args.calls)
+            def boxed_episode():
+                with boxed.reset() as ep: ep.step(read)
+            boxed_episode()
+            sandboxed_episodes = timings(boxed_episode, max(20, args.calls // 10))
+            def load_env():             # docker: a container for the environment, then its template
+                pool._unload(pool.worker(0), boxed.backend.key); boxed.backend._load(0)
+            loads = timings(load_env, max(3, args.baseline_calls // 8))
+        def start_worker():
+            with SandboxPool(size=1, backend=backend) as p: p.probe()
+        started = timings(start_worker, max(3, args.baseline_calls // 8))
+        for name, xs in (('sandboxed read call (warm worker, round trip)', sandboxed),
+                         ('sandboxed episode: open (fork of the template) + 1 call + close',
+                          sandboxed_episodes),
+                         ('environment load (its template; docker: and its container)', loads),
+                         ('worker start + probe + close (docker: the `run` container)', started)):
+            rows.append((name, xs, None, backend))
+        speedups.append((backend, sandboxed))
     def local_episode():
         with env.reset() as ep: ep.step(read)
     local_episodes = timings(local_episode, max(20, args.calls // 10))
@@ -80,16 +151,26 @@ def sandbox_rows(args, env, read, rows):
     ns = ['unshare', '--net', '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--']
     fresh = timings(lambda: subprocess.run([*ns, sys.executable, '-I', '-c', code], check=True, capture_output=True), args.baseline_calls)
     bare = timings(lambda: subprocess.run([*ns, sys.executable, '-I', '-S', '-c', 'pass'], check=True), args.baseline_calls)
-    def start_worker():
-        with SandboxPool(size=1) as p: p.worker(0)
-    started = timings(start_worker, max(3, args.baseline_calls // 4))
-    rows.append(('sandboxed read call (warm worker, round trip)', sandboxed, None))
-    rows.append(('sandboxed episode: open (fork of the template) + 1 call + close', sandboxed_episodes, None))
     rows.append(('  baseline: in-process episode: open + 1 call + close', local_episodes, None))
-    rows.append(('baseline: fresh sandboxed subprocess per call', fresh, None))
-    rows.append(('  (floor: bare `python -I -S -c pass` start, no work)', bare, None))
-    rows.append(('sandbox worker start + close (namespaces, private fs, preload)', started, None))
-    rows.append(('speedup', fresh, sandboxed))
+    rows.append(('baseline: fresh sandboxed subprocess per call', fresh, None, 'namespaces'))
+    rows.append(('  (floor: bare `python -I -S -c pass` start, no work)', bare, None, 'namespaces'))
+    if 'docker' in args.backends.split(','):
+        fresh_containers = fresh_container_calls(code, args)
+        rows.append(('baseline: fresh container per call (`docker run --rm`)', fresh_containers, None, 'docker'))
+    for backend, sandboxed in speedups:
+        rows.append(('speedup', fresh if backend == 'namespaces' else fresh_containers, sandboxed, backend))
+
+def fresh_container_calls(code: str, args) -> list[float]:
+    "What a container-per-call service pays: `docker run --rm` of the same call, image and limits."
+    from envsynth.sandbox import SandboxLimits, DockerRuntime, lock_sandbox_uid
+    rt, (uid, lock) = DockerRuntime(sys.executable), lock_sandbox_uid()
+    cmd = rt.command(f'envsynth-bench-{os.getpid()}', uid, SandboxLimits())
+    boot = f'import sys; sys.path[:] = {rt.paths!r}; {code}'
+    library = ['--mount', f'type=bind,source={LIB},target={LIB},readonly']
+    cmd = cmd[:cmd.index(rt.image)] + library + [rt.image, rt.python, '-I', '-c', boot]
+    run = lambda: subprocess.run(cmd, check=True, capture_output=True)
+    try: return timings(run, max(5, args.baseline_calls // 4))
+    finally: os.close(lock)
 
 def big_rows(args, rows):
 
@@ -128,13 +209,17 @@ def big_rows(args, rows):
 def print_rows(args, rows):
     print(f'Python {platform.python_version()}, {platform.machine()}, {platform.system()}; calls per row: {args.calls} '
           f'(subprocess baselines {args.baseline_calls}); times in ms\n')
-    print(f"| {'what':<66} | {'p50':>8} | {'p99':>8} | {'mean':>8} |")
-    print(f"|{'-' * 68}|{'-' * 9}:|{'-' * 9}:|{'-' * 9}:|")
-    for name, xs, _ in rows:
-        if name != 'speedup': print(f'| {name:<66} | {pct(xs, 50):8.3f} | {pct(xs, 99):8.3f} | {statistics.fmean(xs):8.3f} |')
-    for name, fresh, sandboxed in rows:
+    print(f"| {'what':<66} | {'backend':<10} | {'p50':>8} | {'p99':>8} | {'mean':>8} |")
+    print(f"|{'-' * 68}|{'-' * 12}|{'-' * 9}:|{'-' * 9}:|{'-' * 9}:|")
+    for name, xs, _, *backend in rows:       # rows of the sandbox carry the backend they ran on
+        b = backend[0] if backend else '-'
+        if name == 'speedup': continue
+        print(f'| {name:<66} | {b:<10} | {pct(xs, 50):8.3f} | {pct(xs, 99):8.3f} | {statistics.fmean(xs):8.3f} |')
+    for name, fresh, sandboxed, *backend in rows:
         if name != 'speedup': continue
         speedup = pct(fresh, 50) / pct(sandboxed, 50)
-        print(f'\nsandboxed call vs fresh subprocess per call: {speedup:.0f}x faster at p50 (target >= 15x; p50 target <= 2 ms)')
+        what = 'fresh subprocess' if backend[0] == 'namespaces' else 'fresh container'
+        print(f'\n{backend[0]}: sandboxed call vs {what} per call: {speedup:.0f}x faster at p50 '
+              '(target >= 15x; p50 target <= 2 ms)')
 
 if __name__ == '__main__': main()

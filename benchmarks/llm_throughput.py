@@ -1,42 +1,88 @@
-"""Throughput of envsynth.llm against a fake OpenAI server with fixed latency, measured in one run.
+"""Cost and throughput of envsynth.llm against a fake OpenAI endpoint with fixed latency, measured in one run.
 
-    .venv/bin/python benchmarks/llm_throughput.py [--latency 0.1] [--levels 1 8 32 128]
+    .venv/bin/python benchmarks/llm_throughput.py [--latency 1.0] [--levels 128] [--cache-items 5000]
 
-The server (envsynth.fake_server, real HTTP on 127.0.0.1) runs in its own process and answers every
-request after `latency` seconds, so the ideal throughput at concurrency c is c / latency. Baselines
-in the same run: that ideal, and the bare `openai` SDK (AsyncOpenAI + a semaphore, no envsynth).
-Then cache-hit lookups per second through `LLMClient.chat` and through `ChatCache.get` alone.
+The endpoint is a minimal asyncio HTTP/1.1 server (keep-alive, one fixed chat completion) in its own process: it
+answers every request `latency` seconds after reading it and costs microseconds per request, so it is never the
+bottleneck, and the ideal throughput at concurrency c is c / latency. For each client, in the same run: requests
+per second (and % of ideal) and the client process's CPU time per request (`time.process_time`, event loop and
+all): `LLMClient` (envsynth), the bare `openai` SDK (AsyncOpenAI + a semaphore), and a raw `httpx.AsyncClient`
+posting the JSON (the floor: HTTP and JSON only), also split over 8 clients (httpx's pool checks every
+connection it holds before each request, so its CPU per request grows with the requests in flight on it);
+`LLMClient` with one SDK client (as before) and with up to 8 (`OpenAIBackend(clients=8)`, the default: a
+request goes to the least busy client, a new one is made when all have 16 in flight). Then cache-hit lookups per second through `LLMClient.chat`
+(replay mode, SQLite cache) and through `ChatCache.get` alone.
+Targets: >= 90% of ideal at concurrency 128 and 1 s latency; >= 50,000 cache hits/s through the client.
 """
-import argparse, asyncio, os, socket, sqlite3, subprocess, sys, tempfile, time
+import argparse, asyncio, json, os, socket, sqlite3, subprocess, sys, tempfile, time
 from pathlib import Path
-import openai
+import httpx, openai
 from envsynth.llm import ChatCache, LLMClient, OfflineTeacher, OpenAIBackend
 from envsynth.schema import user
 
-SERVER = '''
-import sys, time, threading
-from envsynth.fake_server import FakeOpenAIServer, Reply
-srv = FakeOpenAIServer(lambda body: Reply({'content': 'ok'}, delay=float(sys.argv[2])), port=int(sys.argv[1])).start()
-threading.Event().wait()
+SERVER = r'''
+import asyncio, json, sys
+port, latency = int(sys.argv[1]), float(sys.argv[2])
+BODY = json.dumps({'id': 'chatcmpl-fake', 'object': 'chat.completion', 'created': 0, 'model': 'fake',
+                   'choices': [{'index': 0, 'message': {'role': 'assistant', 'content': 'ok'}, 'finish_reason': 'stop'}],
+                   'usage': {'prompt_tokens': 10, 'completion_tokens': 5, 'total_tokens': 15}}).encode()
+REPLY = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' % (len(BODY), BODY)
+async def serve(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b'\r\n\r\n')
+            n = next((int(l.split(b':', 1)[1]) for l in head.split(b'\r\n') if l.lower().startswith(b'content-length:')), 0)
+            if n: await reader.readexactly(n)
+            await asyncio.sleep(latency)
+            writer.write(REPLY)
+    except (asyncio.IncompleteReadError, ConnectionError): pass
+    finally: writer.close()
+async def main():
+    server = await asyncio.start_server(serve, '127.0.0.1', port, backlog=1024)
+    async with server: await server.serve_forever()
+asyncio.run(main())
 '''
 
 def free_port() -> int:
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
-async def bare_sdk(base_url, conc, n):
+def timed(n_warm, n, make_one, close):
+    "Run `n_warm` then `n` requests of `make_one(i)` concurrently; wall seconds and CPU seconds of the `n`."
+    async def run():
+        await asyncio.gather(*(make_one(f'warm{i}') for i in range(n_warm)))       # warm-up: open the connections
+        t0, c0 = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(make_one(i) for i in range(n)))
+        out = time.perf_counter() - t0, time.process_time() - c0
+        await close(); return out
+    return asyncio.run(run())
+
+def bare_sdk(base_url, conc, n):
     client, sem = openai.AsyncOpenAI(base_url=base_url, api_key='x', max_retries=0), asyncio.Semaphore(conc)
     async def one(i):
         async with sem: await client.chat.completions.create(model='fake', messages=[{'role': 'user', 'content': f'q{i}'}])
-    await asyncio.gather(*(one(f'warm{i}') for i in range(min(n, 2 * conc))))            # warm-up: connections
-    t0 = time.perf_counter(); await asyncio.gather(*(one(i) for i in range(n))); dt = time.perf_counter() - t0
-    await client.close(); return dt
+    return timed(conc, n, one, client.close)
 
-async def envsynth_client(base_url, conc, n):
-    client = LLMClient(OpenAIBackend(base_url), 'fake', max_concurrency=conc)
-    await asyncio.gather(*(client.chat([user(f'warm{i}')]) for i in range(min(n, 2 * conc))))   # warm-up, as for the SDK
-    t0 = time.perf_counter(); await asyncio.gather(*(client.chat([user(f'q{i}')]) for i in range(n))); dt = time.perf_counter() - t0
+def raw_httpx(base_url, conc, n, pools=1):
+    "Raw httpx: `pools` clients used in turn, each with conc / pools connections."
+    size = max(1, conc // pools)
+    clients = [httpx.AsyncClient(base_url=base_url, limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                                 timeout=60) for _ in range(pools)]
+    sem = asyncio.Semaphore(conc)
+    async def one(i):
+        async with sem:
+            r = await clients[hash(i) % pools].post('/chat/completions',
+                                                    json={'model': 'fake', 'messages': [{'role': 'user', 'content': f'q{i}'}]})
+            r.raise_for_status(); r.json()['choices'][0]['message']['content']
+    async def close():
+        for c in clients: await c.aclose()
+    return timed(conc, n, one, close)
+
+def envsynth_client(base_url, conc, n, sdk_clients=8):
+    client = LLMClient(OpenAIBackend(base_url, clients=sdk_clients), 'fake', max_concurrency=conc)
+    async def one(i): await client.chat([user(f'q{i}')])
+    out = timed(conc, n, one, client.aclose)
     assert client.ledger['default'].retries == 0, client.ledger
-    await client.aclose(); return dt
+    return out
 
 async def cache_hits(n):
     path = Path(tempfile.mkdtemp()) / 'llm.sqlite'
@@ -55,29 +101,38 @@ async def cache_hits(n):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--latency', type=float, default=0.1)
-    ap.add_argument('--levels', type=int, nargs='+', default=[1, 8, 32, 128])
-    ap.add_argument('--cache-items', type=int, default=2000)
+    ap.add_argument('--latency', type=float, default=1.0)
+    ap.add_argument('--levels', type=int, nargs='+', default=[128])
+    ap.add_argument('--rounds', type=int, default=6, help='requests per level = rounds x concurrency')
+    ap.add_argument('--cache-items', type=int, default=5000)
     a = ap.parse_args()
     port = free_port()
     server = subprocess.Popen([sys.executable, '-c', SERVER, str(port), str(a.latency)])
     base_url = f'http://127.0.0.1:{port}/v1'
+    load = os.getloadavg()
     try:
         for _ in range(100):
             try: socket.create_connection(('127.0.0.1', port), timeout=0.2).close(); break
             except OSError: time.sleep(0.1)
-        print(f'fake server latency {a.latency * 1000:.0f} ms, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}\n')
-        print('| concurrency | requests | ideal req/s | bare openai SDK req/s (% ideal) | envsynth LLMClient req/s (% ideal) |')
-        print('|---:|---:|---:|---:|---:|')
+        print(f'fake endpoint latency {a.latency * 1000:.0f} ms (asyncio server, own process), {os.cpu_count()} CPUs, '
+              f'Python {sys.version.split()[0]}, load average {load[0]:.1f} at the start\n')
+        print('| concurrency | requests | client | req/s | % of ideal | client CPU ms per request |')
+        print('|---:|---:|---|---:|---:|---:|')
         for c in a.levels:
-            n = max(20, 6 * c)
-            ideal = c / a.latency
-            sdk = n / asyncio.run(bare_sdk(base_url, c, n))
-            ours = n / asyncio.run(envsynth_client(base_url, c, n))
-            print(f'| {c} | {n} | {ideal:.0f} | {sdk:.0f} ({sdk / ideal:.0%}) | {ours:.0f} ({ours / ideal:.0%}) |')
+            n, ideal = a.rounds * c, c / a.latency
+            eight_pools = lambda url, c, n: raw_httpx(url, c, n, pools=8)
+            for name, run in (('ideal (c / latency)', None), ('raw httpx.AsyncClient (floor)', raw_httpx),
+                              ('raw httpx, 8 clients of c/8 connections in turn', eight_pools),
+                              ('bare openai SDK', bare_sdk),
+                              ('envsynth LLMClient, 1 SDK client (before)', lambda url, c, n: envsynth_client(url, c, n, 1)),
+                              ('envsynth LLMClient (up to 8 SDK clients, the default)', envsynth_client)):
+                if run is None: print(f'| {c} | {n} | {name} | {ideal:,.0f} | 100% | - |'); continue
+                wall, cpu = run(base_url, c, n)
+                print(f'| {c} | {n} | {name} | {n / wall:,.0f} | {n / wall / ideal:.0%} | {1000 * cpu / n:.2f} |')
     finally:
         server.kill(); server.wait()
     chat_hits, raw_hits = asyncio.run(cache_hits(a.cache_items))
-    print(f'\ncache hits ({a.cache_items} entries, SQLite): {chat_hits:,.0f}/s through LLMClient.chat (replay), {raw_hits:,.0f}/s ChatCache.get alone')
+    print(f'\ncache hits ({a.cache_items:,} entries, SQLite): {chat_hits:,.0f}/s through LLMClient.chat (replay), '
+          f'{raw_hits:,.0f}/s ChatCache.get alone (target >= 50,000/s through the client)')
 
 if __name__ == '__main__': main()

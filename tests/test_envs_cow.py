@@ -4,14 +4,15 @@ the whole table after each write (what the runtime did before rows were copied o
 import copy, random
 import pytest
 from pydantic import Field
-from envsynth.envs import (EnvRuntime, exception_result, Row, StateError, ToolFailure, Toolkit, combine_hashes, read_tool, table_hash,
-                           validate_table, write_tool)
+from envsynth.envs import (EnvRuntime, exception_result, Row, StateError, ToolFailure, Toolkit, WriteView, combine_hashes,
+                           read_tool, table_hash, validate_table, write_tool)
 
 class Item(Row):
     name: str
     qty: int = Field(ge=0)
     price: float
     tags: list[str] = []
+    rank: int | bool = 1          # `1` and `True` are equal in Python but hash differently
 
 class Note(Row):
     item_id: str
@@ -105,6 +106,36 @@ class Shop(Toolkit):
         """
         return self.db.notes.popitem()[0] if len(self.db.notes) else ''
 
+    @write_tool('items', 'notes')
+    def reprice_after_scan(self, item_id: str, price: float) -> int:
+        """Read an item, scan the table (writing integral prices back as ints and swapping rank `1` and `True`:
+        equal in Python, another JSON type), then change the item read before the scan, and rename the notes.
+
+        Args:
+            item_id: the item
+            price: its new price
+        """
+        row = self.db.items.get(item_id)
+        for r in self.db.items.values():
+            if r['price'] == int(r['price']): r['price'] = int(r['price'])
+            if r['rank'] == 1: r['rank'] = True if type(r['rank']) is int else 1
+        if row is not None: row['price'] = price
+        for k, note in self.db.notes.items(): note['text'] = note['text'] if k.endswith('1') else 'renamed'
+        return sum(1 for r in self.db.items.values() if r['qty'] > 0)
+
+    @write_tool('items')
+    def drop_most_expensive(self, qty: int) -> str:
+        """Scan for the most expensive item, set its quantity, then delete another row found in the scan.
+
+        Args:
+            qty: the quantity to set (negative values leave the state invalid)
+        """
+        ranked = sorted(self.db.items.items(), key=lambda kv: (-kv[1]['price'], kv[0]))
+        if len(ranked) < 2: return ''
+        ranked[0][1]['qty'] = qty
+        del self.db.items[ranked[1][0]]
+        return ranked[1][0]
+
 class NaiveDatabase:
     "The reference: tables are the base dicts until a write tool declares them, then deep copies."
     def __init__(self, base): self.base, self.own = base, {}
@@ -142,10 +173,13 @@ def random_call(rng: random.Random, ids: list[str]):
                        ('tag_cheap', {'below': rng.choice([0.5, 3.0]), 'tag': rng.choice('ab')}),
                        ('add_item', {'item_id': k, 'price': rng.choice([1, 2.5, 110.0])}), ('remove', {'item_id': k}),
                        ('noop_scan', {'item_id': k}), ('break_row', {'item_id': k, 'qty': rng.choice([-1, 0, 4])}),
-                       ('pop_last_note', {})])
+                       ('pop_last_note', {}), ('reprice_after_scan', {'item_id': k, 'price': rng.choice([2, 7.5])}),
+                       ('drop_most_expensive', {'qty': rng.choice([-1, 3])})])
 
-@pytest.mark.parametrize('rows,incremental', [(40, 1000), (40, 0), (2500, 0), (2500, 1000)])
-def test_random_calls_match_the_deep_copy_reference(rows, incremental):
+@pytest.mark.parametrize('rows,incremental,bulk_rows', [(40, 1000, 64), (40, 0, 0), (2500, 0, 64), (2500, 1000, 10**9)])
+def test_random_calls_match_the_deep_copy_reference(rows, incremental, bulk_rows, monkeypatch):
+    "`bulk_rows`: scans of tables this large copy all rows at once (0: every scan; 10**9: never, row by row)."
+    monkeypatch.setattr(WriteView, 'bulk_rows', bulk_rows)
     rng = random.Random(rows + incremental)
     seed = seed_state(rows, rng)
     naive, rt = NaiveRuntime(seed), EnvRuntime(Shop, seed, incremental_hash_rows=incremental)

@@ -5,7 +5,7 @@
 # %% ../../nbs/core/09_envs.ipynb #6ad17c6d
 from __future__ import annotations
 import ast, asyncio, bisect, datetime as dt, hashlib, importlib.util, inspect, itertools, json, marshal, math, operator, random, re
-import sys, threading, typing
+import sys, threading, types, typing
 from collections import OrderedDict
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
@@ -15,17 +15,17 @@ from typing import Any, Callable, ClassVar, Literal, Protocol
 import docstring_parser, orjson
 from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
-from .schema import (Action, Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, content_hash,
-                             validate_arguments)
+from .schema import (Action, Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, argument_checker,
+                             content_hash, validate_arguments)
 
 # %% auto #0
 __all__ = ['ToolKind', 'ENV_FILES', 'normalize_floats', 'table_bytes', 'table_hash', 'combine_hashes', 'state_hash', 'TableDiff',
-           'state_diff', 'Row', 'StateError', 'validate_table', 'WriteView', 'Database', 'CanonicalTable',
-           'ToolFailure', 'ToolDefinitionError', 'read_tool', 'write_tool', 'ToolSpec', 'tool_spec', 'EpisodeClock',
-           'Toolkit', 'apply_patch', 'output_size_over', 'exception_result', 'EnvRuntime', 'EnvBackend', 'ToolInfo',
-           'task_seed', 'Episode', 'Environment', 'GoldActionError', 'with_gold_hash', 'ToolTestCall', 'ToolTest',
-           'run_tool_tests', 'CheckReport', 'check_environment', 'lint_tool_code', 'EnvironmentLoadError', 'read_tasks',
-           'load_environment', 'read_tool_tests', 'write_environment', 'validate_environment']
+           'state_diff', 'Row', 'StateError', 'validate_table', 'WriteView', 'Database', 'flat_row_model',
+           'CanonicalTable', 'ToolFailure', 'ToolDefinitionError', 'read_tool', 'write_tool', 'ToolSpec', 'tool_spec',
+           'EpisodeClock', 'Toolkit', 'apply_patch', 'output_size_over', 'exception_result', 'EnvRuntime', 'EnvBackend',
+           'ToolInfo', 'task_seed', 'Episode', 'Environment', 'GoldActionError', 'with_gold_hash', 'ToolTestCall',
+           'ToolTest', 'run_tool_tests', 'CheckReport', 'check_environment', 'lint_tool_code', 'EnvironmentLoadError',
+           'read_tasks', 'load_environment', 'read_tool_tests', 'write_environment', 'validate_environment']
 
 # %% ../../nbs/core/09_envs.ipynb #46536906
 _SCALARS = frozenset({str, int, bool, type(None)})
@@ -122,11 +122,16 @@ class WriteView(MutableMapping):
     """What a write tool sees of a table it declares: the episode's own table, whose rows are shared with
     the base state until they are read here. A row read through the view (`[]`, `get`, `items`, `values`,
     `pop`, ...) is first copied into the episode's table, so the tool may change it in place; `touched`
-    holds the ids of the rows the view handed out, added or deleted."""
-    __slots__ = ('rows', 'base', 'touched')
-    def __init__(self, rows: dict, base: dict): self.rows, self.base, self.touched = rows, base, set()
+    holds the ids of the rows the view handed out, added or deleted. A scan (`values`, `items`, `copy`) of
+    a table of at least `bulk_rows` rows copies every row not yet touched at once instead (`bulk_copy`);
+    `flat=True` says the rows hold scalars only, so a shallow `dict.copy` is a full copy."""
+    __slots__ = ('rows', 'base', 'touched', 'before', 'flat')
+    bulk_rows: ClassVar[int] = 64
+    def __init__(self, rows: dict, base: dict, flat: bool = False):
+        self.rows, self.base, self.touched, self.before, self.flat = rows, base, set(), None, flat
     def __getitem__(self, key):
         row = self.rows[key]
+        if self.before is not None and key in self.before: return row   # already the episode's own copy
         self.touched.add(key)
         if row is self.base.get(key, self): row = self.rows[key] = _copy_row(row)
         return row
@@ -137,8 +142,10 @@ class WriteView(MutableMapping):
     def __len__(self) -> int: return len(self.rows)
     def __contains__(self, key) -> bool: return key in self.rows
     def keys(self): return self.rows.keys()
-    def values(self): return (self[k] for k in list(self.rows))
-    def items(self): return ((k, self[k]) for k in list(self.rows))
+    def values(self):
+        return iter(list(self.rows.values())) if self._scan() else (self[k] for k in list(self.rows))
+    def items(self):
+        return iter(list(self.rows.items())) if self._scan() else ((k, self[k]) for k in list(self.rows))
     def popitem(self):
         if not self.rows: raise KeyError('popitem(): table is empty')
         key = next(reversed(self.rows)); row = self[key]; del self[key]
@@ -146,14 +153,32 @@ class WriteView(MutableMapping):
     def copy(self) -> dict: return dict(self.items())
     def __repr__(self): return f'WriteView({len(self.rows)} rows, {len(self.touched)} touched)'
 
+    def _scan(self) -> bool:
+        "Whether the rows are (now) bulk-copied, so a scan may hand them out directly."
+        if self.before is None and len(self.rows) >= self.bulk_rows: self.bulk_copy()
+        return self.before is not None
+
+    def bulk_copy(self) -> None:
+        """Put a copy of every row not yet touched in the table at once (C loops: `dict.copy` for flat rows,
+        else marshal); `before` keeps the rows they replaced, for the runtime to compare with after the call.
+        Rows that cannot be copied so (not JSON) keep the row-by-row path."""
+        rows, touched = self.rows, self.touched
+        before = {k: r for k, r in rows.items() if k not in touched} if touched else dict(rows)
+        try:
+            if self.flat: copies = list(map(dict.copy, before.values()))
+            else: copies = marshal.loads(marshal.dumps(before)).values()
+        except (TypeError, ValueError): return
+        rows.update(zip(before, copies)); self.before = before
+
 # %% ../../nbs/core/09_envs.ipynb #d42f8133
 class Database:
     """An episode's tables, read as `db['loans']` or `db.loans`. Tables start as the shared, cached base
     tables; a write tool gets a `WriteView` of each table it declares, over the episode's own shallow copy of
     the table, whose rows are copied one at a time as the tool reads them (row-level copy-on-write)."""
-    __slots__ = ('_base', '_own', '_views', 'changed')
-    def __init__(self, base: dict[str, dict]):
+    __slots__ = ('_base', '_own', '_views', '_flat', 'changed')
+    def __init__(self, base: dict[str, dict], flat_tables: frozenset = frozenset()):
         self._base, self._own, self._views = base, {}, {}
+        self._flat = flat_tables                   # tables whose rows hold scalars only
         self.changed: dict[str, set] = {}       # table -> ids of rows that differ from the base (changed, added, deleted)
     def __getitem__(self, table: str):
         view = self._views.get(table)
@@ -167,13 +192,55 @@ class Database:
     def __contains__(self, table: str) -> bool: return table in self._base
     def tables(self) -> dict[str, dict]: return {t: self._own.get(t, self._base[t]) for t in self._base}
 
+# %% ../../nbs/core/09_envs.ipynb #196b80d2
+_FLAT_FIELD_TYPES = (str, int, float, type(None), dt.date, dt.time, dt.timedelta)   # bool is an int
+
+def _flat_type(tp: Any) -> bool:
+    "Whether values of annotation `tp` dump to a JSON scalar."
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Literal: return all(type(a) in _SCALARS or type(a) is float for a in args)
+    if origin is typing.Annotated: return _flat_type(args[0])
+    if origin is typing.Union or origin is types.UnionType: return all(map(_flat_type, args))
+    return isinstance(tp, type) and issubclass(tp, _FLAT_FIELD_TYPES)
+
+def flat_row_model(model: type[BaseModel]) -> bool:
+    "Whether every dumped `model` row holds scalars only (no list or dict), so a shallow copy of it is a copy."
+    fields = [f.annotation for f in model.model_fields.values()]
+    fields += [f.return_type for f in model.model_computed_fields.values()]
+    return model.model_config.get('extra') != 'allow' and all(map(_flat_type, fields))
+
 # %% ../../nbs/core/09_envs.ipynb #b5cbfa89
 @patch
 def open_writes(self: Database, tables) -> None:
     "Give the next tool call a `WriteView` of each of `tables`."
     for t in tables:
         if t not in self._own: self._own[t] = dict(self._base[t])
-        self._views[t] = WriteView(self._own[t], self._base[t])
+        self._views[t] = WriteView(self._own[t], self._base[t], t in self._flat)
+
+def _json_alike(now: list, old: list) -> bool:
+    "Whether two lists of rows are the same JSON, types included (one C-level serialization of each)."
+    try: return orjson.dumps(now) == orjson.dumps(old)
+    except TypeError: return False
+
+def _bulk_changes(view: WriteView) -> set:
+    """After a bulk copy: the ids of the bulk-copied rows the call changed. Every other one gets back the
+    row it replaced (the base's own row, if it was shared). Compared as JSON in one go; if that differs,
+    with `==` row by row and then by JSON text (`1`, `1.0` and `True` are equal but not the same JSON)."""
+    before, rows, touched = view.before, view.rows, view.touched
+    keys, old = list(before), list(before.values())
+    now = list(map(rows.get, keys))
+    differ = set()
+    if not _json_alike(now, old):
+        equal = list(map(operator.eq, now, old))
+        differ = set(itertools.compress(keys, map(operator.not_, equal)))
+        same, same_now, same_old = (list(itertools.compress(xs, equal)) for xs in (keys, now, old))
+        if not _json_alike(same_now, same_old):
+            differ |= {k for k, a, b in zip(same, same_now, same_old) if not _same_json(a, b)}
+    if not (touched or differ): rows.update(before)
+    else:
+        keep = before.keys() - touched - differ
+        rows.update(zip(keep, map(before.__getitem__, keep)))
+    return differ - touched
 
 @patch
 def close_writes(self: Database) -> dict[str, dict]:
@@ -181,7 +248,8 @@ def close_writes(self: Database) -> dict[str, dict]:
     out = {}
     for t, view in self._views.items():
         base, rows, changed, new = view.base, view.rows, self.changed.setdefault(t, set()), {}
-        for k in view.touched:
+        keys = view.touched if view.before is None else view.touched | _bulk_changes(view)
+        for k in keys:
             if k not in rows:
                 if k in base: changed.add(k)
                 else: changed.discard(k)
@@ -334,7 +402,9 @@ class Toolkit:
 
     def next_id(self, table: str, prefix: str, width: int = 5) -> str:
         "A new row id for `table`: `prefix` + one more than the largest number used with it (derived from the state, so deterministic)."
-        n = max((int(k[len(prefix):]) for k in self.db[table] if k.startswith(prefix) and k[len(prefix):].isdigit()), default=0)
+        with_prefix = filter(operator.methodcaller('startswith', prefix), self.db[table])
+        numbers = filter(str.isdecimal, map(operator.itemgetter(slice(len(prefix), None)), with_prefix))
+        n = max(map(int, numbers), default=0)      # C loops: this scans every id of the table
         return f'{prefix}{n + 1:0{width}d}'
 
     def row(self, table: str, row_id: str, what: str | None = None) -> dict:
@@ -387,9 +457,10 @@ def output_size_over(value: Any, limit: int) -> bool:
         if budget < 0: return True
     return False
 
-def _jsonable_output(value: Any) -> Any:
+def _json_default(value: Any) -> Any:
+    "How orjson writes what it does not know: a `WriteView` as its rows, the rest (models, dates) as pydantic does."
     from pydantic_core import to_jsonable_python
-    return orjson.loads(orjson.dumps(value, default=lambda v: dict(v) if isinstance(v, WriteView) else to_jsonable_python(v)))
+    return dict(value) if isinstance(value, WriteView) else to_jsonable_python(value)
 
 def exception_result(name: str, e: BaseException) -> dict:
     if isinstance(e, ToolFailure): return _error('execution_error', str(e))
@@ -408,16 +479,21 @@ class _Episode:
 
 class EnvRuntime:
     """Runs a toolkit's episodes: cached base states, row-level copy-on-write, validated calls, JSON in and out.
-    Tables of at least `incremental_hash_rows` rows are hashed incrementally (`CanonicalTable`) after a write."""
+    Tables of at least `incremental_hash_rows` rows (all, by default) are hashed incrementally after a
+    write (`CanonicalTable`): from scratch, even a table of 50 rows costs 10x more when a float in it takes
+    the slow path."""
     def __init__(self, toolkit_cls: type[Toolkit], seed_state: dict, clock_start: str = '2026-01-05T09:00:00+00:00',
                  validate_writes: bool = True, max_bases: int = 64, max_output_bytes: int = 4 << 20,
-                 incremental_hash_rows: int = 1000):
+                 incremental_hash_rows: int = 0):
         self.toolkit_cls, self.clock_start, self.validate_writes = toolkit_cls, clock_start, validate_writes
         self.max_output_bytes, self.incremental_hash_rows = max_output_bytes, incremental_hash_rows
         self.specs = toolkit_cls.tool_specs()
+        self.argument_checks = {
+            n: argument_checker(s.tool.function.parameters) for n, s in self.specs.items()}
         missing = sorted(set(toolkit_cls.tables) - set(seed_state)); extra = sorted(set(seed_state) - set(toolkit_cls.tables))
         if missing or extra: raise StateError(f'seed state tables differ from the toolkit: missing {missing}, unknown {extra}')
         self.seed = {t: validate_table(t, m, seed_state[t]) for t, m in toolkit_cls.tables.items()}
+        self.flat_tables = frozenset(t for t, m in toolkit_cls.tables.items() if flat_row_model(m))
         self._bases: OrderedDict[str, dict] = OrderedDict()
         self._bases[''] = {'tables': self.seed, 'hashes': {t: table_hash(r) for t, r in self.seed.items()}, 'indexes': {}}
         self._episodes: dict[str, _Episode] = {}
@@ -444,7 +520,8 @@ class EnvRuntime:
 
     def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None, clock_start: str | None = None) -> None:
         base = self._base(initial_state)
-        tk = self.toolkit_cls(Database(base['tables']), EpisodeClock(clock_start or self.clock_start), random.Random(seed))
+        clock = EpisodeClock(clock_start or self.clock_start)
+        tk = self.toolkit_cls(Database(base['tables'], self.flat_tables), clock, random.Random(seed))
         with self._lock:
             if episode_id in self._episodes: raise ValueError(f'episode {episode_id!r} is already open')
             self._episodes[episode_id] = _Episode(tk, dict(base['hashes']), base)
@@ -459,7 +536,8 @@ def step(self: EnvRuntime, episode_id: str, name: str, arguments: Any) -> dict:
     ep = self._get(episode_id)
     spec = self.specs.get(name)
     if spec is None: return _error('unknown_tool', f'no tool named {name!r}; tools: {sorted(self.specs)}')
-    problems = validate_arguments(spec.tool, arguments)
+    check = self.argument_checks.get(name)        # valid for sure, or ask the full validator
+    problems = [] if check is not None and check(arguments) else validate_arguments(spec.tool, arguments)
     if problems: return _error('invalid_arguments', '; '.join(f'{p.path}: {p.message}' if p.path else p.message for p in problems))
     tk = ep.toolkit
     if spec.writes:
@@ -495,9 +573,13 @@ def _validate_rows(self: EnvRuntime, ep: _Episode, table: str, rows: dict) -> st
 # %% ../../nbs/core/09_envs.ipynb #62b5fdf5
 @patch
 def _output(self: EnvRuntime, name: str, out: Any) -> dict:
-    if output_size_over(out, self.max_output_bytes): return _error('output_too_large', f'tool {name!r} returned more than {self.max_output_bytes} bytes')
-    try: return {'output': _jsonable_output(out)}
+    "The tool's return value as a fresh JSON value: serialized once (C speed), measured, parsed back."
+    limit = self.max_output_bytes
+    too_large = _error('output_too_large', f'tool {name!r} returned more than {limit} bytes')
+    try: raw = orjson.dumps(out, default=_json_default)
+    except MemoryError: return too_large
     except (TypeError, orjson.JSONEncodeError) as e: return _error('internal_error', f'tool {name!r} returned a value that is not JSON: {e}')
+    return too_large if len(raw) > limit else {'output': orjson.loads(raw)}
 
 @patch
 def _table_hash(self: EnvRuntime, ep: _Episode, table: str) -> str:

@@ -4,13 +4,13 @@
 
 # %% ../../nbs/core/14_rollout.ipynb #80abaaf2
 from __future__ import annotations
-import asyncio, json, random, re, string, time
+import asyncio, gc, json, multiprocessing, pickle, random, re, string, time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 from pydantic import BaseModel
 from tqdm.auto import tqdm
-from .envs import Environment, Episode
+from .envs import EnvRuntime, Environment, Episode
 from .llm import ChatRequest, LLMClient, LLMError, OfflineTeacher
 from .schema import (Action, Message, Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, Trajectory,
                              assistant, canonical_json, content_hash, system, user, validate_arguments)
@@ -23,7 +23,8 @@ __all__ = ['EMULATOR_PROMPT', 'FAILURE_MESSAGES', 'CONSISTENCY_SCOPES', 'STOP_TO
            'read_user_text', 'ScriptedUser', 'user_prompt_template', 'LLMUser', 'offline_user_simulator',
            'reveal_next_sentence', 'offline_teacher', 'task_hidden_context', 'task_user_queries', 'user_for_task',
            'PolicyTurn', 'Policy', 'LLMPolicy', 'OraclePolicy', 'DoNothingPolicy', 'EpisodeLimits', 'extract_answer',
-           'run_episode', 'env_system_prompt', 'rollout_env']
+           'run_episode', 'env_system_prompt', 'env_episode', 'rollout_env', 'rollout_jobs', 'job_attempts',
+           'rollout_processes']
 
 # %% ../../nbs/core/14_rollout.ipynb #4cabc7e0
 def error_result(call: ToolCall, type_: str, message: str) -> ToolResult:
@@ -487,6 +488,16 @@ def env_system_prompt(env: Environment) -> str:
     "The agent's system prompt for an environment: its description and policy."
     return '\n\n'.join(p for p in (env.description, env.policy) if p)
 
+async def env_episode(env: Environment, task: Task, make_policy: Callable[[Task], Policy],
+                      make_user: Callable[[Task], Any] | None, system_prompt: str, limits: EpisodeLimits,
+                      attempt: int = 0) -> Trajectory:
+    "One episode of `task` in a fresh episode of `env` (with the task's own seed: the gold state assumes it)."
+    ex = EnvExecutor(env.reset(task))
+    try:
+        return await run_episode(make_policy(task), ex, make_user(task) if make_user else None, task=task,
+                                 system_prompt=system_prompt, limits=limits, info={'attempt': attempt})
+    finally: ex.close()
+
 async def rollout_env(env: Environment, tasks: Iterable[Task | str] | None = None, make_policy: Callable[[Task], Policy] = OraclePolicy,
                       make_user: Callable[[Task], Any] | None = None, *, k: int = 1, concurrency: int = 32,
                       limits: EpisodeLimits = EpisodeLimits(), system_prompt: str | None = None, progress: bool = False) -> list[Trajectory]:
@@ -496,10 +507,80 @@ async def rollout_env(env: Environment, tasks: Iterable[Task | str] | None = Non
     sem, bar = asyncio.Semaphore(concurrency), tqdm(total=len(tasks) * k, desc=f'rollout {env.name}', disable=not progress)
     async def one(task: Task, attempt: int) -> Trajectory:
         async with sem:
-            ex = EnvExecutor(env.reset(task))      # the environment's RNG is the task's own: the gold state assumes it
-            try: traj = await run_episode(make_policy(task), ex, make_user(task) if make_user else None, task=task,
-                                          system_prompt=prompt, limits=limits, info={'attempt': attempt})
-            finally: ex.close()
+            traj = await env_episode(env, task, make_policy, make_user, prompt, limits, attempt)
             bar.update(); return traj
     try: return list(await asyncio.gather(*(one(t, a) for t in tasks for a in range(k))))
     finally: bar.close()
+
+# %% ../../nbs/core/14_rollout.ipynb #00ba719e
+async def rollout_jobs(envs: dict[str, Environment], jobs: list[tuple[str, str]],
+                       make_policy: Callable[[Task], Policy] = OraclePolicy,
+                       make_user: Callable[[Task], Any] | None = None, *, concurrency: int = 32,
+                       limits: EpisodeLimits = EpisodeLimits(),
+                       attempts: list[int] | None = None) -> list[Trajectory]:
+    """One episode per `(environment name, task id)` job, `concurrency` at a time on this event loop;
+    trajectories in job order. A job that repeats an earlier one is its next attempt
+    (`info['attempt']`), unless `attempts` says otherwise."""
+    sem, prompts = asyncio.Semaphore(concurrency), {n: env_system_prompt(e) for n, e in envs.items()}
+    async def one(name: str, task: Task, attempt: int) -> Trajectory:
+        async with sem:
+            return await env_episode(envs[name], task, make_policy, make_user, prompts[name], limits, attempt)
+    if attempts is None: attempts = job_attempts(jobs)
+    runs = [one(n, envs[n].task(t), a) for (n, t), a in zip(jobs, attempts)]
+    return list(await asyncio.gather(*runs))
+
+def job_attempts(jobs: list[tuple[str, str]]) -> list[int]:
+    "How many times each job's `(environment, task)` came before it in `jobs`."
+    seen, out = Counter(), []
+    for job in jobs: out.append(seen[job]); seen[job] += 1
+    return out
+
+# %% ../../nbs/core/14_rollout.ipynb #a56e6354
+def _rollout_worker(conn, envs, jobs, attempts, make_policy, make_user, concurrency, limits) -> None:
+    "A forked worker: run `jobs`, send back `('ok', trajectories)` or `('error', message)`, pickled once."
+    gc.freeze()                    # the inherited environments stay alive: the collector need not walk them
+    try:
+        run = rollout_jobs(envs, jobs, make_policy, make_user, concurrency=concurrency, limits=limits,
+                           attempts=attempts)
+        out = ('ok', asyncio.run(run))
+    except Exception as e: out = ('error', f'{type(e).__name__}: {e}')
+    try: data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:
+        data = pickle.dumps(('error', f'trajectories could not be pickled: {type(e).__name__}: {e}'))
+    conn.send_bytes(data); conn.close()
+
+def rollout_processes(envs: dict[str, Environment], jobs: list[tuple[str, str]],
+                      make_policy: Callable[[Task], Policy] = OraclePolicy,
+                      make_user: Callable[[Task], Any] | None = None, *, processes: int = 2,
+                      concurrency: int = 32, limits: EpisodeLimits = EpisodeLimits()) -> list[Trajectory]:
+    """`rollout_jobs` over `processes` forked workers (job `i` goes to worker `i % processes`);
+    trajectories in job order. Call it from synchronous code; the environments must be in-process ones."""
+    if processes < 1: raise ValueError('processes must be >= 1')
+    unknown = sorted({n for n, _ in jobs} - set(envs))
+    if unknown: raise KeyError(f'jobs name environments that are not given: {unknown}')
+    kw = dict(concurrency=concurrency, limits=limits)
+    if processes == 1: return asyncio.run(rollout_jobs(envs, jobs, make_policy, make_user, **kw))
+    boxed = sorted(n for n in {n for n, _ in jobs} if not isinstance(envs[n].backend, EnvRuntime))
+    if boxed: raise ValueError(f'rollout_processes forks the caller: {boxed} are sandboxed; use rollout_jobs')
+    attempts, ctx, workers = job_attempts(jobs), multiprocessing.get_context('fork'), []
+    for idx in (list(range(i, len(jobs), processes)) for i in range(processes)):
+        recv, send = ctx.Pipe(duplex=False)
+        args = (send, envs, [jobs[i] for i in idx], [attempts[i] for i in idx], make_policy, make_user,
+                concurrency, limits)
+        p = ctx.Process(target=_rollout_worker, args=args, daemon=True)
+        p.start(); send.close(); workers.append((idx, recv, p))
+    out, errors = [None] * len(jobs), []
+    try:
+        for idx, recv, p in workers:
+            try: status, payload = pickle.loads(recv.recv_bytes())
+            except EOFError:
+                p.join(timeout=5)
+                status, payload = 'error', f'worker {p.pid} died (exit code {p.exitcode})'
+            if status == 'error': errors.append(payload); continue
+            for i, traj in zip(idx, payload): out[i] = traj
+    finally:
+        for _, recv, p in workers:
+            recv.close(); p.join(timeout=5)
+            if p.is_alive(): p.kill(); p.join()
+    if errors: raise RuntimeError('rollout workers failed: ' + '; '.join(errors))
+    return out

@@ -6,7 +6,8 @@
 from __future__ import annotations
 import hashlib, json, math, re
 from functools import lru_cache
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
+import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
@@ -14,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 # %% auto #0
 __all__ = ['Role', 'ErrorType', 'SUPERVISION_FIELDS', 'canonical_json', 'content_hash', 'ToolSchemaError',
            'check_parameters_schema', 'check_output_schema', 'FunctionSchema', 'Tool', 'ArgumentError',
-           'validate_arguments', 'validate_output', 'ToolCallError', 'FunctionCall', 'ToolCall', 'Message', 'system',
-           'user', 'assistant', 'tool_message', 'ToolError', 'ToolResult', 'Action', 'SubQuestion', 'RubricItem',
-           'MaskedArgument', 'Task', 'Trajectory', 'check_trajectory']
+           'validate_arguments', 'argument_checker', 'validate_output', 'ToolCallError', 'FunctionCall', 'ToolCall',
+           'Message', 'system', 'user', 'assistant', 'tool_message', 'ToolError', 'ToolResult', 'Action', 'SubQuestion',
+           'RubricItem', 'MaskedArgument', 'Task', 'Trajectory', 'check_trajectory']
 
 # %% ../../nbs/core/01_schema.ipynb #e5dfab2a
 def _normalize(obj: Any) -> Any:
@@ -31,9 +32,45 @@ def _normalize(obj: Any) -> Any:
     if isinstance(obj, BaseModel): return _normalize(obj.model_dump(mode='json', exclude_none=True))
     raise TypeError(f'{type(obj).__name__} is not JSON-serializable: {obj!r:.80}')
 
-def canonical_json(obj: Any) -> str:
-    "Deterministic JSON text of `obj`: sorted keys, compact, normalized floats, UTF-8 kept."
-    return json.dumps(_normalize(obj), sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
+def _translation(groups: dict[str, bytes]) -> bytes:
+    "A `bytes.translate` table: each character of a key becomes that key's byte, everything else a space."
+    table = bytearray(b' ' * 256)
+    for chars, to in groups.items():
+        for ch in chars: table[ord(ch)] = to[0]
+    return bytes(table)
+
+_NUMBER_SHAPE = _translation({'0': b'0', '123456789': b'1', '.': b'.', 'eE': b'e', '+-': b'+',
+                              ':,[]}': b'D'})
+_DIGIT_OR_DOT = _translation({'0123456789.': b'1'})
+
+def _floats_normal(obj: Any) -> bool:
+    """Whether `_normalize` would leave every number of `obj` as it is and the rest is plain JSON (str keys),
+    judged from orjson's text with C loops (`translate`, `in`): no integral float (`2.0`), none in exponent
+    notation (orjson always writes `e+`/`e-`), no run of 14+ digits and dots (13+ significant digits).
+    Text inside strings that looks like such a float only costs the slow path."""
+    try: raw = orjson.dumps(obj)
+    except (TypeError, orjson.JSONEncodeError): return False
+    shape = raw.translate(_NUMBER_SHAPE) + b'D'
+    return (b'.0D' not in shape and b'1e+' not in shape and b'0e+' not in shape
+            and b'1' * 14 not in raw.translate(_DIGIT_OR_DOT))
+
+_CANONICAL = dict(sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
+
+def canonical_json(obj: Any, split_levels: int = 2) -> str:
+    """Deterministic JSON text of `obj`: sorted keys, compact, normalized floats, UTF-8 kept. When `obj`
+    as a whole may need normalizing, its items (down to `split_levels` levels) are written one by one,
+    so only those that may need it take the slow path (a message whose text quotes `500.0` does not
+    slow down the whole trajectory)."""
+    if _floats_normal(obj):          # `_normalize` would change nothing: skip its Python walk
+        try: return json.dumps(obj, **_CANONICAL)
+        except (TypeError, ValueError): pass     # NaN (orjson writes null), unknown types: see below
+    elif split_levels > 0 and type(obj) is dict and all(type(k) is str for k in obj):
+        items = (json.dumps(k, ensure_ascii=False) + ':' + canonical_json(obj[k], split_levels - 1)
+                 for k in sorted(obj))
+        return '{' + ','.join(items) + '}'
+    elif split_levels > 0 and type(obj) in (list, tuple):
+        return '[' + ','.join(canonical_json(v, split_levels - 1) for v in obj) + ']'
+    return json.dumps(_normalize(obj), **_CANONICAL)
 
 def content_hash(obj: Any, n: int = 16) -> str:
     "First `n` hex digits of the SHA-256 of `canonical_json(obj)`."
@@ -194,6 +231,57 @@ def validate_arguments(tool: Tool, arguments: dict | str | None, strict: bool = 
     v = _validator(json.dumps(params, sort_keys=True))
     errs = sorted(v.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     return [_describe(e, params) for e in errs]
+
+# %% ../../nbs/core/01_schema.ipynb #fef294da
+_SIMPLE_TYPES = {'string': lambda v: type(v) is str, 'integer': lambda v: type(v) is int,
+                 'boolean': lambda v: type(v) is bool, 'number': lambda v: type(v) is int or type(v) is float,
+                 'null': lambda v: v is None}
+_NOTE_KEYWORDS = {'description', 'default', 'title', 'examples'}
+
+def _value_checker(schema: Any) -> Callable[[Any], bool] | None:
+    "A check that is True only for values `schema` accepts; None if `schema` uses a keyword this does not know."
+    if not isinstance(schema, dict) or set(schema) - _NOTE_KEYWORDS - {'type', 'enum', 'anyOf', 'items'}:
+        return None
+    checks = []
+    if 'anyOf' in schema:
+        options = [_value_checker(s) for s in schema['anyOf']]
+        if not options or None in options: return None
+        checks.append(lambda v: any(ok(v) for ok in options))
+    if 'enum' in schema:
+        allowed = schema['enum']
+        if not (isinstance(allowed, list) and all(type(a) is str for a in allowed)): return None
+        allowed = frozenset(allowed); checks.append(lambda v: type(v) is str and v in allowed)
+    if 'type' in schema:
+        if schema['type'] == 'array':
+            item = _value_checker(schema.get('items', {}))
+            if item is None: return None
+            checks.append(lambda v: type(v) is list and all(map(item, v)))
+        elif schema['type'] in _SIMPLE_TYPES: checks.append(_SIMPLE_TYPES[schema['type']])
+        else: return None
+    elif 'items' in schema: return None
+    return lambda v: all(ok(v) for ok in checks)
+
+# %% ../../nbs/core/01_schema.ipynb #8c6e6715
+def argument_checker(parameters: dict) -> Callable[[dict], bool] | None:
+    """A fast check of a tool's arguments against its `parameters` schema: True means valid for sure,
+    False means run `validate_arguments` (which finds the problems, if any). None if the schema is beyond
+    what it compiles."""
+    known = _NOTE_KEYWORDS | {'type', 'properties', 'required', 'additionalProperties'}
+    if not isinstance(parameters, dict) or set(parameters) - known: return None
+    extra = parameters.get('additionalProperties', True)
+    if parameters.get('type', 'object') != 'object' or extra not in (True, False): return None
+    props = {k: _value_checker(s) for k, s in parameters.get('properties', {}).items()}
+    if None in props.values(): return None
+    required, closed = frozenset(parameters.get('required', [])), extra is False
+    def check(arguments: dict) -> bool:
+        if type(arguments) is not dict or not required.issubset(arguments): return False
+        for k, v in arguments.items():
+            ok = props.get(k)
+            if ok is None:
+                if closed: return False
+            elif not ok(v): return False
+        return True
+    return check
 
 # %% ../../nbs/core/01_schema.ipynb #18ab1589
 def validate_output(tool: Tool, output: Any) -> list[ArgumentError]:

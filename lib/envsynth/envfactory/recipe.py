@@ -282,7 +282,7 @@ def plot_scaling(table: dict):
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #d3303a02
 def write_scaling(r: RecipeRun, order: list[str]) -> list[dict] | None:
-    "`07_scaling/scaling.json` and `.png` when `pool_sizes` is set; the rows, without task ids."
+    "`RUN/07_scaling/scaling.json` and `.png` when `pool_sizes` is set; the rows, without task ids."
     if not r.p.pool_sizes: return None
     table = scaling_table(r, order)
     r.run.write_json('scaling', 'scaling.json', table, indent=1)

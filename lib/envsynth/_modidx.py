@@ -2702,6 +2702,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'envsynth.train.grpo.RowSkill': ('train/rl_learns.html#rowskill', 'envsynth/train/grpo.py'),
                                      'envsynth.train.grpo._epochs': ('train/rl_learns.html#_epochs', 'envsynth/train/grpo.py'),
                                      'envsynth.train.grpo._rollout': ('train/rl_learns.html#_rollout', 'envsynth/train/grpo.py'),
+                                     'envsynth.train.grpo._row_task': ('train/rl_learns.html#_row_task', 'envsynth/train/grpo.py'),
                                      'envsynth.train.grpo._stable_hash': ('train/rl_learns.html#_stable_hash', 'envsynth/train/grpo.py'),
                                      'envsynth.train.grpo._step': ('train/rl_learns.html#_step', 'envsynth/train/grpo.py'),
                                      'envsynth.train.grpo.evaluate_rows': ('train/rl_learns.html#evaluate_rows', 'envsynth/train/grpo.py'),

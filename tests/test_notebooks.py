@@ -1,34 +1,95 @@
-"""Every notebook under nbs/ runs as one pytest test, so a failure names the notebook.
+"""Every notebook under nbs/ runs as one pytest test, so a failure names the notebook, and its
+fresh outputs must match the outputs saved in it: notebooks are committed executed, to be read as
+tutorials.
 
-Uses nbdev's own runner (the same one `nbdev-test` uses): cells flagged with one of the
-`tst_flags` of pyproject.toml (notest, slow, gpu) are skipped; folders holding a `.notest`
-file and files starting with `_` or `.` are not collected.
+Each notebook runs once, the way nbdev's test runner runs it (execnb's in-process shell, the
+notebook's folder as working directory): cells flagged with one of the `tst_flags` of
+pyproject.toml (notest, slow, gpu) are skipped and not compared; folders holding a `.notest` file
+and files starting with `_` or `.` are not collected. The comparison masks what changes by design
+(timings, addresses, temporary paths, dates, ports: `VOLATILE` in tools/execute_notebooks.py) and
+leaves figures out (they are refreshed by saving). `tools/execute_notebooks.py` refreshes the saved
+outputs.
 """
 from pathlib import Path
-import os
+import base64, json, sys
 import pytest
-from nbdev.config import get_config
-from nbdev.test import test_nb as run_notebook   # aliased so pytest does not collect it
 
-CFG = get_config()
-NBS_PATH = Path(CFG.nbs_path)
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'tools'))
+from execute_notebooks import (REFRESH_HINT, NotebookFailed, collect_notebooks, execute, mask,
+                               masked_outputs, scrub_paths, stale_cells)
 
-def _collect(root: Path) -> list[Path]:
-    out = []
-    for p in sorted(root.rglob('*.ipynb')):
-        rel = p.relative_to(root)
-        if any(part.startswith(('_', '.')) for part in rel.parts): continue
-        if any((root / Path(*rel.parts[:i]) / '.notest').exists() for i in range(len(rel.parts))): continue
-        out.append(p)
-    return out
-
-NOTEBOOKS = _collect(NBS_PATH)
+NBS_PATH = REPO / 'nbs'
+NOTEBOOKS = collect_notebooks(NBS_PATH)
 
 def test_notebooks_were_found():
     assert NOTEBOOKS, f'no notebooks under {NBS_PATH}'
 
 @pytest.mark.parametrize('nb', NOTEBOOKS, ids=lambda p: str(p.relative_to(NBS_PATH)))
-def test_notebook(nb, monkeypatch):
-    monkeypatch.setenv('IN_TEST', '1')
-    ok, elapsed = run_notebook(nb, skip_flags=CFG.tst_flags.split(), basepath=CFG.config_path)
-    assert ok, f'{nb.relative_to(NBS_PATH)} failed (its traceback is printed above)'
+def test_notebook(nb):
+    rel, saved = nb.relative_to(REPO), json.loads(nb.read_text(encoding='utf-8'))
+    try: fresh = execute(nb)
+    except NotebookFailed as e: pytest.fail(f'{rel} failed:\n{e}', pytrace=False)
+    problems = stale_cells(saved, fresh)
+    if problems:
+        shown = problems[:5] + [f'... and {len(problems) - 5} more cells'] * (len(problems) > 5)
+        pytest.fail(f'{rel}: saved outputs are stale: {REFRESH_HINT.format(nb=rel)}\n'
+                    + '\n'.join(shown), pytrace=False)
+
+
+# The comparison itself, on hand-made outputs.
+def _stream(text, name='stdout'): return {'output_type': 'stream', 'name': name, 'text': text}
+def _code(*outputs): return {'cell_type': 'code', 'source': 'x', 'outputs': list(outputs)}
+PNG = base64.b64encode(b'\x89PNG not really').decode()
+
+def test_mask_hides_what_changes_run_to_run():
+    assert mask('/tmp/tmpab12cd_x/a.json in 1.93s') == mask('/tmp/tmp9q_e2kzw/a.json in 2s')
+    assert mask('/tmp/run-2/a') == mask('/tmp/runzz/a')
+    assert scrub_paths('/tmp/sandbox') == '/tmp/sandbox'   # a fixed name is kept in saved outputs
+    assert mask('<Env at 0x7f3a2b1c>, pid 4121') == mask('<Env at 0x7f00aa11>, pid 77')
+    assert mask('<Env at 0x7f3a2b1c>') == mask('<Env>')   # nbdev-clean drops the address
+    assert mask('id 0x7f3a2b1c') == mask('id 0x7f00aa11')
+    assert (mask("{'wall_s': 3.25, 'at': '2026-01-02T10:11:12Z'}")
+            == mask("{'wall_s': 0.5, 'at': '2027-03-04T01:02:03Z'}"))
+    assert mask('on 127.0.0.1:43121 (812 tok/s)') == mask('on 127.0.0.1:5001 (97.5 tok/s)')
+    assert '<repo>/nbs' in mask(f'{REPO}/nbs/x.ipynb')
+
+def test_mask_keeps_what_a_reader_checks():
+    assert mask('reward 0.75 over 12 tasks') != mask('reward 0.50 over 12 tasks')
+    assert mask('12 tasks') != mask('13 tasks')
+    assert mask('wrote <tmp>/run.jsonl') != mask('wrote <tmp>/run.json')
+
+def test_streams_merge_and_carriage_returns_overwrite():
+    merged = masked_outputs([_stream('a\n'), _stream('b\n')])
+    assert merged == masked_outputs([_stream(['a\n', 'b\n'])])
+    assert masked_outputs([_stream('10%\r100%\n')]) == masked_outputs([_stream('100%\n')])
+
+def test_figures_are_not_compared():
+    "matplotlib's inline backend may show a figure twice depending on what ran before in the process."
+    fig = lambda b64: {'output_type': 'display_data', 'metadata': {}, 'data': {'image/png': b64,
+                                                                          'text/plain': '<Figure>'}}
+    saved = {'cells': [_code(fig(PNG), _stream('3 rows\n'))]}
+    assert stale_cells(saved, [[fig(base64.b64encode(b'other pixels').decode()), _stream('3 rows\n')]]) == []
+    assert stale_cells(saved, [[fig(PNG), fig(PNG), _stream('3 rows\n')]]) == []
+    assert stale_cells(saved, [[fig(PNG), _stream('4 rows\n')]])
+
+def test_missing_or_changed_outputs_are_stale_and_skipped_cells_are_not_compared():
+    saved = {'cells': [_code(), _code(_stream('3 rows\n')), _code(_stream('old\n')),
+                       {'cell_type': 'markdown', 'source': 'm'}]}
+    problems = stale_cells(saved, [[_stream('1 row\n')], [_stream('3 rows\n')], None, None])
+    assert len(problems) == 1 and 'cell 0' in problems[0] and 'no saved output' in problems[0]
+    assert stale_cells(saved, [[], [_stream('4 rows\n')], None, None])[0].startswith('cell 1')
+    assert stale_cells(saved, [[]]) == ['4 cells saved, 1 executed']
+
+def test_timing_columns_of_tables_are_masked_and_other_columns_kept():
+    ledger = ('tag          calls  tok in  mean s  max s\n'
+              'agent.x         11   12378   {}   0.028\n')
+    assert mask(ledger.format('0.010')) == mask(ledger.format('0.051'))
+    assert mask(ledger.format('0.010')) != mask(ledger.format('0.010').replace('12378', '12379'))
+    frame = ('<table><tr><th></th><th>kept</th><th>seconds</th></tr>'
+             '<tr><th>0</th><td>{}</td><td>{}</td></tr>')
+    assert mask(frame.format(10, 2.39) + '</table>') == mask(frame.format(10, 1.5) + '</table>')
+    assert mask(frame.format(10, 2.39) + '</table>') != mask(frame.format(9, 2.39) + '</table>')
+    logs = "{'train_runtime': '1.954', 'train_steps_per_second': '1.024', 'train_loss': '6.96'}"
+    assert mask(logs) == mask(logs.replace('1.954', '2.3').replace('1.024', '0.86'))
+    assert mask(logs) != mask(logs.replace('6.96', '6.97'))

@@ -34,7 +34,9 @@ def _containers(names: list[str]) -> list[str]:
     if not names: return []
     import docker
     client = docker.from_env()
-    try: return [c.name for c in client.containers.list(all=True) if c.name in names]
+    try:     # sparse: no inspect of each container, which races with one being removed (404)
+        listed = client.containers.list(all=True, sparse=True)
+        return [n for c in listed for n in (x.lstrip('/') for x in c.attrs.get('Names', [])) if n in names]
     finally: client.close()
 
 def test_workers_exit_when_owner_is_killed(sandbox_backend):

@@ -7,8 +7,7 @@ the right name but arbitrary arguments, and the client must report bad arguments
 
 Skip locally with `pytest -m "not slow"`; CI runs it.
 """
-import asyncio, json, os, signal, socket, subprocess, sys, time, urllib.request
-from pathlib import Path
+import asyncio
 import pytest
 from pydantic import BaseModel
 from envsynth.llm import LLMClient, OpenAIBackend, StructuredOutputError
@@ -16,39 +15,14 @@ from envsynth.local_models import build_tiny_qwen3
 from envsynth.schema import Tool, user, validate_arguments
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-from _vllm import ensure_vllm_venv, vllm_env
-
-def _free_port():
-    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+from _vllm import ensure_vllm_venv, vllm_server
 
 @pytest.fixture(scope='module')
 def vllm_url(tmp_path_factory):
-    python = ensure_vllm_venv()
     tmp = tmp_path_factory.mktemp('vllm')
     model = build_tiny_qwen3(tmp / 'tiny-qwen3')
-    port, log = _free_port(), tmp / 'server.log'
-    env = vllm_env()
-    with open(log, 'w') as out:
-        proc = subprocess.Popen([str(python), '-m', 'vllm.entrypoints.openai.api_server', '--model', str(model),
-                                 '--served-model-name', 'tiny-qwen3', '--host', '127.0.0.1', '--port', str(port),
-                                 '--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--enforce-eager',
-                                 '--max-model-len', '2048', '--dtype', 'bfloat16'], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    url = f'http://127.0.0.1:{port}/v1'
-    try:
-        deadline = time.monotonic() + 420
-        while True:
-            if proc.poll() is not None: pytest.fail(f'vLLM exited with {proc.returncode}:\n' + log.read_text()[-4000:])
-            try:
-                urllib.request.urlopen(url + '/models', timeout=2).read(); break
-            except OSError:
-                if time.monotonic() > deadline: pytest.fail('vLLM did not start in 420 s:\n' + log.read_text()[-4000:])
-                time.sleep(1)
+    with vllm_server(ensure_vllm_venv(), model, tmp / 'server.log', '--max-model-len', '2048') as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try: proc.wait(timeout=30)
-        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait()
 
 SEARCH = Tool.parse({'name': 'search_flights', 'description': 'Search flights.', 'parameters': {
     'type': 'object', 'required': ['origin', 'destination'], 'additionalProperties': False,

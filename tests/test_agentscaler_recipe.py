@@ -1,46 +1,23 @@
 """The AgentScaler recipe end to end through its command line: a run killed mid-stage (twice) and resumed finishes
 with exactly the outputs of an uninterrupted run, and bad parameters are a clear error."""
-import json, os, signal, subprocess, sys, time
+import json, subprocess, sys
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_records
+from _recipe_runs import finish, journal_lines, kill_during, start, untimed
 
 pytestmark = pytest.mark.timeout(900)
 SETS = ['--set', 'max_domains=3', '--set', 'attempts=2', '--set', 'decontamination=false', '--set', 'concurrency=2']
 ITEM_STAGES = ('03_materialize', '04_tasks', '05_interplay', '06_filter')
 
-def _start(run_dir: Path, *extra) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, '-m', 'envsynth.agentscaler.recipe', '--run-dir', str(run_dir), *SETS, *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-def _finish(proc: subprocess.Popen) -> str:
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    return out
-
-def _journal_lines(run_dir: Path, stage: str) -> int:
-    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
-
 def _kill_during(run_dir: Path, stage: str) -> bool:
-    "Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed mid-stage."
-    proc = _start(run_dir)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline:
-        if _journal_lines(run_dir, stage) >= 1:
-            mid = not (run_dir / stage / 'stats.json').exists()
-            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-            return mid
-        time.sleep(0.01)
-    pytest.fail(f'the run ended (rc={proc.poll()}) before {stage} journaled anything: {proc.stderr.read()[-2000:] if proc.stderr else ""}')
+    return kill_during(lambda: _start(run_dir), run_dir, stage)
 
-def _untimed(x):
-    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
-    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
-    if isinstance(x, list): return [_untimed(v) for v in x]
-    return x
+def _start(run_dir: Path, *extra) -> subprocess.Popen:
+    return start([sys.executable, '-m', 'envsynth.agentscaler.recipe', '--run-dir', str(run_dir), *SETS, *extra])
 
 def _outputs(run_dir: Path) -> dict:
-    out = {stage: _untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
+    out = {stage: untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
     out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
     for root in ('envs', '07_sft'):
         for f in sorted((run_dir / root).rglob('*')):
@@ -52,7 +29,7 @@ def _outputs(run_dir: Path) -> dict:
 
 def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
     whole = tmp_path / 'whole'
-    summary = json.loads(_finish(_start(whole)).strip().splitlines()[-1])
+    summary = json.loads(finish(_start(whole)).strip().splitlines()[-1])
     assert summary['oracle']['tasks'] > 0 and summary['oracle']['passed'] == summary['oracle']['tasks']
     assert summary['kept_trajectories'] > 0
 
@@ -60,7 +37,7 @@ def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
     killed_in_materialize = _kill_during(cut, '03_materialize')
     killed_in_interplay = _kill_during(cut, '05_interplay')
     assert killed_in_interplay, 'the interplay stage finished before the kill: the test did not cut it mid-stage'
-    _finish(_start(cut))
+    finish(_start(cut))
     a, b = _outputs(whole), _outputs(cut)
     assert sorted(a) == sorted(b)
     for k in a: assert a[k] == b[k], f'{k} differs after kill and resume (killed mid-materialize: {killed_in_materialize})'

@@ -1,52 +1,33 @@
 """ASTRA's environment pipeline (§2.2, §3.2.2) end to end through its command line: a run killed mid-stage and resumed
 finishes with exactly the outputs of an uninterrupted run; bad parameters are a clear error; a model that fails every
 request is counted and never reported as success."""
-import json, os, signal, subprocess, sys, time
+import json, os, subprocess, sys
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_records
+from _recipe_runs import finish, journal_lines, kill_during, start, untimed
 
 pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = ['--params', str(REPO / 'papers_repro/astra/rl_smoke.yaml'), '--set', 'concurrency=2']
 ITEM_STAGES = ('01_qa', '02_qa_validation', '04_env_synthesis', '05_merge', '06_package', '08_mix')
 
-def _start(run_dir: Path, *extra, env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, '-m', 'envsynth.astra.rl_recipe', '--run-dir', str(run_dir), *SMOKE, *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
-
-def _finish(proc: subprocess.Popen) -> dict:
-    out, err = proc.communicate(timeout=500)
-    assert proc.returncode == 0, err[-3000:]
-    return json.loads(out.strip().splitlines()[-1])
-
-def _journal_lines(run_dir: Path, stage: str) -> int:
-    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
+def _finish(proc) -> dict:
+    "The run's summary: the JSON object its last stdout line prints."
+    return json.loads(finish(proc, 500).strip().splitlines()[-1])
 
 def _kill_during(run_dir: Path, stage: str) -> bool:
-    "Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed mid-stage."
-    proc = _start(run_dir)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline:
-        if _journal_lines(run_dir, stage) >= 1:
-            mid = not (run_dir / stage / 'stats.json').exists()
-            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-            return mid
-        time.sleep(0.01)
-    pytest.fail(f'the run ended (rc={proc.poll()}) before {stage} journaled anything: {proc.stderr.read()[-2000:] if proc.stderr else ""}')
+    return kill_during(lambda: _start(run_dir), run_dir, stage)
 
-def _untimed(x):
-    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
-    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
-    if isinstance(x, list): return [_untimed(v) for v in x]
-    return x
+def _start(run_dir: Path, *extra, env=None) -> subprocess.Popen:
+    return start([sys.executable, '-m', 'envsynth.astra.rl_recipe', '--run-dir', str(run_dir), *SMOKE, *extra], env)
 
 def _env_files(run_dir: Path, stage: str) -> dict:
     return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted((run_dir / stage / 'envs').rglob('*')) if p.is_file()}
 
 def _outputs(run_dir: Path) -> dict:
     import pyarrow.parquet as pq
-    out = {stage: _untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
+    out = {stage: untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
     out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
     out |= _env_files(run_dir, '06_package') | _env_files(run_dir, '08_mix')
     out['rows'] = pq.read_table(run_dir / '09_rl_data' / 'train.parquet').to_pylist()

@@ -4,53 +4,30 @@ reward check, counts with reasons, the environment-scaling table), a run killed 
 finishes with exactly the outputs of an uninterrupted run, bad parameters are a clear error, and a model
 that fails every request is counted, never reported as success. The dependency graph's similarity rules
 are checked against their definitions."""
-import json, os, signal, subprocess, sys, time
+import json, subprocess, sys
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_records
+from _recipe_runs import finish, journal_lines, kill_during, start, untimed
 
 pytestmark = pytest.mark.timeout(900)
 SMOKE = str(Path(__file__).resolve().parents[1] / 'papers_repro' / 'envfactory' / 'smoke.yaml')
 ITEM_STAGES = ('02_build', '04_queries', '05_solutions')
 
-def _start(run_dir: Path, *extra) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, '-m', 'envsynth.envfactory.recipe', '--run-dir', str(run_dir), '--params', SMOKE, *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-def _finish(proc: subprocess.Popen) -> str:
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    return out
-
-def _journal_lines(run_dir: Path, stage: str) -> int:
-    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
-
 def _kill_during(run_dir: Path, stage: str) -> bool:
-    "Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed mid-stage."
-    proc = _start(run_dir)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline:
-        if _journal_lines(run_dir, stage) >= 1:
-            mid = not (run_dir / stage / 'stats.json').exists()
-            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-            return mid
-        time.sleep(0.01)
-    pytest.fail(f'the run ended (rc={proc.poll()}) before {stage} journaled anything')
+    return kill_during(lambda: _start(run_dir), run_dir, stage)
 
-def _untimed(x):
-    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
-    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
-    if isinstance(x, list): return [_untimed(v) for v in x]
-    return x
+def _start(run_dir: Path, *extra) -> subprocess.Popen:
+    return start([sys.executable, '-m', 'envsynth.envfactory.recipe', '--run-dir', str(run_dir), '--params', SMOKE, *extra])
 
 def _outputs(run_dir: Path) -> dict:
-    out = {stage: _untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
+    out = {stage: untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
     out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
     for root in ('envs', '01_propose', '03_graph', '07_scaling'):
         for f in sorted((run_dir / root).rglob('*')):
             if f.is_file() and '__pycache__' not in f.parts and f.suffix in ('.json', '.jsonl', '.py'):
                 out[str(f.relative_to(run_dir))] = f.read_bytes()
-    out['sft'] = [_untimed(json.loads(l)) for l in (run_dir / '06_data' / 'sft_trajectories.jsonl').read_text().splitlines()]
+    out['sft'] = [untimed(json.loads(l)) for l in (run_dir / '06_data' / 'sft_trajectories.jsonl').read_text().splitlines()]
     card = json.loads((run_dir / 'data_card.json').read_text())
     out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
     return out
@@ -59,7 +36,7 @@ def _outputs(run_dir: Path) -> dict:
 def smoke_run(tmp_path_factory) -> tuple[Path, dict]:
     "One uninterrupted smoke run: its folder and the command line's summary."
     whole = tmp_path_factory.mktemp('envfactory') / 'whole'
-    return whole, json.loads(_finish(_start(whole)).strip().splitlines()[-1])
+    return whole, json.loads(finish(_start(whole)).strip().splitlines()[-1])
 
 def _satisfiable_chains(run_dir: Path) -> list[list[str]]:
     "The sampled chains, checked: each required internal input is fed by an earlier tool of the chain."
@@ -136,7 +113,7 @@ def test_killed_and_resumed_run_matches_an_uninterrupted_run(smoke_run, tmp_path
     assert summary['kept']['build'] >= 2 and summary['rows']['rl_rows'] > 0
     cut = tmp_path / 'cut'
     assert _kill_during(cut, '04_queries')
-    _finish(_start(cut))
+    finish(_start(cut))
     assert _outputs(cut) == _outputs(whole)
 
 def test_bad_parameters_are_a_clear_error(tmp_path):

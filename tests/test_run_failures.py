@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from envsynth.fake_server import FakeOpenAIServer, Reply
 from envsynth.pipeline import read_entries
+from _recipe_runs import untimed
 
 pytestmark = pytest.mark.timeout(1500)
 SETS = ['--set', 'max_domains=2', '--set', 'attempts=1', '--set', 'decontamination=false', '--set', 'concurrency=2']
@@ -40,10 +41,10 @@ def _outputs(run_dir: Path) -> dict:
         if not f.is_file() or rel.parts[0] in ('ledger', 'llm_cache.sqlite') or '__pycache__' in rel.parts or f.name.startswith('.'): continue
         if rel.name in ('ledger.json', 'data_card.png', 'llm_cache.sqlite-wal', 'llm_cache.sqlite-shm'): continue
         if rel.suffix == '.jsonl' and rel.parts[0] in ITEM_STAGES:
-            out[str(rel)] = _untimed(read_entries(f.parent)); continue
+            out[str(rel)] = untimed(read_entries(f.parent)); continue
         text = f.read_bytes()
         if rel.name in ('data_card.json', 'data_card.md'):
-            text = json.dumps(_untimed({k: v for k, v in json.loads(text).items() if k != 'ledger'})) if rel.suffix == '.json' else \
+            text = json.dumps(untimed({k: v for k, v in json.loads(text).items() if k != 'ledger'})) if rel.suffix == '.json' else \
                 _without_ledger_section(text)
         out[str(rel)] = text
     return out
@@ -55,11 +56,6 @@ def _without_ledger_section(markdown: bytes) -> bytes:
         if line.startswith(b'## '): skipping = b'ledger' in line.lower()
         if not skipping and b'wall' not in line: out.append(line)
     return b'\n'.join(out)
-
-def _untimed(x):
-    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
-    if isinstance(x, list): return [_untimed(v) for v in x]
-    return x
 
 def _outage(kind: str):
     "A teacher endpoint that never answers usefully."

@@ -1,10 +1,11 @@
 """The SynthAgent recipe end to end through its command line: a run killed mid-stage and resumed finishes with exactly
 the outputs of an uninterrupted run; bad parameters are a clear error; a model that fails every request is counted
 and never reported as success; the mock world answers the same call the same way in every rollout of a task."""
-import asyncio, json, os, signal, subprocess, sys, time
+import asyncio, json, os, subprocess, sys
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_records
+from _recipe_runs import journal_lines, kill_during, start, untimed
 
 pytestmark = pytest.mark.timeout(600)
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,34 +24,16 @@ def _cmd(run_dir: Path, personas: Path, *extra) -> list[str]:
     return [sys.executable, '-m', 'envsynth.synthagent.recipe', '--run-dir', str(run_dir), '--params', str(SMOKE),
             '--set', f'persona_files=["{personas}"]', '--set', 'max_personas=24', '--set', 'concurrency=2', *extra]
 
+def _kill_during(cmd, run_dir: Path, stage: str) -> bool:
+    return kill_during(lambda: start(cmd), run_dir, stage, timeout_s=200, poll_s=0.005)
+
 def _finish(cmd, env=None) -> subprocess.CompletedProcess:
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     return r
 
-def _journal_lines(run_dir: Path, stage: str) -> int:
-    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
-
-def _kill_during(cmd, run_dir: Path, stage: str) -> bool:
-    "Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed mid-stage."
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 200
-    while proc.poll() is None and time.monotonic() < deadline:
-        if _journal_lines(run_dir, stage) >= 1:
-            mid = not (run_dir / stage / 'stats.json').exists()
-            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-            return mid
-        time.sleep(0.005)
-    pytest.fail(f'the run ended (rc={proc.poll()}) before {stage} journaled anything')
-
-def _untimed(x):
-    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
-    if isinstance(x, dict): return {k: _untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
-    if isinstance(x, list): return [_untimed(v) for v in x]
-    return x
-
 def _outputs(run_dir: Path) -> dict:
-    out = {stage: _untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
+    out = {stage: untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
     out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
     out |= {f.name: f.read_bytes() for f in sorted((run_dir / '08_export').glob('*')) if f.is_file()}
     card = json.loads((run_dir / 'data_card.json').read_text())

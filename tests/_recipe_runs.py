@@ -1,0 +1,48 @@
+"""Subprocess helpers the recipe tests share: start a run in its own process group, finish it, SIGKILL it in
+the middle of a stage, and compare two runs' outputs without their wall-clock timings."""
+import os, signal, subprocess, time
+from pathlib import Path
+from typing import Callable
+import pytest
+
+
+def start(cmd: list[str], env: dict | None = None) -> subprocess.Popen:
+    "`cmd` running in a process group of its own (a kill reaches its workers too), output captured."
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 600) -> str:
+    "The run's stdout; the test fails with the tail of its stderr unless it exited 0."
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    return out
+
+
+def journal_lines(run_dir: Path, stage: str) -> int:
+    "Items that `stage` of the run in `run_dir` has journaled so far (all shards)."
+    return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
+
+
+def kill_during(start_run: Callable[[], subprocess.Popen], run_dir: Path, stage: str, *,
+                timeout_s: float = 300, poll_s: float = 0.01) -> bool:
+    """Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed
+    before the stage finished (its stats.json not yet written)."""
+    proc = start_run()
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        if journal_lines(run_dir, stage) >= 1:
+            mid = not (run_dir / stage / 'stats.json').exists()
+            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+            return mid
+        time.sleep(poll_s)
+    err = proc.stderr.read()[-2000:] if proc.poll() is not None and proc.stderr else ''
+    if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+    pytest.fail(f'the run ended (rc={proc.returncode}) before {stage} journaled anything: {err}')
+
+
+def untimed(x):
+    "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
+    if isinstance(x, dict): return {k: untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
+    if isinstance(x, list): return [untimed(v) for v in x]
+    return x

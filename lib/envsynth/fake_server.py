@@ -4,43 +4,69 @@
 
 # %% ../../nbs/core/12_fake_server.ipynb #0434c9a0
 from __future__ import annotations
-import json, socket, threading, time
+import asyncio, contextlib, json, socket, threading, time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from .formats import from_openai_messages
+from .llm import ChatRequest, NoResponderError, OfflineTeacher, OpenAIBackend
+from .schema import Tool
 
 # %% auto #0
-__all__ = ['Reply', 'completion', 'FakeOpenAIServer']
+__all__ = ['TAG_HEADER', 'Reply', 'completion', 'FakeOpenAIServer', 'TagHeaderBackend', 'chat_request', 'teacher_handler']
 
 # %% ../../nbs/core/12_fake_server.ipynb #4872fe2d
 @dataclass
 class Reply:
-    "A scripted HTTP reply: `body` (dict → JSON, str → sent as is), `status`, and `delay` seconds before answering."
+    """A scripted HTTP reply: `body` (dict → JSON, str → sent as is), `status`, and `delay`: the
+    reply leaves `delay` seconds after the server started on the request."""
     body: Any = None
     status: int = 200
     delay: float = 0.0
 
-def completion(message: dict, model: str = 'fake', prompt_tokens: int = 10, completion_tokens: int = 5) -> dict:
+def completion(message: dict, model: str = 'fake', prompt_tokens: int = 10,
+               completion_tokens: int = 5) -> dict:
     "A chat-completion body around an assistant `message` dict."
     finish = 'tool_calls' if message.get('tool_calls') else 'stop'
-    return {'id': 'chatcmpl-fake', 'object': 'chat.completion', 'created': 0, 'model': model,
-            'choices': [{'index': 0, 'finish_reason': finish, 'message': {'role': 'assistant', **message}}],
-            'usage': {'prompt_tokens': prompt_tokens, 'completion_tokens': completion_tokens,
-                      'total_tokens': prompt_tokens + completion_tokens}}
+    return {
+        'id': 'chatcmpl-fake',
+        'object': 'chat.completion',
+        'created': 0,
+        'model': model,
+        'choices': [
+            {'index': 0, 'finish_reason': finish, 'message': {'role': 'assistant', **message}}
+        ],
+        'usage': {
+            'prompt_tokens': prompt_tokens,
+            'completion_tokens': completion_tokens,
+            'total_tokens': prompt_tokens + completion_tokens,
+        },
+    }
 
 # %% ../../nbs/core/12_fake_server.ipynb #f8ceb318
+TAG_HEADER = 'X-Envsynth-Tag'           # names the request's tag (see `TagHeaderBackend`)
+
 class FakeOpenAIServer:
-    "An OpenAI-compatible HTTP server on 127.0.0.1 whose replies come from `handler(request_body)`."
-    def __init__(self, handler: Callable[[dict], Any], host: str = '127.0.0.1', port: int = 0,
-                 max_body_bytes: int = 32 * 2**20, read_timeout_s: float = 60.0):
+    """An OpenAI-compatible HTTP server on 127.0.0.1 whose replies come from `handler(request_body)`
+    (`handler(request_body, headers)` with `headers=True`). At most `max_in_flight` chat
+    requests are served at once, the others wait (a model server's batch slots); `log` holds each
+    one's tag (`TAG_HEADER`), its index in `requests`, and when it arrived, started and ended
+    (`time.time()`)."""
+    def __init__(self, handler: Callable[..., Any], host: str = '127.0.0.1', port: int = 0,
+                 max_body_bytes: int = 32 * 2**20, read_timeout_s: float = 60.0,
+                 headers: bool = False, max_in_flight: int | None = None):
         self.handler, self.requests, self._lock = handler, [], threading.Lock()
+        self.pass_headers, self.log = headers, []
+        self._slots = (threading.BoundedSemaphore(max_in_flight) if max_in_flight
+                       else contextlib.nullcontext())
         server = self
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = 'HTTP/1.1'
             timeout = read_timeout_s             # a client that stops sending is disconnected
             def log_message(self, *a): pass
-            def setup(self):      # headers and body go out in two writes: without NODELAY, Nagle + delayed ACK add 40 ms
+            # headers and body go out in two writes: without NODELAY, Nagle + delayed ACK add 40 ms
+            def setup(self):
                 super().setup(); self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             def _send(self, status, body):
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
@@ -49,31 +75,61 @@ class FakeOpenAIServer:
                 try: self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError): pass
             def do_GET(self):
-                if self.path.rstrip('/').endswith('/models'): self._send(200, {'object': 'list', 'data': [{'id': 'fake', 'object': 'model'}]})
-                else: self._send(404, {'error': {'message': f'no route {self.path}'}})
+                if self.path.rstrip('/').endswith('/models'):
+                    self._send(200, {'object': 'list', 'data': [{'id': 'fake', 'object': 'model'}]})
+                else:
+                    self._send(404, {'error': {'message': f'no route {self.path}'}})
             def do_POST(self):
                 try: n = int(self.headers.get('Content-Length') or 0)
                 except ValueError: n = -1
                 if not 0 <= n <= max_body_bytes:
                     self.close_connection = True
-                    return self._send(413 if n > 0 else 400, {'error': {'message': f'Content-Length must be 0..{max_body_bytes}'}})
+                    return self._send(
+                        413 if n > 0 else 400,
+                        {'error': {'message': f'Content-Length must be 0..{max_body_bytes}'}},
+                    )
                 try: body = json.loads(self.rfile.read(n) or b'{}')
                 except TimeoutError: self.close_connection = True; return
-                except (ValueError, RecursionError) as e:          # not JSON, or nested too deeply to parse
-                    return self._send(400, {'error': {'message': f'the body is not JSON the server can read: {type(e).__name__}'}})
-                if not self.path.rstrip('/').endswith('/chat/completions'): return self._send(404, {'error': {'message': f'no route {self.path}'}})
-                with server._lock: server.requests.append(body)
-                try: out = server.handler(body)
-                except Exception as e: out = Reply({'error': {'message': f'handler raised {e!r}'}}, status=500)
+                # not JSON, or nested too deeply to parse
+                except (ValueError, RecursionError) as e:
+                    return self._send(
+                        400,
+                        {
+                            'error': {
+                                'message': (
+                                    f'the body is not JSON the server can read: {type(e).__name__}'
+                                )
+                            }
+                        },
+                    )
+                if not self.path.rstrip('/').endswith('/chat/completions'):
+                    return self._send(404, {'error': {'message': f'no route {self.path}'}})
+                with server._lock: server.requests.append(body); index = len(server.requests) - 1
+                arrived = time.time()
+                with server._slots: self._answer(body, index, arrived)
+            def _answer(self, body, index, arrived):
+                start = time.time()
+                try: out = (server.handler(body, self.headers) if server.pass_headers
+                            else server.handler(body))
+                except Exception as e: out = Reply({'error': {'message': f'handler raised {e!r}'}},
+                                                   status=500)
                 if not isinstance(out, Reply): out = Reply(out)
                 body_out = out.body
-                if isinstance(body_out, dict) and 'choices' not in body_out and 'error' not in body_out:
+                if (
+                    isinstance(body_out, dict)
+                    and 'choices' not in body_out
+                    and 'error' not in body_out
+                ):
                     body_out = completion(body_out, model=body.get('model', 'fake'))
-                if out.delay: time.sleep(out.delay)
+                if out.delay: time.sleep(max(0.0, start + out.delay - time.time()))
                 self._send(out.status, body_out)
+                entry = {'tag': self.headers.get(TAG_HEADER), 'request': index, 'arrived': arrived,
+                         'start': start, 'end': time.time(), 'status': out.status}
+                with server._lock: server.log.append(entry)
 
         class _Server(ThreadingHTTPServer):
-            request_queue_size = 1024          # the stdlib default (5) refuses connections under bursts
+            # the stdlib default (5) refuses connections under bursts
+            request_queue_size = 1024
         self.httpd = _Server((host, port), _Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -88,3 +144,40 @@ class FakeOpenAIServer:
 
     def __enter__(self): return self.start()
     def __exit__(self, *exc): self.stop()
+
+# %% ../../nbs/core/12_fake_server.ipynb #10957ee6
+class TagHeaderBackend(OpenAIBackend):
+    "An `OpenAIBackend` that names each request's tag in the `TAG_HEADER` header."
+    def request_body(self, req: ChatRequest) -> tuple[dict, dict]:
+        body, options = super().request_body(req)
+        options['headers'] = {**(options.get('headers') or {}), TAG_HEADER: req.tag}
+        return body, options
+
+# %% ../../nbs/core/12_fake_server.ipynb #34d4509e
+_REQUEST_FIELDS = ('model', 'messages', 'tools', 'response_format')
+
+def chat_request(body: dict, tag: str = 'default') -> ChatRequest:
+    "The `ChatRequest` a chat-completions `body` carries (what `OpenAIBackend.request_body` wrote)."
+    fmt = body.get('response_format') or {}
+    schema = ((fmt.get('json_schema') or {}).get('schema')
+              if fmt.get('type') == 'json_schema' else None)
+    tools = [Tool.parse(t) for t in body['tools']] if body.get('tools') else None
+    return ChatRequest(model=body.get('model', 'fake'), tag=tag, tools=tools,
+                       response_schema=schema,
+                       messages=from_openai_messages(body.get('messages') or []),
+                       sampling={k: v for k, v in body.items() if k not in _REQUEST_FIELDS})
+
+# %% ../../nbs/core/12_fake_server.ipynb #58da986b
+def teacher_handler(teacher: OfflineTeacher, latency: float = 0.0) -> Callable[[dict, Any], Reply]:
+    """A handler for `FakeOpenAIServer(..., headers=True)`: each request is answered as `teacher`
+    answers it offline, `latency` seconds after the server started on it."""
+    def handle(body: dict, headers) -> Reply:
+        req = chat_request(body, headers.get(TAG_HEADER) or 'default')
+        try: out = asyncio.run(teacher.complete(req))
+        except NoResponderError as e:
+            return Reply({'error': {'message': str(e)}}, status=400, delay=latency)
+        message = completion(out.message.to_openai(), model=req.model,
+                             prompt_tokens=out.prompt_tokens,
+                             completion_tokens=out.completion_tokens)
+        return Reply(message, delay=latency)
+    return handle

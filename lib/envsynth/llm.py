@@ -4,22 +4,26 @@
 
 # %% ../../nbs/core/11_llm.ipynb #171ada25
 from __future__ import annotations
-import asyncio, json, os, random, re, sqlite3, threading, time
+import asyncio, hashlib, json, os, random, re, sqlite3, threading, time
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 import json_repair
+from fastcore.basics import patch
 import openai
+import orjson
 from pydantic import BaseModel, ValidationError
 from .pipeline import report_failure
-from .schema import Message, Tool, ToolCall, content_hash, validate_arguments
+from .schema import Message, Tool, ToolCall, canonical_json, validate_arguments
 from .formats import FormatError, from_openai_message, from_openai_response, parse_assistant_text, split_think
 
 # %% auto #0
 __all__ = ['Responder', 'LLMError', 'TransientError', 'TransportError', 'RequestError', 'StructuredOutputError', 'CacheMiss',
-           'NoResponderError', 'ChatRequest', 'Completion', 'ChatResult', 'OpenAIBackend', 'check_tool_calls',
-           'OfflineTeacher', 'ChatCache', 'TagStats', 'Ledger', 'prompt_folder', 'fill_prompt', 'parse_structured',
-           'LLMClient', 'make_client']
+           'NoResponderError', 'ChatRequest', 'Completion', 'ChatResult', 'request_key', 'OpenAIBackend',
+           'check_tool_calls', 'OfflineTeacher', 'ChatCache', 'TagStats', 'Ledger', 'prompt_folder', 'fill_prompt',
+           'parse_structured', 'LLMClient', 'make_client']
 
 # %% ../../nbs/core/11_llm.ipynb #9a4e3e09
 class LLMError(RuntimeError):
@@ -64,9 +68,9 @@ class ChatRequest(BaseModel):
     tag: str = 'default'
 
     def key(self, backend_id: str) -> str:
-        return content_hash({'backend': backend_id, 'model': self.model, 'messages': [m.to_openai() for m in self.messages],
-                             'tools': [t.to_openai() for t in self.tools or []], 'schema': self.response_schema,
-                             'sampling': self.sampling}, 32)
+        "The cache key of this request sent to the backend `backend_id` (see `request_key`)."
+        return request_key(backend_id, self.model, self.messages, self.tools, self.response_schema,
+                           self.sampling)
 
 class Completion(BaseModel):
     "A backend's raw answer: the assistant message as sent, token usage and finish reason."
@@ -92,6 +96,36 @@ class ChatResult(BaseModel):
 
     @property
     def tool_calls(self) -> list[ToolCall]: return self.message.tool_calls or []
+
+# %% ../../nbs/core/11_llm.ipynb #451798a3
+_FLOAT_SHAPE = bytes(49 if 48 <= b <= 57 else 46 if b == 46 else 101 if b in (69, 101) else 32
+                     for b in range(256))        # digit -> '1', '.' -> '.', e/E -> 'e', else ' '
+_FLOAT_TOKEN = re.compile(rb'-?[0-9]+(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)')
+
+def _canonical_bytes(obj: Any) -> bytes:
+    "`canonical_json(obj).encode()`, written by orjson when that gives the same bytes."
+    try: raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError): return canonical_json(obj).encode()
+    shape = raw.translate(_FLOAT_SHAPE)
+    floats = b'1.' in shape or b'1e' in shape
+    if floats and not all(map(_canonical_float, _FLOAT_TOKEN.findall(raw))):
+        return canonical_json(obj).encode()
+    return raw
+
+def _canonical_float(token: bytes) -> bool:
+    "Whether `canonical_json` writes the number `token` as it is (`1e999` in a string is infinite)."
+    try: return canonical_json(float(token)).encode() == token
+    except ValueError: return False
+
+# %% ../../nbs/core/11_llm.ipynb #f89a9e7b
+def request_key(backend_id: str, model: str, messages: Iterable[Message],
+                tools: Iterable[Tool] | None = None, schema: dict | None = None,
+                sampling: dict | None = None) -> str:
+    "The cache key: `content_hash` (32 hex digits) of everything that determines the answer."
+    request = {'backend': backend_id, 'model': model, 'messages': [m.to_openai() for m in messages],
+               'tools': [t.to_openai() for t in tools or []], 'schema': schema,
+               'sampling': sampling or {}}
+    return hashlib.sha256(_canonical_bytes(request)).hexdigest()[:32]
 
 # %% ../../nbs/core/11_llm.ipynb #02cf163b
 class OpenAIBackend:
@@ -127,13 +161,27 @@ class OpenAIBackend:
         "Close the connections of the running loop's clients."
         for client, _ in self._clients.pop(asyncio.get_running_loop(), []): await client.close()
 
-    async def complete(self, req: ChatRequest) -> Completion:
-        kw = dict(model=req.model, messages=[m.to_openai() for m in req.messages], **req.sampling)
-        if req.tools: kw['tools'] = [t.to_openai() for t in req.tools]
+    def request_body(self, req: ChatRequest) -> tuple[dict, dict]:
+        """The JSON body of `req`'s HTTP request and the SDK's request options. Sampling
+        parameters go into the body as they are (`max_tokens`, `temperature`, a server's own such
+        as `top_k`), the items of `extra_body` too; `extra_headers`, `extra_query` and `timeout`
+        are request options."""
+        sampling = dict(req.sampling)
+        options = {_SDK_OPTIONS[k]: sampling.pop(k) for k in list(sampling) if k in _SDK_OPTIONS}
+        extra = sampling.pop('extra_body', None) or {}
+        body = dict(model=req.model, messages=[m.to_openai() for m in req.messages],
+                    **sampling, **extra)
+        if req.tools: body['tools'] = [t.to_openai() for t in req.tools]
         if req.response_schema is not None:
-            kw['response_format'] = {'type': 'json_schema', 'json_schema': {'name': 'response', 'schema': req.response_schema}}
+            body['response_format'] = {'type': 'json_schema', 'json_schema': {
+                'name': 'response', 'schema': req.response_schema}}
+        return body, options
+
+    async def complete(self, req: ChatRequest) -> Completion:
+        body, options = self.request_body(req)
         slot = self._slot(); slot[1] += 1
-        try: resp = await slot[0].chat.completions.create(**kw)
+        try: data = await slot[0].post('/chat/completions', body=body, options=options,
+                                       cast_to=object)      # the parsed JSON
         except (openai.APITimeoutError, openai.APIConnectionError) as e: raise TransientError(f'{type(e).__name__}: {e}') from None
         except openai.APIStatusError as e:
             if e.status_code == 429 or e.status_code >= 500: raise TransientError(f'HTTP {e.status_code}: {_short(e.message)}') from None
@@ -141,14 +189,22 @@ class OpenAIBackend:
         except openai.APIError as e: raise TransientError(f'{type(e).__name__}: {_short(str(e))}') from None
         except ValueError as e: raise TransientError(f'malformed response body ({type(e).__name__}: {_short(str(e))})') from None
         finally: slot[1] -= 1
-        if not hasattr(resp, 'choices'): raise TransientError(f'malformed response body: {_short(str(resp))}')
-        try: message = from_openai_response(resp)
+        if not isinstance(data, dict) or not isinstance(data.get('choices'), list):
+            raise TransientError(f'malformed response body: {_short(str(data))}')
+        try: message = from_openai_response(data)
         except FormatError as e: raise TransientError(f'malformed response: {e}') from None
         message, problems = check_tool_calls(message, req.tools)
-        usage = getattr(resp, 'usage', None)
-        return Completion(message=message, problems=problems, prompt_tokens=getattr(usage, 'prompt_tokens', 0) or 0,
-                          completion_tokens=getattr(usage, 'completion_tokens', 0) or 0,
-                          finish_reason=resp.choices[0].finish_reason if resp.choices else None)
+        usage = data.get('usage') if isinstance(data.get('usage'), dict) else {}
+        first = data['choices'][0]
+        finish = first.get('finish_reason') if isinstance(first, dict) else None
+        try:
+            return Completion(message=message, problems=problems, finish_reason=finish,
+                              prompt_tokens=usage.get('prompt_tokens') or 0,
+                              completion_tokens=usage.get('completion_tokens') or 0)
+        except ValidationError as e:
+            raise TransientError(f'malformed response body: {_short(str(e))}') from None
+
+_SDK_OPTIONS = {'extra_headers': 'headers', 'extra_query': 'params', 'timeout': 'timeout'}
 
 def _for_running_loop(per_loop: dict, make: Callable[[], Any]):
     "The object `per_loop` holds for the running event loop, made on first use; entries of closed loops are dropped."
@@ -211,10 +267,13 @@ class OfflineTeacher:
 
 # %% ../../nbs/core/11_llm.ipynb #6540cb08
 class ChatCache:
-    "Content-addressed store of completions, shared by all backends."
-    def __init__(self, path: str | Path):
+    """Content-addressed store of completions, shared by all backends. The `memory_items` most
+    recently used completions also stay in memory, validated, so a repeated hit reads neither
+    SQLite nor JSON."""
+    def __init__(self, path: str | Path, memory_items: int = 4096):
         self.path = Path(path); self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock, self._local = threading.Lock(), threading.local()
+        self.memory_items, self._memory = memory_items, OrderedDict()
         with self._conn() as c:
             c.execute('PRAGMA journal_mode=WAL')
             c.execute('CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)')
@@ -225,13 +284,59 @@ class ChatCache:
         return self._local.conn
 
     def get(self, key: str) -> Completion | None:
-        row = self._conn().execute('SELECT value FROM completions WHERE key = ?', (key,)).fetchone()
-        return Completion.model_validate_json(row[0]) if row else None
+        "The completion stored under `key` (a copy: changing it changes nothing stored), or None."
+        hit = self._lookup(key)
+        return None if hit is None else _copy_completion(hit.completion)
 
     def put(self, key: str, value: Completion):
         self._conn().execute('INSERT OR REPLACE INTO completions VALUES (?, ?, ?)', (key, value.model_dump_json(exclude_none=True), time.time()))
+        self._remember(key, _stored(_copy_completion(value)))
 
     def __len__(self): return self._conn().execute('SELECT COUNT(*) FROM completions').fetchone()[0]
+
+# %% ../../nbs/core/11_llm.ipynb #ac423ca6
+@patch
+def _lookup(self: ChatCache, key: str) -> _Stored | None:
+    "The entry under `key`, shared with the memory: callers must not change it."
+    with self._lock:
+        hit = self._memory.get(key)
+        if hit is not None: self._memory.move_to_end(key); return hit
+    row = self._conn().execute('SELECT value FROM completions WHERE key = ?', (key,)).fetchone()
+    if row is None: return None
+    hit = _stored(Completion.model_validate_json(row[0]))
+    self._remember(key, hit); return hit
+
+@patch
+def _remember(self: ChatCache, key: str, value: _Stored):
+    if self.memory_items <= 0: return
+    with self._lock:
+        self._memory[key] = value; self._memory.move_to_end(key)
+        while len(self._memory) > self.memory_items: self._memory.popitem(last=False)
+
+# %% ../../nbs/core/11_llm.ipynb #3ab442c4
+def _copy_message(m: Message) -> Message:
+    "A copy of `m` that shares only strings with it."
+    copy = m.model_copy()
+    if m.tool_calls:
+        copy.tool_calls = [c.model_copy(update={'function': c.function.model_copy()})
+                           for c in m.tool_calls]
+    return copy
+
+def _copy_completion(c: Completion) -> Completion:
+    return c.model_copy(update={'message': _copy_message(c.message), 'problems': list(c.problems)})
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    "What the memory keeps of a completion: it, and `chat`'s answer (reasoning split off) as data."
+    completion: Completion
+    answer: dict            # the message's fields: `ChatResult.model_validate` makes new objects
+    text: str | None        # the answer's text
+
+def _stored(c: Completion) -> _Stored:
+    reasoning, text = split_think(c.message.content)
+    answer = c.message.model_dump() | {
+        'content': text or None, 'reasoning_content': c.message.reasoning_content or reasoning}
+    return _Stored(c, answer, text)
 
 # %% ../../nbs/core/11_llm.ipynb #ba099d1a
 @dataclass
@@ -258,7 +363,9 @@ class Ledger:
         "Append every count from now on to `path`."
         with self._lock: self._journal = open(path, 'a', encoding='utf-8')
 
-    def __getitem__(self, tag) -> TagStats: return self.tags.setdefault(tag, TagStats())
+    def __getitem__(self, tag) -> TagStats:
+        stats = self.tags.get(tag)
+        return stats if stats is not None else self.tags.setdefault(tag, TagStats())
 
     def count(self, tag: str, failure: str | None = None, **increments):
         "Add `increments` (TagStats fields; `max_latency_s` is a maximum) and one `failure` kind to `tag`."
@@ -316,6 +423,11 @@ def fill_prompt(method: str, name: str, **fields) -> str:
 # %% ../../nbs/core/11_llm.ipynb #bc3fb64e
 _FENCE = re.compile(r'```(?:json|JSON)?\s*\n?(.*?)```', re.DOTALL)
 
+@lru_cache(maxsize=1024)
+def _schema_text(model: type[BaseModel]) -> bytes:
+    "`model`'s JSON schema as JSON text: pydantic builds it anew on each call (~0.3 ms)."
+    return orjson.dumps(model.model_json_schema())
+
 def parse_structured(text: str | None, model: type[BaseModel]) -> tuple[BaseModel | None, str | None, bool]:
     "`(object, None, repaired)` if `text` holds a valid `model`, else `(None, error, repaired)`."
     if not text or not text.strip(): return None, 'the reply is empty', False
@@ -334,11 +446,13 @@ def parse_structured(text: str | None, model: type[BaseModel]) -> tuple[BaseMode
 
 # %% ../../nbs/core/11_llm.ipynb #c737a978
 class LLMClient:
-    "Every model call: `await client.chat(messages, tools=None, response_model=None, tag=..., **sampling)`."
+    """Every model call: `await client.chat(messages, tools=None, response_model=None, tag=...,
+    **sampling)`. `sampling` holds this client's defaults (`{'max_tokens': 512}` for one role); a
+    call's own win."""
     def __init__(self, backend, model: str, cache: ChatCache | str | Path | None = None, max_concurrency: int = 16,
                  timeout_s: float = 120.0, max_retries: int = 4, max_attempts: int = 3, backoff_s: float = 0.5,
-                 replay: bool = False, ledger: Ledger | None = None):
-        self.backend, self.model = backend, model
+                 replay: bool = False, ledger: Ledger | None = None, sampling: dict | None = None):
+        self.backend, self.model, self.sampling = backend, model, dict(sampling or {})
         self.cache = ChatCache(cache) if isinstance(cache, (str, Path)) else cache
         if replay and self.cache is None: raise ValueError('replay=True needs a cache')
         self.timeout_s, self.max_retries, self.max_attempts, self.backoff_s = timeout_s, max_retries, max_attempts, backoff_s
@@ -354,9 +468,13 @@ class LLMClient:
 
     async def complete(self, req: ChatRequest) -> tuple[Completion, bool]:
         "One raw completion through cache, semaphore, timeout and retries: `(completion, cached)`."
-        key = req.key(self.backend.id)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            self.ledger.count(req.tag, cache_hits=1); return hit, True
+        key = req.key(self.backend.id) if self.cache is not None else None
+        if key is not None and (hit := self.cache._lookup(key)) is not None:
+            self.ledger.count(req.tag, cache_hits=1); return _copy_completion(hit.completion), True
+        return await self._call(req, key), False
+
+    async def _call(self, req: ChatRequest, key: str | None) -> Completion:
+        "The backend's answer to `req` (not cached), within the semaphore, timeout and retries."
         if self.replay:
             raise self._failed(req.tag, CacheMiss(f'replay mode: no cached answer for a {req.tag!r} request ({key})'))
         errors = []
@@ -367,15 +485,16 @@ class LLMClient:
                     await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random()))
                 t0 = time.monotonic()
                 try:
-                    out = await asyncio.wait_for(self.backend.complete(req), self.timeout_s)
-                except asyncio.TimeoutError: errors.append(f'timed out after {self.timeout_s}s'); continue
+                    async with asyncio.timeout(self.timeout_s):      # no task per call
+                        out = await self.backend.complete(req)
+                except TimeoutError: errors.append(f'timed out after {self.timeout_s}s'); continue
                 except TransientError as e: errors.append(str(e)); continue
                 except LLMError as e: raise self._failed(req.tag, e) from None
                 dt = time.monotonic() - t0
                 if self.cache is not None: self.cache.put(key, out)
                 self.ledger.count(req.tag, backend_calls=1, latency_s=dt, max_latency_s=dt,
                                   prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
-                return out, False
+                return out
         raise self._failed(req.tag, TransportError(f'{req.tag}: {len(errors)} attempts failed; last: {errors[-1]}'))
 
     def _failed(self, tag: str, error: LLMError) -> LLMError:
@@ -389,20 +508,29 @@ class LLMClient:
                    **sampling) -> ChatResult:
         msgs = [m if isinstance(m, Message) else from_openai_message(m) for m in messages]
         tools = [Tool.parse(t) for t in tools] if tools else None
-        schema = response_model.model_json_schema() if response_model else None
-        raws, errors, t0 = [], [], time.monotonic()
-        self.ledger.count(tag, requests=1)
+        schema = orjson.loads(_schema_text(response_model)) if response_model else None  # new dict
+        raws, errors, t0, model = [], [], time.monotonic(), model or self.model
+        if self.sampling: sampling = self.sampling | sampling
         for attempt in range(1, (self.max_attempts if response_model else 1) + 1):
-            req = ChatRequest(model=model or self.model, messages=msgs, tools=tools, response_schema=schema, sampling=sampling, tag=tag)
-            out, cached = await self.complete(req)
-            reasoning, answer = split_think(out.message.content)
-            message = out.message.model_copy(update={'content': answer or None,
-                                                     'reasoning_content': out.message.reasoning_content or reasoning})
-            result = dict(message=message, cached=cached, attempts=attempt, latency_s=time.monotonic() - t0,
-                          prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens, problems=out.problems)
-            if response_model is None: return ChatResult(**result)
+            key, stored = None, None
+            if self.cache is not None:
+                key = request_key(self.backend.id, model, msgs, tools, schema, sampling)
+                stored = self.cache._lookup(key)             # shared: read it, never change it
+            counts = {'requests': 1} if attempt == 1 else {}
+            if stored is not None: counts['cache_hits'] = 1
+            if counts: self.ledger.count(tag, **counts)      # a hit costs one count, not two
+            cached = stored is not None
+            if not cached:
+                req = ChatRequest(model=model, messages=msgs, tools=tools, response_schema=schema,
+                                  sampling=sampling, tag=tag)
+                stored, cached = _stored(await self._call(req, key)), False
+            out, answer = stored.completion, stored.text
+            result = dict(message=stored.answer, cached=cached, attempts=attempt,
+                          latency_s=time.monotonic() - t0, prompt_tokens=out.prompt_tokens,
+                          completion_tokens=out.completion_tokens, problems=out.problems)
+            if response_model is None: return ChatResult.model_validate(result)  # all new objects
             parsed, error, _ = parse_structured(answer, response_model)
-            if parsed is not None: return ChatResult(parsed=parsed, **result)
+            if parsed is not None: return ChatResult.model_validate({**result, 'parsed': parsed})
             raws.append(answer); errors.append(error)
             msgs = msgs + [Message(role='assistant', content=answer or ''),
                            Message(role='user', content=f'Your reply was not valid: {error}\nReply with only a JSON object that matches the schema.')]
@@ -410,12 +538,14 @@ class LLMClient:
 
 # %% ../../nbs/core/11_llm.ipynb #160347bb
 def make_client(role: str = 'teacher', teacher: OfflineTeacher | None = None, settings=None, cache: bool = True,
-                replay: bool = False) -> LLMClient:
-    "The `LLMClient` for `role` (one of `envsynth.settings.LLM_ROLES`) as settings.ini configures it."
+                replay: bool = False, sampling: dict | None = None) -> LLMClient:
+    """The `LLMClient` for `role` (one of `envsynth.settings.LLM_ROLES`) as settings.ini configures
+    it; `sampling`: the role's default sampling parameters (`{'max_tokens': 256}`)."""
     from envsynth.settings import get_settings
     s = settings or get_settings()
     cfg = s.llm.role(role)                       # unknown role: ValueError listing the roles
     backend = (teacher or OfflineTeacher()) if cfg.offline else \
         OpenAIBackend(cfg.endpoint, os.environ.get(cfg.api_key_env) if cfg.api_key_env else None, timeout_s=cfg.timeout_s)
     return LLMClient(backend, cfg.model, cache=Path(s.paths.cache_dir) / 'llm.sqlite' if cache else None,
-                     max_concurrency=cfg.max_concurrency, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries, replay=replay)
+                     max_concurrency=cfg.max_concurrency, timeout_s=cfg.timeout_s,
+                     max_retries=cfg.max_retries, replay=replay, sampling=sampling)

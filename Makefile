@@ -76,7 +76,9 @@ SCALE ?= smoke
 repro: install
 	$(BIN)/envsynth repro $(PAPER) --scale $(SCALE) --run-dir runs/repro-$(PAPER)-$(SCALE)
 
-# The verl tier: builds .venv-verl (verl 0.9.1 and its pins; ~10 min and ~2 GB the first time), then its tests.
+# The verl tier alone (`make test` runs it too, through tests/test_rl_verl_tier.py): builds
+# .venv-verl (verl 0.9.1 and the packages whose pins differ from .venv's, the rest reused from
+# .venv; ~1 min and ~300 MB the first time), then runs its tests.
 test-verl: install
 	tools/make_verl_venv.sh
 	.venv-verl/bin/python -m pytest tests/test_rl_verl.py

@@ -1,8 +1,8 @@
 """The verl tier of envsynth.train.rl: needs verl 0.9.1, which lives in its own venv (it pins transformers<5.11).
 
-Build it and run these tests with:
+`make test` runs them there through tests/test_rl_verl_tier.py (which builds the venv); by hand:
     tools/make_verl_venv.sh && .venv-verl/bin/python -m pytest tests/test_rl_verl.py
-Under any interpreter without verl the module is skipped with that instruction.
+Under any interpreter without verl this module is skipped with that instruction.
 """
 import asyncio, importlib.util, json
 from pathlib import Path
@@ -10,7 +10,10 @@ import pytest
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec('verl') is None,
-                                 reason='verl is not importable here: run `tools/make_verl_venv.sh && .venv-verl/bin/python -m pytest tests/test_rl_verl.py`')]
+                                 reason='verl is not importable here: tests/test_rl_verl_tier.py '
+                                        'runs this module in .venv-verl (by hand: '
+                                        '`tools/make_verl_venv.sh && .venv-verl/bin/python -m '
+                                        'pytest tests/test_rl_verl.py`)')]
 
 @pytest.fixture(scope='module')
 def tiny_model(tmp_path_factory):
@@ -56,17 +59,23 @@ def test_reward_function_and_sampler_load_by_path(tmp_path):
         assert issubclass(load_extern_type(entry, 'AdaptiveFillingReplayBuffer'), ReplayBuffer)
 
 class FakeServerManager:
-    "verl's server_manager.generate, scripted: writes `texts` in turn; checks that each prompt extends the last context."
+    """verl's server_manager.generate, scripted: writes `texts` in turn, cut at `max_tokens` as
+    vLLM's server cuts them; checks that each prompt extends the last context and records every
+    call's sampling parameters."""
     def __init__(self, tokenizer, texts):
-        self.tokenizer, self.texts, self.calls, self.last = tokenizer, list(texts), [], None
+        self.tokenizer, self.texts, self.last = tokenizer, list(texts), None
+        self.calls, self.params = [], []
     async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
         from verl.workers.rollout.replica import TokenOutput
         if self.last is not None: assert prompt_ids[:len(self.last)] == self.last, 'the context was re-rendered'
         ids = self.tokenizer.encode(self.texts[len(self.calls)], add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids('<|im_end|>')]
-        self.calls.append(list(prompt_ids)); self.last = list(prompt_ids) + ids
+        ids = ids[:sampling_params.get('max_tokens', len(ids))]
+        self.calls.append(list(prompt_ids)); self.params.append(dict(sampling_params))
+        self.last = list(prompt_ids) + ids
         return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
 
-def run_loop(tiny_model, tmp_path, recipe, data_source, texts):
+def run_loop(tiny_model, tmp_path, recipe, data_source, texts, response_length=4096,
+             row_change=None, env_root=None, sandbox=None, empty_think=False):
     "Build the loop the way verl's AgentLoopWorker does (YAML registry + hydra.utils.instantiate) and run one row."
     import hydra
     from omegaconf import OmegaConf
@@ -77,14 +86,18 @@ def run_loop(tiny_model, tmp_path, recipe, data_source, texts):
     from envsynth.train.rl import compose_verl_config, write_agent_loop_config
     bank = load_curated('bank'); task = bank.tasks['bank-lost-card']
     row = rl_row(task, bank.tools, data_source=data_source, system_prompt='You are a bank agent.', agent_name=recipe)
-    cfg = compose_verl_config('astra', model=str(tiny_model), agent_loop_config='x', extra=['data.max_response_length=4096'])
-    entry = next(e for e in OmegaConf.load(write_agent_loop_config(tmp_path / 'loops.yaml')) if e.name == recipe)
+    if row_change: row = row_change(row)
+    cfg = compose_verl_config('astra', model=str(tiny_model), agent_loop_config='x',
+                              extra=[f'data.max_response_length={response_length}'])
+    loops = write_agent_loop_config(tmp_path / 'loops.yaml', env_root, empty_think)
+    entry = next(e for e in OmegaConf.load(loops) if e.name == recipe)
     tok = AutoTokenizer.from_pretrained(tiny_model)
     server = FakeServerManager(tok, texts)
     async def main():
         loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=server, tokenizer=tok,
                                        processor=None, hf_model_type='qwen3', dataset_cls=None, data_config=DictConfigWrap(cfg.data),
-                                       tools=ToolListWrap([]))
+                                       tools=ToolListWrap([]),
+                                       **({'sandbox': sandbox} if sandbox else {}))
         return await loop.run({'temperature': 1.0}, raw_prompt=row['prompt'], extra_info=row['extra_info'], reward_model=row['reward_model'],
                               data_source=data_source, agent_name=recipe, index=0)
     return asyncio.run(main()), row, tok, server, task
@@ -127,6 +140,55 @@ def test_agent_loop_scripted_user_and_wrong_calls(tiny_model, tmp_path):
     assert sum(out.response_mask) < len(out.response_mask) and len(server.calls) == 2
     r = asyncio.run(compute_score('envfactory', '', row['reward_model']['ground_truth'], row['extra_info'] | out.extra_fields))
     assert (r['r_traj'], r['r_state']) == (0.0, 0.0) and r['score'] == 0.0
+
+def test_agent_loop_sends_the_remaining_budget_as_max_tokens(tiny_model, tmp_path):
+    "Each generate call gets max_tokens = response_length - tokens used; at the budget, no call."
+    texts = gold_texts(bank_task()) + ['Done: card blocked, new one ordered.']
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts)
+    prompt = len(out.prompt_ids)
+    used = [len(c) - prompt for c in server.calls]
+    assert [p['max_tokens'] for p in server.params] == [4096 - u for u in used]
+    assert all(p['temperature'] == 1.0 for p in server.params)
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts,
+                                           response_length=48)
+    assert server.params[0]['max_tokens'] == 48
+    assert all(len(c) - prompt + p['max_tokens'] == 48 for c, p in zip(server.calls, server.params))
+    assert len(server.calls) < len(texts) and len(out.response_ids) == 48
+    assert out.extra_fields['termination'] == 'policy_error'
+
+def test_agent_loop_in_qwen3_non_thinking_mode(tiny_model, tmp_path):
+    "empty_think in the YAML entry: every generation prompt ends with the empty think block."
+    from envsynth.formats import EMPTY_THINK, render_hermes
+    from envsynth.train.rl import EPISODE_KEY
+    from envsynth.schema import Trajectory
+    texts = gold_texts(bank_task()) + ['Done.']
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts,
+                                           empty_think=True)
+    prompts = [tok.decode(c, skip_special_tokens=False) for c in server.calls]
+    assert all(p.endswith('<|im_start|>assistant\n' + EMPTY_THINK) for p in prompts)
+    episode = Trajectory.model_validate_json(out.extra_fields[EPISODE_KEY])
+    full = tok.decode(out.prompt_ids + out.response_ids, skip_special_tokens=False)
+    assert full + '\n' == render_hermes(episode.messages, episode.tools, empty_think=True)
+
+def test_agent_loop_runs_a_row_in_its_environment_folder(tiny_model, tmp_path):
+    "A row naming an environment folder (as ASTRA's rows do) runs in the sandbox under env_root."
+    import shutil
+    from envsynth.env_library import environments_dir
+    from envsynth.sandbox import SandboxPool
+    from envsynth.train.rl import ENV_FOLDER_KEY, compute_score
+    run_dir = tmp_path / 'run'
+    shutil.copytree(environments_dir() / 'bank', run_dir / '08_mix' / 'envs' / 'bank')
+    folder = {ENV_FOLDER_KEY: '08_mix/envs/bank'}
+    with_folder = lambda r: r | {'extra_info': r['extra_info'] | folder}
+    texts = gold_texts(bank_task()) + ['Done.']
+    with SandboxPool(size=1) as pool:
+        out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra',
+                                               texts, row_change=with_folder, env_root=run_dir,
+                                               sandbox=pool)
+        assert pool.stats['requests'] > 0                      # the tools ran in the sandbox
+    truth, extra = row['reward_model']['ground_truth'], row['extra_info'] | out.extra_fields
+    r = asyncio.run(compute_score('astra', '', truth, extra))
+    assert r['score'] == pytest.approx(1.0) and out.extra_fields['termination'] == 'no_tool_call'
 
 def test_adaptive_replay_buffer_keeps_the_surplus(monkeypatch):
     "The sampler adapter on verl's sync ReplayBuffer, TransferQueue faked: std <= delta evicted, surplus carried to the next step."

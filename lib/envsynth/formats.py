@@ -11,11 +11,11 @@ from .schema import (Message, Tool, ToolCall, FunctionCall, ToolCallError, ToolS
                              validate_arguments, content_hash)
 
 # %% auto #0
-__all__ = ['IM_START', 'IM_END', 'TOOLS_PREAMBLE', 'TOOLS_POSTAMBLE', 'FormatError', 'render_tools_block', 'render_tool_call',
-           'render_assistant_turn', 'is_tool_response_turn', 'render_hermes', 'ParsedAssistant', 'split_think',
-           'parse_assistant_text', 'parse_hermes', 'from_openai_message', 'from_openai_messages', 'to_openai_messages',
-           'from_openai_response', 'parse_bfcl_call', 'parse_bfcl_calls', 'to_bfcl_call', 'to_bfcl_calls',
-           'bfcl_function_to_tool', 'to_tau2_messages', 'Tau2Conversion', 'from_tau2_messages']
+__all__ = ['IM_START', 'IM_END', 'EMPTY_THINK', 'TOOLS_PREAMBLE', 'TOOLS_POSTAMBLE', 'FormatError', 'render_tools_block',
+           'render_tool_call', 'render_assistant_turn', 'is_tool_response_turn', 'render_hermes', 'ParsedAssistant',
+           'split_think', 'parse_assistant_text', 'parse_hermes', 'from_openai_message', 'from_openai_messages',
+           'to_openai_messages', 'from_openai_response', 'parse_bfcl_call', 'parse_bfcl_calls', 'to_bfcl_call',
+           'to_bfcl_calls', 'bfcl_function_to_tool', 'to_tau2_messages', 'Tau2Conversion', 'from_tau2_messages']
 
 # %% ../../nbs/core/01_formats.ipynb #7f578043
 class FormatError(ValueError):
@@ -23,6 +23,7 @@ class FormatError(ValueError):
 
 # %% ../../nbs/core/01_formats.ipynb #9b38f4d5
 IM_START, IM_END = '<|im_start|>', '<|im_end|>'
+EMPTY_THINK = '<think>\n\n</think>\n\n'     # Qwen3's think block of a turn that does not think
 TOOLS_PREAMBLE = ('# Tools\n\nYou may call one or more functions to assist with the user query.\n\n'
                   'You are provided with function signatures within <tools></tools> XML tags:\n<tools>')
 TOOLS_POSTAMBLE = ('\n</tools>\n\nFor each function call, return a json object with function name and arguments '
@@ -40,10 +41,14 @@ def render_tool_call(call: ToolCall) -> str:
     return f'<tool_call>\n{{"name": {_dumps(call.name)}, "arguments": {call.function.arguments or "{}"}}}\n</tool_call>'
 
 # %% ../../nbs/core/01_formats.ipynb #90be242d
-def render_assistant_turn(m: Message, reasoning: bool = True) -> str:
-    "The text the model writes for assistant message `m` (without the `<|im_start|>` header and `<|im_end|>`)."
+def render_assistant_turn(m: Message, reasoning: bool = True, empty_think: bool = False) -> str:
+    """The text of assistant message `m` after its `<|im_start|>assistant\\n` header, without
+    `<|im_end|>`; a turn without (kept) reasoning opens with `EMPTY_THINK` when `empty_think`
+    (Qwen3's non-thinking mode, below)."""
     if m.role != 'assistant': raise FormatError(f'render_assistant_turn needs an assistant message, got {m.role!r}')
-    out = f'<think>\n{m.reasoning_content.strip()}\n</think>\n\n' if reasoning and m.reasoning_content else ''
+    thinks = reasoning and m.reasoning_content
+    if thinks: out = f'<think>\n{m.reasoning_content.strip()}\n</think>\n\n'
+    else: out = EMPTY_THINK if empty_think else ''
     out += m.content or ''
     for i, call in enumerate(m.tool_calls or []):
         if i or m.content: out += '\n'
@@ -57,8 +62,11 @@ def is_tool_response_turn(m: Message) -> bool:
 
 def render_hermes(messages: list[Message], tools: Iterable[Tool | dict] | None = None,
                   add_generation_prompt: bool = False,
-                  reasoning: Literal['all', 'after_last_user'] = 'all') -> str:
-    "The Qwen3/Hermes chat text of `messages` with `tools` declared in the system turn."
+                  reasoning: Literal['all', 'after_last_user'] = 'all',
+                  empty_think: bool = False) -> str:
+    """The Qwen3/Hermes chat text of `messages` with `tools` declared in the system turn;
+    `empty_think` renders Qwen3's non-thinking mode (an empty think block in every turn without
+    reasoning and at the end of the generation prompt)."""
     messages, tools = list(messages), list(tools or [])
     last_user = max([i for i, m in enumerate(messages) if m.role == 'user' and not is_tool_response_turn(m)], default=-1)
     out, i = [], 0
@@ -75,12 +83,14 @@ def render_hermes(messages: list[Message], tools: Iterable[Tool | dict] | None =
             out.append(f'{IM_START}user{"".join(group)}{IM_END}\n'); continue
         if m.role == 'assistant':
             keep = reasoning == 'all' or i > last_user
-            out.append(f'{IM_START}assistant\n{render_assistant_turn(m, reasoning=keep)}{IM_END}\n')
+            turn = render_assistant_turn(m, keep, empty_think)
+            out.append(f'{IM_START}assistant\n{turn}{IM_END}\n')
         else:
             if m.role == 'system' and i: raise FormatError(f'message {i}: a system message is only allowed first')
             out.append(f'{IM_START}{m.role}\n{m.content or ""}{IM_END}\n')
         i += 1
-    if add_generation_prompt: out.append(f'{IM_START}assistant\n')
+    if add_generation_prompt:
+        out.append(f'{IM_START}assistant\n' + (EMPTY_THINK if empty_think else ''))
     return ''.join(out)
 
 # %% ../../nbs/core/01_formats.ipynb #eb9ca51f

@@ -4,13 +4,14 @@
 
 # %% ../../../nbs/train/04_rl.ipynb #35605bbf
 from __future__ import annotations
-import asyncio, json, math, re
+import asyncio, json, math, os, re
 from collections import Counter, deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 from ..data import env_spec
 from ..env_library import list_environments, load_curated
+from ..envs import ENV_FILES, Environment, EnvironmentLoadError, load_environment
 from ..formats import IM_END, parse_assistant_text, render_hermes
 from ..llm import LLMError
 from ..rewards import (Rubric, RubricJudge, count_tool_calls, envfactory_reward, f1_reward, length_penalty,
@@ -21,13 +22,15 @@ from ..schema import Task, Trajectory
 
 # %% auto #0
 __all__ = ['REWARD_COMPONENTS', 'REWARD_ROUTES', 'EPISODE_KEY', 'RL_PRESETS', 'VERL_ENTRY', 'Generate', 'AGENT_RECIPES',
-           'AGENT_LOOP_NAMES', 'RLError', 'group_std', 'RewardGroup', 'AdaptiveBatchFiller', 'task_from_parts',
-           'row_instruction', 'row_task', 'astra_f1_score', 'envfactory_score', 'state_hash_score', 'use_rubric_judge',
-           'rubric_judge', 'synthagent_rubric_score', 'answer_match_score', 'recorded_episode', 'compute_score',
-           'RLPreset', 'get_rl_preset', 'write_job_files', 'preset_overrides', 'ResponseBudgetExceeded', 'cut_middle',
-           'TokenPolicy', 'AgentRecipe', 'agent_recipe', 'EpisodeParts', 'episode_parts', 'run_row_episode',
-           'compose_verl_config', 'validate_verl_config', 'write_agent_loop_config', 'row_from_loop_kwargs',
-           'grpo_advantages', 'clipped_policy_loss', 'main_ppo_command']
+           'AGENT_LOOP_NAMES', 'ENV_FOLDER_KEY', 'RLError', 'group_std', 'RewardGroup', 'AdaptiveBatchFiller',
+           'task_from_parts', 'row_instruction', 'row_task', 'astra_f1_score', 'envfactory_score', 'state_hash_score',
+           'use_rubric_judge', 'rubric_judge', 'synthagent_rubric_score', 'answer_match_score', 'recorded_episode',
+           'compute_score', 'RLPreset', 'get_rl_preset', 'write_job_files', 'preset_overrides',
+           'ResponseBudgetExceeded', 'cut_middle', 'TokenPolicy', 'AgentRecipe', 'agent_recipe', 'checked_env_folder',
+           'row_env_folder', 'load_row_environment', 'FolderEnvExecutor', 'EpisodeParts', 'episode_parts',
+           'run_row_episode', 'compose_verl_config', 'validate_verl_config', 'write_agent_loop_config',
+           'row_from_loop_kwargs', 'loop_needs_clients', 'server_generate', 'grpo_advantages', 'clipped_policy_loss',
+           'main_ppo_command']
 
 # %% ../../../nbs/train/04_rl.ipynb #46239ea1
 class RLError(ValueError):
@@ -294,11 +297,14 @@ compute_score = _rl.compute_score
 def __getattr__(name): return getattr(_rl, name)
 '''
 
-def write_job_files(folder: str | Path) -> dict[str, str]:
-    "Write what a verl job loads by path into `folder` (shared by all nodes): the agent-loop YAML and the entry file."
+def write_job_files(folder: str | Path, env_root: str | Path | None = None,
+                    empty_think: bool = False) -> dict[str, str]:
+    """Write what a verl job loads by path into `folder` (shared by all nodes): the agent-loop YAML
+    (with the loop's options, see `write_agent_loop_config`) and the entry file."""
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     (folder / 'envsynth_verl_entry.py').write_text(VERL_ENTRY)
-    return {'agent_loop_config': str(write_agent_loop_config(folder / 'agent_loops.yaml')), 'entry_file': str(folder / 'envsynth_verl_entry.py')}
+    loops = write_agent_loop_config(folder / 'agent_loops.yaml', env_root, empty_think)
+    return {'agent_loop_config': str(loops), 'entry_file': str(folder / 'envsynth_verl_entry.py')}
 
 def preset_overrides(preset: str | RLPreset, *, model: str = '???', train_files: str = '???', val_files: str = '???',
                      agent_loop_config: str = '???', entry_file: str = '???', rollout_backend: str = 'vllm', checkpoint_dir: str | None = None) -> list[str]:
@@ -350,11 +356,14 @@ Generate = Callable[[list[int], int], Awaitable[tuple[list[int], list[float] | N
 # %% ../../../nbs/train/04_rl.ipynb #d1484654
 class TokenPolicy:
     """A policy that samples through `generate(token_ids, max_new_tokens) -> (new_ids, logprobs | None)` and keeps the
-    token trace verl trains on: `prompt_ids`, `response_ids`, `response_mask` (1 = sampled), `response_logprobs`."""
-    def __init__(self, generate: Generate, tokenizer, response_length: int, max_tool_response_length: int | None = None):
+    token trace verl trains on: `prompt_ids`, `response_ids`, `response_mask` (1 = sampled),
+    `response_logprobs`. `empty_think`: Qwen3's non-thinking mode, each generation prompt ending
+    in an empty think block (not sampled)."""
+    def __init__(self, generate: Generate, tokenizer, response_length: int,
+                 max_tool_response_length: int | None = None, empty_think: bool = False):
         if response_length < 1: raise RLError(f'response_length must be >= 1, got {response_length}')
         self.generate, self.tokenizer, self.response_length = generate, tokenizer, response_length
-        self.max_tool_response_length = max_tool_response_length
+        self.max_tool_response_length, self.empty_think = max_tool_response_length, empty_think
         self.eos_ids = {i for i in (tokenizer.convert_tokens_to_ids(IM_END), tokenizer.eos_token_id) if i is not None}
         self.prompt_ids: list[int] | None = None
         self.response_ids, self.response_mask, self.response_logprobs = [], [], []
@@ -368,12 +377,15 @@ class TokenPolicy:
 
     def _context(self, messages, tools) -> None:
         if self.prompt_ids is None:
-            self.prompt_ids = self._encode(render_hermes(messages, tools, add_generation_prompt=True)); return
+            text = render_hermes(messages, tools, add_generation_prompt=True,
+                                 empty_think=self.empty_think)
+            self.prompt_ids = self._encode(text); return
         new = [m.model_copy(update={'content': cut_middle(m.content or '', self.max_tool_response_length)}) if m.role == 'tool' else m
                for m in messages[self.rendered:]]
         if any(m.role == 'assistant' for m in new): raise RLError('the messages hold an assistant turn this policy did not write')
         head = '\n' if self.closed else IM_END + '\n'            # after a cut-off turn, close it (not sampled: mask 0)
-        self._append(self._encode(head + render_hermes(new, add_generation_prompt=True)), 0)
+        text = render_hermes(new, add_generation_prompt=True, empty_think=self.empty_think)
+        self._append(self._encode(head + text), 0)
 
     async def act(self, messages, tools) -> PolicyTurn:
         self._context(messages, tools)
@@ -409,6 +421,64 @@ def agent_recipe(name: str | None) -> AgentRecipe:
     if name not in AGENT_RECIPES: raise RLError(f'no envsynth agent recipe {name!r}; known: {sorted(AGENT_RECIPES)}')
     return AGENT_RECIPES[name]
 
+# %% ../../../nbs/train/04_rl.ipynb #9d8f2617
+ENV_FOLDER_KEY = 'env_folder'      # extra_info key: the row's environment folder, in the run
+
+def checked_env_folder(folder: str | Path, env_root: str | Path | None) -> Path:
+    "`folder` (relative to `env_root`, or absolute in it) if it passes the checks, else `RLError`."
+    if not isinstance(folder, (str, Path)) or not str(folder).strip():
+        raise RLError(f'env_folder must be a path, got {folder!r}')
+    name = repr(str(folder))
+    if env_root is None:
+        raise RLError(f'the row names env_folder {name}: pass env_root, the run folder its '
+                      'environments were written to (ENVSYNTH_RL_ENV_ROOT for the verl agent loop)')
+    root, rel = Path(env_root).resolve(), Path(folder)
+    if '..' in rel.parts: raise RLError(f'env_folder {name}: ".." is not allowed in the path')
+    if rel.is_absolute():
+        inside = [r for r in (root, Path(env_root).absolute()) if rel.is_relative_to(r)]
+        if not inside: raise RLError(f'env_folder {name} lies outside env_root {root}')
+        rel = rel.relative_to(inside[0])
+    path = root
+    for part in rel.parts:
+        path = path / part
+        if path.is_symlink(): raise RLError(f'env_folder {name}: {path} is a symbolic link')
+    if not path.is_dir(): raise RLError(f'env_folder {name}: no such folder under {root}')
+    links = [f for f in ENV_FILES if (path / f).is_symlink()]
+    if links: raise RLError(f'env_folder {name}: symbolic links {links}')
+    missing = [f for f in ENV_FILES if not (path / f).is_file()]
+    if missing: raise RLError(f'env_folder {name} is not an environment folder: missing {missing}')
+    return path
+
+def row_env_folder(row: dict, env_root: str | Path | None) -> Path | None:
+    "The checked environment folder in an RL row's `extra_info.env_folder` (None if it names none)."
+    folder = (row.get('extra_info') or {}).get(ENV_FOLDER_KEY)
+    return None if folder is None else checked_env_folder(folder, env_root)
+
+# %% ../../../nbs/train/04_rl.ipynb #c3b26d98
+def load_row_environment(folder: Path, task: Task, sandbox) -> Environment:
+    "The environment in a checked `folder`, its tools running in `sandbox`; it must be `task`'s."
+    if sandbox is None:
+        raise RLError(f"{folder}: an environment folder's tools are generated code and run only in "
+                      'a sandbox: pass sandbox=envsynth.sandbox.SandboxPool(...)')
+    try: env = load_environment(folder, trusted=False, sandbox=sandbox)
+    except (EnvironmentLoadError, OSError, ValueError) as e:
+        raise RLError(f'env_folder {folder}: cannot be loaded: {e}') from None
+    if task.env_id is not None and env.name != task.env_id:
+        env.close()
+        raise RLError(f"env_folder {folder} holds environment {env.name!r}, but the row's task is "
+                      f'of {task.env_id!r}')
+    return env
+
+class FolderEnvExecutor(EnvExecutor):
+    "`EnvExecutor` on a fresh episode of `task` in `env`; closes `env` (its sandbox) with it."
+    def __init__(self, env: Environment, task: Task):
+        self.env = env
+        try: super().__init__(env.reset(task))
+        except BaseException: env.close(); raise
+    def close(self) -> None:
+        try: super().close()
+        finally: self.env.close()
+
 # %% ../../../nbs/train/04_rl.ipynb #cf73f5c4
 @dataclass
 class EpisodeParts:
@@ -420,12 +490,17 @@ class EpisodeParts:
     limits: EpisodeLimits
 
 def episode_parts(row: dict, recipe: str | AgentRecipe, *, max_turns: int = 30, clients: dict | None = None,
-                  maps: ConsistencyMaps | None = None) -> EpisodeParts:
-    "Rebuild the episode of an RL row: its task, executor (curated environment, or emulated tools), user and limits."
+                  maps: ConsistencyMaps | None = None, env_root: str | Path | None = None,
+                  sandbox=None) -> EpisodeParts:
+    """Rebuild the episode of an RL row: its task, executor (the row's environment folder in
+    `sandbox`, a curated environment, or emulated tools), user and limits."""
     recipe = recipe if isinstance(recipe, AgentRecipe) else agent_recipe(recipe)
     task, env, clients = row_task(row), env_spec(row), clients or {}
     system_prompt = next((m['content'] for m in row.get('prompt') or [] if m.get('role') == 'system'), None)
-    if task.env_id in list_environments():
+    folder = row_env_folder(row, env_root)
+    if folder is not None:
+        executor = FolderEnvExecutor(load_row_environment(folder, task, sandbox), task)
+    elif task.env_id in list_environments():
         executor = EnvExecutor(load_curated(task.env_id).reset(task))
     else:
         if 'tool_emulator' not in clients: raise RLError(f'task {task.id}: env {task.env_id!r} is not a curated environment, so its tools are '
@@ -467,9 +542,16 @@ def validate_verl_config(config) -> dict:
     return {'reference_model': ref, 'critic': critic}
 
 # %% ../../../nbs/train/04_rl.ipynb #18d41587
-def write_agent_loop_config(path: str | Path) -> Path:
-    "Write the YAML that registers the envsynth agent loop once per recipe (verl's `agent_loop_config_path`)."
-    lines = [f'- name: {name}\n  _target_: envsynth.train.rl.EnvsynthAgentLoop\n  recipe: {name}\n' for name in AGENT_LOOP_NAMES]
+def write_agent_loop_config(path: str | Path, env_root: str | Path | None = None,
+                            empty_think: bool = False) -> Path:
+    """Write the YAML that registers the envsynth agent loop once per recipe (verl's
+    `agent_loop_config_path`); `env_root` is the run folder the rows' environment folders are under,
+    `empty_think` turns on Qwen3's non-thinking prompts."""
+    opts = '' if env_root is None else f'  env_root: {json.dumps(str(Path(env_root).absolute()))}\n'
+    opts += '  empty_think: true\n' if empty_think else ''
+    loop = 'envsynth.train.rl.EnvsynthAgentLoop'
+    lines = [f'- name: {name}\n  _target_: {loop}\n  recipe: {name}\n{opts}'
+             for name in AGENT_LOOP_NAMES]
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(''.join(lines))
     return path
@@ -477,6 +559,14 @@ def write_agent_loop_config(path: str | Path) -> Path:
 # %% ../../../nbs/train/04_rl.ipynb #7e403cd0
 _TASK_WORLDS = ConsistencyMaps('task')      # one consistency map per task id, shared by a worker's rollouts of it
 _ROLE_CLIENTS: dict = {}
+_ROW_SANDBOX: list = []
+
+def _row_sandbox():
+    "The sandbox pool this worker runs environment folders in (started on first use)."
+    if not _ROW_SANDBOX:
+        from envsynth.sandbox import SandboxPool
+        _ROW_SANDBOX.append(SandboxPool(size=2))
+    return _ROW_SANDBOX[0]
 
 def _role_clients() -> dict:
     if not _ROLE_CLIENTS:
@@ -500,6 +590,24 @@ def row_from_loop_kwargs(kwargs: dict) -> dict:
     return {'prompt': _plain(prompt), 'extra_info': _plain(kwargs['extra_info']), 'reward_model': _plain(kwargs['reward_model']),
             'data_source': kwargs.get('data_source')}
 
+def loop_needs_clients(recipe: AgentRecipe, row: dict) -> bool:
+    "Whether an episode of `row` needs LLM roles: an LLM user, or tools to emulate."
+    in_folder = ENV_FOLDER_KEY in (row.get('extra_info') or {})
+    emulated = not in_folder and env_spec(row).get('env_id') not in list_environments()
+    return recipe.user in ('synthagent', 'customer') or emulated
+
+# %% ../../../nbs/train/04_rl.ipynb #344ea42b
+def server_generate(server_manager, request_id: str, sampling_params: dict) -> Generate:
+    "A `TokenPolicy` generator over verl's `server_manager.generate`: budget left as `max_tokens`."
+    async def generate(ids: list[int], max_new_tokens: int):
+        if max_new_tokens < 1: raise RLError(f'max_new_tokens must be >= 1, got {max_new_tokens}')
+        params = {k: v for k, v in sampling_params.items() if k != 'max_new_tokens'}
+        params['max_tokens'] = int(max_new_tokens)
+        out = await server_manager.generate(request_id=request_id, prompt_ids=list(ids),
+                                            sampling_params=params)
+        return list(out.token_ids), (list(out.log_probs) if out.log_probs is not None else None)
+    return generate
+
 # %% ../../../nbs/train/04_rl.ipynb #69f6ba4c
 def _build_agent_loop():
     from uuid import uuid4
@@ -507,24 +615,32 @@ def _build_agent_loop():
 
     class EnvsynthAgentLoop(AgentLoopBase):
         "One envsynth episode per trajectory, token in / token out, with the episode recorded in `extra_fields`."
-        def __init__(self, *args, recipe: str = 'envsynth_astra', clients: dict | None = None, **kwargs):
+        def __init__(self, *args, recipe: str = 'envsynth_astra', clients: dict | None = None,
+                     env_root: str | None = None, sandbox=None, empty_think: bool = False,
+                     **kwargs):
             kwargs.pop('tools', None)                       # verl's tool list: the episode brings its own tools
             super().__init__(*args, **kwargs)
-            self.recipe, self._clients = agent_recipe(recipe), clients
+            self.recipe, self._clients, self._sandbox = agent_recipe(recipe), clients, sandbox
+            self.env_root = env_root or os.environ.get('ENVSYNTH_RL_ENV_ROOT') or None
+            self.empty_think = bool(empty_think)
             self.response_length = self.rollout_config.response_length
             mt = self.rollout_config.multi_turn
             self.max_turns = mt.max_assistant_turns or 30
             self.max_tool_response_length = mt.max_tool_response_length
 
         async def run(self, sampling_params: dict, **kwargs):
-            row, request_id = row_from_loop_kwargs(kwargs), uuid4().hex
-            async def generate(ids, max_new_tokens):
-                out = await self.server_manager.generate(request_id=request_id, prompt_ids=ids, sampling_params=dict(sampling_params))
-                return list(out.token_ids), (list(out.log_probs) if out.log_probs is not None else None)
-            policy = TokenPolicy(generate, self.tokenizer, self.response_length, self.max_tool_response_length)
-            clients = self._clients if self._clients is not None else (_role_clients() if self.recipe.user in ('synthagent', 'customer') or
-                                                                       env_spec(row).get('env_id') not in list_environments() else {})
-            episode = await run_row_episode(row, policy, self.recipe, max_turns=self.max_turns, clients=clients, maps=_TASK_WORLDS)
+            row = row_from_loop_kwargs(kwargs)
+            generate = server_generate(self.server_manager, uuid4().hex, sampling_params)
+            policy = TokenPolicy(generate, self.tokenizer, self.response_length,
+                                 self.max_tool_response_length, self.empty_think)
+            clients = self._clients
+            if clients is None:
+                clients = _role_clients() if loop_needs_clients(self.recipe, row) else {}
+            in_folder = ENV_FOLDER_KEY in row['extra_info']
+            sandbox = (self._sandbox or _row_sandbox()) if in_folder else None
+            episode = await run_row_episode(row, policy, self.recipe, max_turns=self.max_turns,
+                                            clients=clients, maps=_TASK_WORLDS,
+                                            env_root=self.env_root, sandbox=sandbox)
             n = self.response_length
             return AgentLoopOutput(prompt_ids=policy.prompt_ids, response_ids=policy.response_ids[:n], response_mask=policy.response_mask[:n],
                                    response_logprobs=policy.response_logprobs[:n], num_turns=len(episode.messages),
@@ -618,9 +734,10 @@ def clipped_policy_loss(log_prob, old_log_prob, advantages, mask, clip_low: floa
 
 # %% ../../../nbs/train/04_rl.ipynb #f089af08
 def main_ppo_command(preset: str | RLPreset, job_dir: str | Path, *, model: str, train_files: str, val_files: str,
-                     n_gpus: int = 8, nnodes: int = 1, python: str = 'python') -> list[str]:
+                     n_gpus: int = 8, nnodes: int = 1, python: str = 'python',
+                     env_root: str | Path | None = None, empty_think: bool = False) -> list[str]:
     "The `verl.trainer.main_ppo` command line for `preset`, after writing its job files into `job_dir`."
-    files = write_job_files(job_dir)
+    files = write_job_files(job_dir, env_root, empty_think)
     extra = [f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={get_rl_preset(preset).train_batch_size}'] if get_rl_preset(preset).adaptive_delta is not None else []
     return [python, '-m', 'verl.trainer.main_ppo', *preset_overrides(preset, model=model, train_files=train_files, val_files=val_files,
                                                                     checkpoint_dir=str(Path(job_dir) / 'checkpoints'), **files),

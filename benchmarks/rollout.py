@@ -15,7 +15,10 @@ Rows, all measured in this run (wall time of the episodes; CPU time of this proc
 - before: 2 fresh interpreters (`python benchmarks/rollout.py --worker i`), each importing envsynth and loading the
   environments: what running a shard per process cost before `rollout_processes` (`--no-fresh` skips it).
 - sandboxed: `rollout_jobs` on the same environments loaded in a `SandboxPool` (untrusted-code path), 1 process;
-  `--sandboxed 0` skips it.
+  `--sandboxed 0` skips it. Twice: with the default `SandboxLimits` (4 environment templates and 8
+  open episodes per worker: the 8 curated environments take turns on both workers, so templates are
+  reloaded over and over and episodes parked), then with limits sized to the workload (every
+  template stays loaded) at concurrency 4.
 Targets: >= 1,000 oracle episodes/s in one process; 2 processes >= 1.8x one (needs 2 idle cores: the load
 average is printed with the table).
 """
@@ -86,13 +89,18 @@ def main():
         rows.append(('before: 2 fresh interpreters (wall incl. imports + loading)', r))
         rows.append(('  same, episodes only (slowest worker)', r | {'seconds': r['loop'], 'cpu': None}))
     if args.sandboxed:
-        from envsynth.sandbox import SandboxPool
-        with SandboxPool(size=2) as pool:
-            boxed, boxed_jobs = workload(args.sandboxed, sandbox=pool)
-            warm = list({name: (name, tid) for name, tid in boxed_jobs}.values())     # one job per environment
-            asyncio.run(rollout_jobs(boxed, warm, make_user=scripted))       # start the workers, load each template
-            rows.append(('sandboxed environments (`SandboxPool(size=2)`), 1 process', measured(lambda: summary(boxed, asyncio.run(
-                rollout_jobs(boxed, boxed_jobs, make_user=scripted, concurrency=args.concurrency))))))
+        from envsynth.sandbox import SandboxLimits, SandboxPool
+        sized = SandboxLimits(environments=len(envs), episodes=16)
+        for what, limits, conc in (('default limits', SandboxLimits(), args.concurrency),
+                                   (f'`environments={len(envs)}`, concurrency 4', sized, 4)):
+            with SandboxPool(size=2, limits=limits) as pool:
+                boxed, boxed_jobs = workload(args.sandboxed, sandbox=pool)
+                # one job per environment, twice: start the workers, load the templates on both
+                warm = list({name: (name, tid) for name, tid in boxed_jobs}.values()) * 2
+                asyncio.run(rollout_jobs(boxed, warm, make_user=scripted))
+                run = lambda: rollout_jobs(boxed, boxed_jobs, make_user=scripted, concurrency=conc)
+                rows.append((f'sandboxed (`SandboxPool(size=2)`, {what}), 1 process',
+                             measured(lambda: summary(boxed, asyncio.run(run())))))
     load_after = os.getloadavg()
     print(f'Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; {args.episodes} episodes over the '
           f'{len(set(jobs))} curated tasks; concurrency {args.concurrency} per process; load average (1, 5, 15 min) '

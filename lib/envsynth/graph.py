@@ -4,8 +4,8 @@
 
 # %% ../../nbs/core/09b_graph.ipynb #277d0551
 from __future__ import annotations
-import json, re
-from collections import Counter, defaultdict
+import heapq, json, re
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal
 import networkx as nx
@@ -17,7 +17,7 @@ from .corpora import ToolCorpus
 # %% auto #0
 __all__ = ['OutputField', 'json_types', 'output_fields', 'tool_entities', 'link_names', 'types_compatible', 'tool_text',
            'param_text', 'ToolEmbeddings', 'embed_corpus', 'topk_similar', 'dependency_graph', 'detect_domains',
-           'EdgeReview', 'llm_refine_edges']
+           'BoundedDomains', 'bounded_domains', 'EdgeReview', 'llm_refine_edges']
 
 # %% ../../nbs/core/09b_graph.ipynb #f58df673
 @dataclass
@@ -272,19 +272,111 @@ def dependency_graph(corpus: ToolCorpus, emb: ToolEmbeddings, mode: Literal['io'
     return g
 
 # %% ../../nbs/core/09b_graph.ipynb #64b53bfc
-def detect_domains(g: nx.DiGraph, resolution: float = 1.0, seed: int = 0) -> dict[str, int]:
-    "Louvain communities of `g` (undirected, weighted) as `{node: domain id}`; also stored as the nodes' `domain` attribute."
+def _undirected(g: nx.Graph) -> nx.Graph:
+    "`g` undirected, weighted (the larger of two opposite edges' weights), built in sorted order."
     u = nx.Graph()
     u.add_nodes_from(sorted(g.nodes))
     for a, b, d in sorted(g.edges(data=True)):
         w = d.get('weight', 1.0)
         if u.has_edge(a, b): u[a][b]['weight'] = max(u[a][b]['weight'], w)
         else: u.add_edge(a, b, weight=w)
+    return u
+
+def _louvain(u: nx.Graph, resolution: float, seed: int) -> list[list[str]]:
+    "Louvain communities of `u`, each sorted, largest first (ties: smallest key first)."
     comms = nx.community.louvain_communities(u, weight='weight', resolution=resolution, seed=seed)
-    comms = sorted((sorted(c) for c in comms), key=lambda c: (-len(c), c[0]))
+    return sorted((sorted(c) for c in comms), key=lambda c: (-len(c), c[0]))
+
+def detect_domains(g: nx.DiGraph, resolution: float = 1.0, seed: int = 0) -> dict[str, int]:
+    """Louvain communities of `g` (undirected, weighted) as `{node: domain id}`; also stored as the
+    nodes' `domain` attribute."""
+    comms = _louvain(_undirected(g), resolution, seed)
     domains = {n: i for i, c in enumerate(comms) for n in c}
     nx.set_node_attributes(g, domains, 'domain')
     return domains
+
+# %% ../../nbs/core/09b_graph.ipynb #f1e2a2a5
+def _induced(u: nx.Graph, nodes: list[str]) -> nx.Graph:
+    "The subgraph of `u` on the sorted `nodes`, built in order (a subgraph view iterates a set)."
+    inside, sub = set(nodes), nx.Graph()
+    sub.add_nodes_from(nodes)
+    sub.add_weighted_edges_from((a, b, d['weight']) for a in nodes for b, d in u[a].items()
+                                if b in inside and a < b)
+    return sub
+
+def _bfs_pieces(u: nx.Graph, nodes: list[str], size: int) -> list[list[str]]:
+    "`nodes` breadth-first (from each component's smallest key), cut into pieces of at most `size`."
+    inside, seen, order = set(nodes), set(), []
+    for start in nodes:
+        if start in seen: continue
+        seen.add(start); queue = deque([start])
+        while queue:
+            n = queue.popleft(); order.append(n)
+            for m in sorted(u[n]):
+                if m in inside and m not in seen: seen.add(m); queue.append(m)
+    return [sorted(order[i:i + size]) for i in range(0, len(order), size)]
+
+# %% ../../nbs/core/09b_graph.ipynb #01d9f247
+def _split_oversize(u: nx.Graph, nodes: list[str], max_size: int, resolution: float, seed: int,
+                    max_resolution: float) -> list[list[str]]:
+    "Step 1: `nodes` (sorted) as communities of at most `max_size`."
+    if len(nodes) <= max_size: return [nodes]
+    sub = _induced(u, nodes)
+    while resolution <= max_resolution:
+        parts = _louvain(sub, resolution, seed)
+        if len(parts) > 1:
+            return [p for part in parts
+                    for p in _split_oversize(u, part, max_size, resolution, seed, max_resolution)]
+        resolution *= 2
+    return _bfs_pieces(u, nodes, max_size)
+
+def _merge_undersize(u: nx.Graph, groups: list[list[str]], min_size: int,
+                     max_size: int) -> list[list[str]]:
+    "Step 2: each group under `min_size`, smallest first, joins its most tied neighbour if both fit."
+    members = dict(enumerate(groups))
+    label = {n: i for i, g in members.items() for n in g}
+    todo = [(len(g), g[0], i) for i, g in members.items() if len(g) < min_size]
+    heapq.heapify(todo)
+    while todo:
+        size, _, i = heapq.heappop(todo)
+        if len(members.get(i, ())) != size: continue            # merged away, or grown since queued
+        ties = Counter()
+        for n in members[i]:
+            for m, d in u[n].items():
+                j = label[m]
+                if j != i and len(members[j]) + size <= max_size: ties[j] += d['weight']
+        if not ties: continue
+        j = min(ties, key=lambda j: (-ties[j], len(members[j]), members[j][0]))
+        members[j] = sorted(members[j] + members.pop(i))
+        label.update((n, j) for n in members[j])
+        if len(members[j]) < min_size: heapq.heappush(todo, (len(members[j]), members[j][0], j))
+    return list(members.values())
+
+# %% ../../nbs/core/09b_graph.ipynb #5ac6a1a2
+@dataclass
+class BoundedDomains:
+    "Domains of `min_size`..`max_size` tools (each sorted, largest first), and the tools left out."
+    domains: list[list[str]]
+    left_out: list[str]
+
+    def labels(self) -> dict[str, int]: return {n: i for i, d in enumerate(self.domains) for n in d}
+
+def bounded_domains(g: nx.Graph, min_size: int, max_size: int, resolution: float = 1.0,
+                    seed: int = 0, max_resolution: float = 64.0) -> BoundedDomains:
+    """Louvain domains of `g` (undirected, weighted as in `detect_domains`) of
+    `min_size`..`max_size` tools each. Oversize communities are split by Louvain on their induced subgraph (recursively;
+    the resolution doubles while one does not split, breadth-first pieces past `max_resolution`);
+    undersize ones merge into the neighbour they share the most edge weight with when both fit;
+    tools still in an undersize group are `left_out`. Deterministic for the same graph and `seed`,
+    whatever order `g` was built in."""
+    if not 1 <= min_size <= max_size:
+        raise ValueError(f'need 1 <= min_size <= max_size, got {min_size} and {max_size}')
+    u = _undirected(g)
+    parts = [p for c in _louvain(u, resolution, seed)
+             for p in _split_oversize(u, c, max_size, resolution, seed, max_resolution)]
+    parts = _merge_undersize(u, parts, min_size, max_size)
+    kept = sorted((p for p in parts if len(p) >= min_size), key=lambda p: (-len(p), p[0]))
+    return BoundedDomains(kept, sorted(n for p in parts if len(p) < min_size for n in p))
 
 # %% ../../nbs/core/09b_graph.ipynb #b6a2fa14
 class EdgeReview(BaseModel):

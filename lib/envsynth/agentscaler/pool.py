@@ -103,23 +103,13 @@ async def rewrite_descriptions(pool: ToolCorpus, client) -> tuple[ToolCorpus, Co
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #27ce85a2
 import networkx as nx
-from ..graph import dependency_graph, detect_domains, embed_corpus, llm_refine_edges
+from ..graph import bounded_domains, dependency_graph, embed_corpus, llm_refine_edges
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #2e89d0e0
 def _domain_name(index: int, servers: list[str]) -> str:
     "`d03_library`: the index, then the most common server (or name noun) of its tools."
     top = Counter(servers).most_common(1)[0][0] if servers else 'tools'
     return f'd{index:02d}_' + (re.sub(r'[^a-z0-9]+', '_', top.lower()).strip('_')[:24] or 'tools')
-
-def _split(g: nx.DiGraph, nodes: list[str], max_tools: int, seed: int, resolution: float) -> list[list[str]]:
-    "Louvain again, with a higher resolution, on a community larger than `max_tools`; contiguous chunks as a last resort."
-    if len(nodes) <= max_tools: return [nodes]
-    if resolution < 16:
-        sub = g.subgraph(nodes).copy()
-        parts = sorted(set(detect_domains(sub, resolution * 2, seed).values()))
-        comms = [sorted(n for n, d in sub.nodes(data='domain') if d == p) for p in parts]
-        if len(comms) > 1: return [c for comm in comms for c in _split(g, comm, max_tools, seed, resolution * 2)]
-    return [nodes[i:i + max_tools] for i in range(0, len(nodes), max_tools)]
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #7e3977f3
 class DomainSplit(BaseModel):
@@ -150,15 +140,16 @@ async def review_domain_edges(g: nx.DiGraph, groups: list[list[str]], client, ma
 
 async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: float = 0.5, k: int = 8, resolution: float = 1.0,
                         min_tools: int = 3, max_tools: int = 12, seed: int = 0) -> DomainSplit:
-    """Parameter-similarity graph (AgentScaler Eq. 1) → Louvain domains of `min_tools`..`max_tools` tools → LLM edge
-    review inside each domain (skipped when `client` is None). Tool names are unique inside a domain."""
+    """Parameter-similarity graph (AgentScaler Eq. 1) → Louvain domains of `min_tools`..`max_tools`
+    tools (`envsynth.graph.bounded_domains`) → LLM edge review inside each domain (skipped when
+    `client` is None). Tool names are unique inside a domain: a repeated name is dropped, and so is
+    a domain it leaves under `min_tools`."""
     if not len(pool): raise ValueError('the API pool is empty: nothing to build domains from')
     g = dependency_graph(pool, embed_corpus(pool, embedder), mode='params', threshold=threshold, k=k)
-    communities = {}
-    for node, d in detect_domains(g, resolution, seed).items(): communities.setdefault(d, []).append(node)
-    groups = [part for d in sorted(communities) for part in _split(g, sorted(communities[d]), max_tools, seed, resolution)]
+    bounded = bounded_domains(g, min_tools, max_tools, resolution, seed)
     by_key, dropped, kept_groups = pool.by_key(), Counter(), []
-    for nodes in groups:
+    if bounded.left_out: dropped['domain_too_small'] += len(bounded.left_out)
+    for nodes in bounded.domains:
         names, members = set(), []
         for key in nodes:
             if by_key[key].name in names: dropped['duplicate_name_in_domain'] += 1; continue

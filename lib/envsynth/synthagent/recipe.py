@@ -25,7 +25,7 @@ __all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'CODE_TOOL', 'PAPER_TABLE1', 'PAPER_
            'read_params', 'repo_path', 'recipe_clients', 'ledger_counts', 'synthagent_run_folder', 'RecipeRun',
            'stage_personas', 'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split',
            'seeded_world', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'export_rows', 'data_card',
-           'data_card_markdown', 'plot_data_card', 'run_synthagent', 'run_from_command_line', 'main']
+           'data_card_markdown', 'plot_data_card', 'concurrently', 'run_synthagent', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -227,24 +227,26 @@ async def stage_rewards(r: RecipeRun, shard=None):
             s = await rubric_score(judge, task, traj, p.reward_formula)
             return {**trajectory_row(traj, s), 'status': s['status'], 'error': s['error'], 'reward': reward_of(s, p.unknown_verdicts),
                     'termination': traj.info.get('termination')}
+        def rollout(policy):            # one after another: each adds answers to the task's world
+            return rollout_in_world(task, policy, world, r.clients['tool_emulator'], r.clients['user_simulator'], max_turns=p.max_turns)
         demos = [Trajectory.model_validate(x) for x in d['demos']]
-        demo_scores = [await judged(t) for t in demos]
+        demo_scores = list(await asyncio.gather(*(judged(t) for t in demos)))
         best = max(range(len(demos)), key=lambda i: (demo_scores[i]['score'] or -1, -i))
         world = seeded_world(task, d['map'], p)
-        probes = {}
-        for name in p.probe_policies:
-            traj = await rollout_in_world(task, probe_policy(name, task, demos[best]), world, r.clients['tool_emulator'], r.clients['user_simulator'],
-                                          max_turns=p.max_turns)
-            probes[name] = await judged(traj)
-        split, heldout = task_split(task.id, p.heldout_fraction, p.seed), None
-        if split == 'heldout':
-            from envsynth.rollout import LLMPolicy
-            client = r.clients['policy' if p.heldout_policy == 'policy' else 'teacher']
-            tag = 'policy' if p.heldout_policy == 'policy' else 'synthagent.agent'
-            traj = await rollout_in_world(task, LLMPolicy(client, tag=tag), world, r.clients['tool_emulator'], r.clients['user_simulator'],
-                                          max_turns=p.max_turns)
-            heldout = await judged(traj)
-        return {'task_id': task.id, 'split': split, 'best_demo': best, 'demos': demo_scores, 'probes': probes, 'heldout': heldout,
+        split, verdicts = task_split(task.id, p.heldout_fraction, p.seed), {}     # each verdict asked during the next rollout
+        try:
+            for name in p.probe_policies:
+                verdicts[name] = asyncio.ensure_future(judged(await rollout(probe_policy(name, task, demos[best]))))
+            if split == 'heldout':
+                from envsynth.rollout import LLMPolicy
+                client = r.clients['policy' if p.heldout_policy == 'policy' else 'teacher']
+                tag = 'policy' if p.heldout_policy == 'policy' else 'synthagent.agent'
+                verdicts[None] = asyncio.ensure_future(judged(await rollout(LLMPolicy(client, tag=tag))))
+            scores = {name: await v for name, v in verdicts.items()}
+        finally:
+            for v in verdicts.values(): v.cancel()              # a rollout failed: no verdict left running
+        heldout = scores.pop(None, None)
+        return {'task_id': task.id, 'split': split, 'best_demo': best, 'demos': demo_scores, 'probes': scores, 'heldout': heldout,
                 'world_after': world_stats(world)}
     cfg = p.model_dump(include={'reward_formula', 'unknown_verdicts', 'judge_temperature', 'probe_policies', 'heldout_fraction',
                                 'heldout_policy', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'seed'})
@@ -401,6 +403,14 @@ def plot_data_card(card: dict):
     fig.tight_layout()
     return fig
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #f2e29e48
+async def concurrently(*steps):
+    "Await `steps` (coroutines) together; the first error is raised as it is and the other steps are cancelled."
+    tasks = [asyncio.ensure_future(s) for s in steps]
+    try: return await asyncio.gather(*tasks)
+    finally:
+        for t in tasks: t.cancel()
+
 # %% ../../../nbs/synthagent/03_recipe.ipynb #97dc15fc
 async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | Path = 'runs/synthagent', clients=None, *,
                          stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
@@ -411,12 +421,15 @@ async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | 
     run.write_params(p)
     r = RecipeRun(p, run, recipe_clients(run, clients))
     personas = stage_personas(r)
-    if 'tool_suites' in todo: await stage_tool_suites(r, personas, shard)
-    if 'tasks' in todo: await stage_tasks(r, shard)
-    if 'demos' in todo: await stage_demos(r, shard)
-    if 'rubrics' in todo: await stage_rubrics(r, shard)
-    if 'rewards' in todo: await stage_rewards(r, shard)
-    if 'reasoning' in todo: await stage_reasoning(r, personas, shard)
+    async def task_stages():
+        if 'tool_suites' in todo: await stage_tool_suites(r, personas, shard)
+        if 'tasks' in todo: await stage_tasks(r, shard)
+        if 'demos' in todo: await stage_demos(r, shard)
+        if 'rubrics' in todo: await stage_rubrics(r, shard)
+        if 'rewards' in todo: await stage_rewards(r, shard)
+    async def reasoning_stage():          # needs only the personas: it runs beside the task stages
+        if 'reasoning' in todo: await stage_reasoning(r, personas, shard)
+    await concurrently(task_stages(), reasoning_stage())
     ledger = run.add_to_ledger(ledger_counts(r.clients))
     if shard or not run.finished(*ITEM_STAGES):
         return {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}

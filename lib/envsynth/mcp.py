@@ -9,6 +9,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 import mcp.types as mt
+from fastcore.basics import patch
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -22,7 +23,8 @@ __all__ = ['tool_from_mcp', 'tool_to_mcp', 'environment_server', 'serve_stdio', 
 # %% ../../nbs/core/08_mcp.ipynb #c20af5c8
 def tool_from_mcp(t: mt.Tool) -> Tool:
     "An MCP tool as an envsynth `Tool`; `ToolSchemaError` if its input schema is not usable."
-    return Tool.parse({'type': 'function', 'function': {'name': t.name, 'description': t.description or '', 'parameters': t.input_schema}})
+    return Tool.parse({'type': 'function', 'function': {'name': t.name, 'description': t.description
+                                                        or '', 'parameters': t.input_schema}})
 
 def tool_to_mcp(tool: Tool) -> mt.Tool:
     f = tool.function
@@ -31,10 +33,12 @@ def tool_to_mcp(tool: Tool) -> mt.Tool:
 # %% ../../nbs/core/08_mcp.ipynb #619af225
 def _call_result(res: ToolResult) -> mt.CallToolResult:
     return mt.CallToolResult(content=[mt.TextContent(text=res.content())], is_error=not res.ok,
-                             structured_content=res.output if res.ok and isinstance(res.output, dict) else None)
+                             structured_content=res.output if res.ok
+                             and isinstance(res.output, dict) else None)
 
 def environment_server(env: Environment, task: str | None = None) -> Server:
-    "An MCP server exposing `env`'s tools; all calls of this server run in one episode (of `task`, if given)."
+    """An MCP server exposing `env`'s tools; all calls of this server run in one episode (of `task`,
+    if given)."""
     state = {}
     def episode():
         if 'ep' not in state: state['ep'] = env.reset(task)
@@ -56,7 +60,8 @@ async def serve_stdio(server: Server) -> None:
 import argparse
 from .envs import EnvironmentLoadError
 
-def serve_environment(folder: str | Path, trusted: bool = False, task: str | None = None, sandbox_workers: int = 1) -> None:
+def serve_environment(folder: str | Path, trusted: bool = False, task: str | None = None,
+                      sandbox_workers: int = 1) -> None:
     "Serve the environment in `folder` over stdio (blocking)."
     pool = None
     if not trusted:
@@ -69,106 +74,181 @@ def serve_environment(folder: str | Path, trusted: bool = False, task: str | Non
         if pool: pool.close()
 
 def serve_mcp_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='envsynth serve-mcp', description='Serve an environment folder as an MCP server over stdio.')
+    ap = argparse.ArgumentParser(
+        prog='envsynth serve-mcp',
+        description='Serve an environment folder as an MCP server over stdio.',
+    )
     ap.add_argument('folder', help='an environment folder (environment.py, seed state, tasks)')
-    ap.add_argument('--trusted', action='store_true', help='run the tool code in-process (curated environments only)')
+    ap.add_argument('--trusted', action='store_true',
+                    help='run the tool code in-process (curated environments only)')
     ap.add_argument('--task', default=None, help='start the episode from this task')
-    ap.add_argument('--sandbox-workers', type=int, default=1, help='sandbox workers for untrusted tool code')
+    ap.add_argument('--sandbox-workers', type=int, default=1,
+                    help='sandbox workers for untrusted tool code')
     return ap
 
+# %% ../../nbs/core/08_mcp.ipynb #b4b9851d
 def main(argv: list[str] | None = None) -> int:
     """Serve an environment folder as an MCP server over stdio (one episode per server process).
-    `envsynth serve-mcp FOLDER [--trusted] [--task ID] [--sandbox-workers N]` and `python -m envsynth.mcp ...`."""
+    `envsynth serve-mcp FOLDER [--trusted] [--task ID] [--sandbox-workers N]` and `python -m
+    envsynth.mcp ...`."""
     args = serve_mcp_parser().parse_args(argv)
     try: serve_environment(args.folder, args.trusted, args.task, args.sandbox_workers)
     except EnvironmentLoadError as e:
         print(f'envsynth serve-mcp: error: {e}', file=sys.stderr); return 2
     return 0
 
-def environment_server_command(folder: str | Path, trusted: bool = False, task: str | None = None) -> tuple[str, list[str]]:
-    "The command that serves `folder` over stdio with this Python (for `MCPClient` or any MCP host's config)."
+def environment_server_command(folder: str | Path, trusted: bool = False,
+                               task: str | None = None) -> tuple[str, list[str]]:
+    """The command that serves `folder` over stdio with this Python (for `MCPClient` or any MCP
+    host's config)."""
     args = ['-m', 'envsynth.mcp', str(Path(folder).resolve())]
-    return sys.executable, args + (['--trusted'] if trusted else []) + (['--task', task] if task else [])
+    return sys.executable, args + (['--trusted'] if trusted else []) + (
+        ['--task', task] if task else []
+    )
 
-# %% ../../nbs/core/08_mcp.ipynb #386313aa
+# %% ../../nbs/core/08_mcp.ipynb #4b3dfb57
 class MCPConnectionError(RuntimeError):
     "An MCP server that could not be started or initialized."
 
 class MCPClient:
-    "A stdio connection to one MCP server: `tools`, `call(name, arguments)` -> `ToolResult`, `close()`."
-    def __init__(self, command: str, args: list[str] = (), env: dict[str, str] | None = None, cwd: str | None = None,
-                 timeout_s: float = 30.0, start_timeout_s: float = 60.0):
+    """A stdio connection to one MCP server: `tools`, `call(name, arguments)` -> `ToolResult`,
+    `close()`."""
+    def __init__(self, command: str, args: list[str] = (), env: dict[str, str] | None = None,
+                 cwd: str | None = None, timeout_s: float = 30.0, start_timeout_s: float = 60.0):
         self.params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
         self.timeout_s, self.problems = timeout_s, []
         self._errlog = tempfile.TemporaryFile(mode='w+')
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name='mcp-client'); self._thread.start()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                        name='mcp-client'); self._thread.start()
         self._ready, self._closing = threading.Event(), None
         self._main = asyncio.run_coroutine_threadsafe(self._session_main(), self._loop)
-        self._main.add_done_callback(lambda _: self._ready.set())      # a server that dies early ends the wait
+        # a server that dies early ends the wait
+        self._main.add_done_callback(lambda _: self._ready.set())
         if not self._ready.wait(start_timeout_s) or self._main.done():
-            err = self._main.exception() if self._main.done() else TimeoutError(f'no answer in {start_timeout_s}s')
-            self.close(); raise MCPConnectionError(f'MCP server {command} {" ".join(args)} failed to start: {err!r}. stderr: {self._stderr()}')
+            err = (
+                self._main.exception()
+                if self._main.done()
+                else TimeoutError(f'no answer in {start_timeout_s}s')
+            )
+            self.close()
+            raise MCPConnectionError(
+                f'MCP server {command} {" ".join(args)} failed to start: {err!r}. stderr:'
+                f' {self._stderr()}'
+            )
 
-    async def _session_main(self):
-        self._closing = asyncio.Event()
-        async with stdio_client(self.params, errlog=self._errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                init = await session.initialize()
-                self.server_name, self.instructions = init.server_info.name, init.instructions
-                listed = await session.list_tools()
-                self.tools: list[Tool] = []
-                for t in listed.tools:
-                    try: self.tools.append(tool_from_mcp(t))
-                    except ToolSchemaError as e: self.problems.append(str(e))
-                self._session = session
-                self._ready.set()
-                await self._closing.wait()
+# %% ../../nbs/core/08_mcp.ipynb #8b9cfb9c
+@patch
+async def _session_main(self: MCPClient):
+    self._closing = asyncio.Event()
+    async with stdio_client(self.params, errlog=self._errlog) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            self.server_name, self.instructions = init.server_info.name, init.instructions
+            listed = await session.list_tools()
+            self.tools: list[Tool] = []
+            for t in listed.tools:
+                try: self.tools.append(tool_from_mcp(t))
+                except ToolSchemaError as e: self.problems.append(str(e))
+            self._session = session
+            self._ready.set()
+            await self._closing.wait()
 
-    def _stderr(self) -> str:
-        try: self._errlog.seek(0); return self._errlog.read()[-800:]
-        except (OSError, ValueError): return ''
+@patch
+def _stderr(self: MCPClient) -> str:
+    try: self._errlog.seek(0); return self._errlog.read()[-800:]
+    except (OSError, ValueError): return ''
 
-    def tool(self, name: str) -> Tool | None: return next((t for t in self.tools if t.name == name), None)
+# %% ../../nbs/core/08_mcp.ipynb #ba514866
+@patch
+def tool(self: MCPClient, name: str) -> Tool | None:
+    return next((t for t in self.tools if t.name == name), None)
 
-    async def _call(self, name: str, arguments: dict) -> ToolResult:
-        res = await self._session.call_tool(name, arguments)
-        text = '\n'.join(c.text for c in res.content if isinstance(c, mt.TextContent))
-        if res.is_error: return ToolResult(call_id='', name=name, error=ToolError(type='execution_error', message=text or 'the tool reported an error'))
-        output = res.structured_content if res.structured_content is not None else text
-        return ToolResult(call_id='', name=name, output=output)
+@patch
+async def _call(self: MCPClient, name: str, arguments: dict) -> ToolResult:
+    res = await self._session.call_tool(name, arguments)
+    text = '\n'.join(c.text for c in res.content if isinstance(c, mt.TextContent))
+    if res.is_error: return ToolResult(call_id='', name=name,
+                                       error=ToolError(type='execution_error', message=text
+                                                       or 'the tool reported an error'))
+    output = res.structured_content if res.structured_content is not None else text
+    return ToolResult(call_id='', name=name, output=output)
 
-    def _check(self, name: str, arguments: Any) -> ToolResult | None:
-        tool = self.tool(name)
-        if tool is None: return ToolResult(call_id='', name=name, error=ToolError(type='unknown_tool', message=f'server {self.server_name!r} has no tool {name!r}'))
-        problems = validate_arguments(tool, arguments)
-        if problems: return ToolResult(call_id='', name=name, error=ToolError(type='invalid_arguments', message='; '.join(f'{p.path}: {p.message}' if p.path else p.message for p in problems)))
-        return None
+@patch
+def _check(self: MCPClient, name: str, arguments: Any) -> ToolResult | None:
+    tool = self.tool(name)
+    if tool is None:
+        return ToolResult(
+            call_id='',
+            name=name,
+            error=ToolError(
+                type='unknown_tool', message=f'server {self.server_name!r} has no tool {name!r}'
+            ),
+        )
+    problems = validate_arguments(tool, arguments)
+    if problems:
+        return ToolResult(
+            call_id='',
+            name=name,
+            error=ToolError(
+                type='invalid_arguments',
+                message='; '.join(
+                    f'{p.path}: {p.message}' if p.path else p.message for p in problems
+                ),
+            ),
+        )
+    return None
 
-    def call(self, name: str, arguments: dict | None = None, timeout_s: float | None = None) -> ToolResult:
-        "Call a tool; errors come back as `ToolResult.error`: invalid_arguments, unknown_tool, execution_error, timeout, unavailable."
-        arguments = arguments or {}
-        if (bad := self._check(name, arguments)): return bad
-        fut = asyncio.run_coroutine_threadsafe(self._call(name, arguments), self._loop)
-        try: return fut.result(timeout_s or self.timeout_s)
-        except FutureTimeout:
-            fut.cancel(); return ToolResult(call_id='', name=name, error=ToolError(type='timeout', message=f'no answer from {self.server_name!r} in {timeout_s or self.timeout_s}s'))
-        except Exception as e:
-            return ToolResult(call_id='', name=name, error=ToolError(type='unavailable', message=f'{type(e).__name__}: {e}'))
+# %% ../../nbs/core/08_mcp.ipynb #d7d992d7
+@patch
+def call(self: MCPClient, name: str, arguments: dict | None = None,
+         timeout_s: float | None = None) -> ToolResult:
+    """Call a tool; errors come back as `ToolResult.error`: invalid_arguments, unknown_tool,
+    execution_error, timeout, unavailable."""
+    arguments = arguments or {}
+    if (bad := self._check(name, arguments)): return bad
+    fut = asyncio.run_coroutine_threadsafe(self._call(name, arguments), self._loop)
+    try: return fut.result(timeout_s or self.timeout_s)
+    except FutureTimeout:
+        fut.cancel()
+        return ToolResult(
+            call_id='',
+            name=name,
+            error=ToolError(
+                type='timeout',
+                message=(
+                    f'no answer from {self.server_name!r} in {timeout_s or self.timeout_s}s'
+                ),
+            ),
+        )
+    except Exception as e:
+        return ToolResult(call_id='', name=name,
+                          error=ToolError(type='unavailable',
+                                          message=f'{type(e).__name__}: {e}'))
 
-    async def acall(self, name: str, arguments: dict | None = None, timeout_s: float | None = None) -> ToolResult:
-        "`call` for asyncio code (the request runs on the client's own loop)."
-        return await asyncio.to_thread(self.call, name, arguments, timeout_s)
+@patch
+async def acall(self: MCPClient, name: str, arguments: dict | None = None,
+                timeout_s: float | None = None) -> ToolResult:
+    "`call` for asyncio code (the request runs on the client's own loop)."
+    return await asyncio.to_thread(self.call, name, arguments, timeout_s)
 
-    def close(self) -> None:
-        if self._closing is not None and self._loop.is_running(): self._loop.call_soon_threadsafe(self._closing.set)
-        try: self._main.result(10)
-        except Exception: pass
-        if self._loop.is_running(): self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._errlog.close()
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
+# %% ../../nbs/core/08_mcp.ipynb #f2470444
+@patch
+def close(self: MCPClient) -> None:
+    if self._closing is not None and self._loop.is_running():
+        self._loop.call_soon_threadsafe(self._closing.set)
+    try: self._main.result(10)
+    except Exception: pass
+    if self._loop.is_running(): self._loop.call_soon_threadsafe(self._loop.stop)
+    self._thread.join(5)
+    self._errlog.close()
+
+@patch
+def __enter__(self: MCPClient): return self
+
+@patch
+def __exit__(self: MCPClient, *exc): self.close()
 
 # %% ../../nbs/core/08_mcp.ipynb #3c848e26
-if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # `python -m envsynth.mcp FOLDER`, not the notebook
+# `python -m envsynth.mcp FOLDER`, not the notebook
+if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())

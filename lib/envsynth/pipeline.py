@@ -25,7 +25,8 @@ __all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardB
 # %% ../../nbs/core/10_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
 class Drop:
-    "Returned by a stage function to drop its input: `reason` is counted in the stats, `detail` is kept in the journal."
+    """Returned by a stage function to drop its input: `reason` is counted in the stats, `detail` is
+    kept in the journal."""
     reason: str
     detail: str | None = None
 
@@ -49,8 +50,10 @@ class ShardBusyError(RuntimeError):
 def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int]:
     "`'i/n'` or `(i, n)` → `(i, n)` with `0 <= i < n`; `None` is `(0, 1)`."
     if shard is None: return (0, 1)
-    try: i, n = (map(int, shard.split('/')) if isinstance(shard, str) else shard)
-    except (ValueError, TypeError): raise ValueError(f"shard must look like 'i/n' or (i, n), got {shard!r}") from None
+    try:
+        i, n = map(int, shard.split('/')) if isinstance(shard, str) else shard
+    except (ValueError, TypeError):
+        raise ValueError(f"shard must look like 'i/n' or (i, n), got {shard!r}") from None
     if not (n >= 1 and 0 <= i < n): raise ValueError(f'shard {i}/{n}: need 0 <= i < n')
     return (i, n)
 
@@ -67,12 +70,14 @@ def item_seed(key: str, seed: int = 0) -> int:
 
 # %% ../../nbs/core/10_pipeline.ipynb #8d4b791e
 class StepFailedError(RuntimeError):
-    "A step of a run did not finish: some items failed, or a service failed while a whole-set step was computed. Re-running retries."
+    """A step of a run did not finish: some items failed, or a service failed while a whole-set step
+    was computed. Re-running retries."""
 
 _REPORTED: ContextVar[list | None] = ContextVar('envsynth_reported_failures', default=None)
 
 def report_failure(error: BaseException):
-    "Tell the running item (or whole-set step) that a service it depends on failed: it is recorded as failed, not as an outcome."
+    """Tell the running item (or whole-set step) that a service it depends on failed: it is recorded
+    as failed, not as an outcome."""
     seen = _REPORTED.get()
     if seen is not None: seen.append(error)
 
@@ -87,8 +92,10 @@ def watch_failures():
 TIMING_SUFFIXES = ('latency_s', 'wall_s')
 
 def without_timing(x: Any, suffixes: tuple[str, ...] = TIMING_SUFFIXES) -> Any:
-    "`x` without the dict keys (at any depth) that end in one of `suffixes`: wall-clock measurements."
-    if isinstance(x, dict): return {k: without_timing(v, suffixes) for k, v in x.items() if not k.endswith(suffixes)}
+    """`x` without the dict keys (at any depth) that end in one of `suffixes`: wall-clock
+    measurements."""
+    if isinstance(x, dict): return {k: without_timing(v, suffixes) for k, v in x.items()
+                                    if not k.endswith(suffixes)}
     if isinstance(x, list): return [without_timing(v, suffixes) for v in x]
     return x
 
@@ -106,16 +113,26 @@ def _read_journal(path: Path, repair: bool = False) -> dict[str, dict]:
     entries = {}
     for n, line in enumerate(data[:end].splitlines(), 1):
         if not line.strip(): continue
-        try: e = json.loads(line)
-        except json.JSONDecodeError as err: raise JournalError(f'{path}, line {n}: not JSON ({err.msg}); the file was edited or the disk is damaged') from None
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise JournalError(
+                f'{path}, line {n}: not JSON ({err.msg}); the file was edited or the disk is'
+                ' damaged'
+            ) from None
         _merge_entry(entries, e)
     return entries
 
 def _merge_entry(entries: dict[str, dict], e: dict):
-    "Add journal entry `e`: a later line wins, except that a failure never replaces a finished (kept or dropped) item."
-    if e.get('status') == 'failed' and entries.get(e['key'], {}).get('status') in ('kept', 'dropped'): return
+    """Add journal entry `e`: a later line wins, except that a failure never replaces a finished
+    (kept or dropped) item."""
+    if e.get('status') == 'failed' and entries.get(e['key'], {}).get('status') in (
+        'kept', 'dropped'
+    ):
+        return
     entries[e['key']] = e
 
+# %% ../../nbs/core/10_pipeline.ipynb #a79abdcf
 def atomic_write(path: Path, data: bytes):
     "Write `data` to `path` so that readers see the old or the new file, never a mix."
     tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
@@ -123,7 +140,8 @@ def atomic_write(path: Path, data: bytes):
     os.replace(tmp, path)
 
 def _line(entry: dict) -> bytes:
-    return (json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(',', ':')) + '\n').encode()
+    return (json.dumps(entry, ensure_ascii=False, allow_nan=False,
+                       separators=(',', ':')) + '\n').encode()
 
 # %% ../../nbs/core/10_pipeline.ipynb #0cfcb8ad
 def _to_records(out, where: str) -> list[dict]:
@@ -131,24 +149,35 @@ def _to_records(out, where: str) -> list[dict]:
     recs = []
     for r in items:
         if inspect.iscoroutine(r):
-            r.close(); raise TypeError(f'{where}: the stage function returned a coroutine; run it with arun_stage')
+            r.close()
+            raise TypeError(
+                f'{where}: the stage function returned a coroutine; run it with arun_stage'
+            )
         if isinstance(r, BaseModel): r = r.model_dump(mode='json', exclude_none=True)
-        if not isinstance(r, dict): raise TypeError(f'{where}: a stage must return a dict, a pydantic model, a list of them or Drop(reason); got {type(r).__name__}')
+        if not isinstance(r, dict):
+            raise TypeError(
+                f'{where}: a stage must return a dict, a pydantic model, a list of them or'
+                f' Drop(reason); got {type(r).__name__}'
+            )
         recs.append(r)
     return recs
 
 def _outcome(key: str, index: int, out) -> tuple[dict, bytes]:
     "The journal entry for what a stage function returned or raised, and its JSONL line."
     if isinstance(out, BaseException):
-        entry = {'key': key, 'index': index, 'status': 'failed', 'error': f'{type(out).__name__}: {out}'[:2000],
+        entry = {'key': key, 'index': index, 'status': 'failed',
+                 'error': f'{type(out).__name__}: {out}'[:2000],
                  'where': ''.join(traceback.format_exception(out)[-3:])[-1500:]}
-    elif isinstance(out, Drop): entry = {'key': key, 'index': index, 'status': 'dropped', 'reason': out.reason, 'detail': out.detail}
+    elif isinstance(out, Drop): entry = {'key': key, 'index': index, 'status': 'dropped',
+                                         'reason': out.reason, 'detail': out.detail}
     else:
         try:
             recs = _to_records(out, f'item {index}')
-            entry = ({'key': key, 'index': index, 'status': 'kept', 'records': recs} if recs else
-                     {'key': key, 'index': index, 'status': 'dropped', 'reason': 'no records', 'detail': None})
-            return entry, _line(entry)                   # `_line` fails if a record is not JSON-serializable
+            entry = ({'key': key, 'index': index, 'status': 'kept', 'records': recs} if recs
+                     else {'key': key, 'index': index, 'status': 'dropped', 'reason': 'no records',
+                           'detail': None})
+            # `_line` fails if a record is not JSON-serializable
+            return entry, _line(entry)
         except (TypeError, ValueError) as e: return _outcome(key, index, e)
     return entry, _line(entry)
 
@@ -172,15 +201,21 @@ class StageResult:
 
     def __repr__(self):
         s = self.stats
-        return (f"StageResult({self.name!r}, shard {self.shard[0]}/{self.shard[1]}: {s['inputs']} inputs, {s['kept']} kept, "
-                f"{sum(s['dropped'].values())} dropped, {sum(s['failed'].values())} failed; this run computed "
-                f"{self.run['computed']}, reused {self.run['reused']} in {self.run['seconds']:.2f}s)")
+        return (
+            f"StageResult({self.name!r}, shard {self.shard[0]}/{self.shard[1]}: {s['inputs']}"
+            f" inputs, {s['kept']} kept, {sum(s['dropped'].values())} dropped,"
+            f" {sum(s['failed'].values())} failed; this run computed {self.run['computed']}, reused"
+            f" {self.run['reused']} in {self.run['seconds']:.2f}s)"
+        )
 
 # %% ../../nbs/core/10_pipeline.ipynb #65ad44a2
 class _StageRun:
-    def __init__(self, fn, inputs, out_dir, name, config, shard, seed, overwrite, durable, keyed_on=None):
+    def __init__(self, fn, inputs, out_dir, name, config, shard, seed, overwrite, durable,
+                 keyed_on=None):
         self.name = name or getattr(fn, '__name__', 'stage')
-        self.out_dir, self.shard, self.seed, self.durable = Path(out_dir), parse_shard(shard), seed, durable
+        self.out_dir, self.shard, self.seed, self.durable = (
+            Path(out_dir), parse_shard(shard), seed, durable
+        )
         self.fn, self.with_ctx, self.t0 = fn, _takes_context(fn), time.monotonic()
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._check_stage_file(config, overwrite)
@@ -195,34 +230,46 @@ class _StageRun:
         try: fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.lock.close()
-            raise ShardBusyError(f'{self.path} is being written by another process (shard {i}/{n} of stage {self.name!r})') from None
-        for stale in self.out_dir.glob(f'.*-{i:05d}-of-{n:05d}.*.tmp'): stale.unlink()   # left by a kill during a rewrite
+            raise ShardBusyError(
+                f'{self.path} is being written by another process (shard {i}/{n} of stage'
+                f' {self.name!r})'
+            ) from None
+        # left by a kill during a rewrite
+        for stale in self.out_dir.glob(f'.*-{i:05d}-of-{n:05d}.*.tmp'): stale.unlink()
         self.done = _read_journal(self.path, repair=True)
-        self.todo = [it for it in self.items if self.done.get(it[1], {}).get('status') not in ('kept', 'dropped')]
+        self.todo = [it for it in self.items
+                     if self.done.get(it[1], {}).get('status') not in ('kept', 'dropped')]
         self.reused = len(self.items) - len(self.todo)
         self.journal = open(self.path, 'ab')
 
     def _check_stage_file(self, config, overwrite):
-        meta = {'stage': self.name, 'config': config, 'config_hash': content_hash({'stage': self.name, 'config': config})}
+        meta = {'stage': self.name, 'config': config,
+                'config_hash': content_hash({'stage': self.name, 'config': config})}
         path = self.out_dir / 'stage.json'
         if path.exists():
             old = json.loads(path.read_text())
             if old.get('config_hash') == meta['config_hash']: return
             if not overwrite:
-                raise StageConfigError(f'{self.out_dir} holds outputs of stage {old.get("stage")!r} with config {canonical_json(old.get("config"))[:200]}; '
-                                       f'this run is stage {self.name!r} with config {canonical_json(config)[:200]}. '
-                                       'Use another out_dir, or overwrite=True to delete the old outputs.')
+                raise StageConfigError(
+                    f'{self.out_dir} holds outputs of stage {old.get("stage")!r} with config'
+                    f' {canonical_json(old.get("config"))[:200]}; this run is stage {self.name!r}'
+                    f' with config {canonical_json(config)[:200]}. Use another out_dir, or'
+                    ' overwrite=True to delete the old outputs.'
+                )
             for p in self.out_dir.glob('shard-*.jsonl'): p.unlink()
             for p in self.out_dir.glob('stats*.json'): p.unlink()
         atomic_write(path, (json.dumps(meta, indent=1, ensure_ascii=False) + '\n').encode())
 
-    def context(self, index, key) -> ItemContext: return ItemContext(key=key, index=index, seed=item_seed(key, self.seed))
+    def context(self, index, key) -> ItemContext:
+        return ItemContext(key=key, index=index, seed=item_seed(key, self.seed))
 
-    def args(self, index, key, rec): return (rec, self.context(index, key)) if self.with_ctx else (rec,)
+    def args(self, index, key, rec):
+        return (rec, self.context(index, key)) if self.with_ctx else (rec,)
 
     @staticmethod
     def outcome(out, reported: list):
-        "What is journaled: the first failure reported while the item ran, else what the function returned or raised."
+        """What is journaled: the first failure reported while the item ran, else what the function
+        returned or raised."""
         return reported[0] if reported and not isinstance(out, BaseException) else out
 
     def write(self, index, key, out):
@@ -236,14 +283,20 @@ class _StageRun:
         self.journal.close()
         current = {key: index for index, key, _ in self.items}
         mine = [dict(self.done[k], index=current[k]) for k in current if k in self.done]
-        others = sorted((e for k, e in self.done.items() if k not in current), key=lambda e: (e['index'], e['key']))
+        others = sorted((e for k, e in self.done.items() if k not in current),
+                        key=lambda e: (e['index'], e['key']))
         if not any(e['status'] == 'failed' for e in mine):
-            atomic_write(self.path, b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others))
+            atomic_write(
+                self.path,
+                b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others),
+            )
         stats = _stats(mine)
-        atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json', (json.dumps(stats, indent=1) + '\n').encode())
+        atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json',
+                     (json.dumps(stats, indent=1) + '\n').encode())
         _write_total_stats(self.out_dir)
         self.lock.close()
-        run = {'computed': len(self.todo), 'reused': self.reused, 'seconds': time.monotonic() - self.t0}
+        run = {'computed': len(self.todo), 'reused': self.reused,
+               'seconds': time.monotonic() - self.t0}
         return StageResult(self.name, self.out_dir, self.shard, stats, run)
 
     def abort(self):
@@ -257,7 +310,8 @@ def _stats(entries: list[dict]) -> dict:
         if e['status'] == 'failed':
             kind = e['error'].split(':', 1)[0]; failed[kind] = failed.get(kind, 0) + 1
     kept = [e for e in entries if e['status'] == 'kept']
-    return {'inputs': len(entries), 'kept': len(kept), 'records': sum(len(e['records']) for e in kept),
+    return {'inputs': len(entries), 'kept': len(kept),
+            'records': sum(len(e['records']) for e in kept),
             'dropped': dict(sorted(dropped.items())), 'failed': dict(sorted(failed.items()))}
 
 def _write_total_stats(out_dir: Path):
@@ -267,24 +321,29 @@ def _write_total_stats(out_dir: Path):
         for k in ('inputs', 'kept', 'records'): total[k] += s[k]
         for k in ('dropped', 'failed'):
             for r, c in s[k].items(): total[k][r] = total[k].get(r, 0) + c
-    atomic_write(out_dir / 'stats.json', (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
+    atomic_write(out_dir / 'stats.json',
+                 (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
 
 # %% ../../nbs/core/10_pipeline.ipynb #fa6cd5e9
-def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str | None = None, config: Any = None,
-              shard: str | tuple[int, int] | None = None, seed: int = 0, progress: bool = True,
-              on_error: str = 'record', overwrite: bool = False, durable: bool = False,
-              keyed_on: Callable[[Any], Any] | None = None) -> StageResult:
+def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str | None = None,
+              config: Any = None, shard: str | tuple[int, int] | None = None, seed: int = 0,
+              progress: bool = True, on_error: str = 'record', overwrite: bool = False,
+              durable: bool = False, keyed_on: Callable[[Any], Any] | None = None) -> StageResult:
     """Run `fn` on every input of this shard that has no output yet in `out_dir`.
-    `on_error='record'` counts exceptions as failures (retried next run); `'raise'` stops at the first one.
-    `durable=True` fsyncs every line (survives power loss, not only process kills). Items are keyed on the
-    input record, or on `keyed_on(record)` (e.g. `without_timing`). A failure reported (`report_failure`)
-    while an item runs makes it failed, whatever `fn` returned."""
+    `on_error='record'` counts exceptions as failures (retried next run); `'raise'` stops at the
+    first one. `durable=True` fsyncs every line (survives power loss, not only process kills). Items
+    are keyed on the input record, or on `keyed_on(record)` (e.g. `without_timing`). A failure
+    reported (`report_failure`) while an item runs makes it failed, whatever `fn` returned."""
     if inspect.iscoroutinefunction(fn):
-        raise TypeError(f'{getattr(fn, "__name__", fn)} is async: use `await arun_stage(...)` (or asyncio.run(arun_stage(...)))')
+        raise TypeError(
+            f'{getattr(fn, "__name__", fn)} is async: use `await arun_stage(...)` (or'
+            ' asyncio.run(arun_stage(...)))'
+        )
     if on_error not in ('record', 'raise'): raise ValueError("on_error must be 'record' or 'raise'")
     run = _StageRun(fn, inputs, out_dir, name, config, shard, seed, overwrite, durable, keyed_on)
     try:
-        for index, key, rec in tqdm(run.todo, desc=run.name, disable=not progress, total=len(run.items), initial=run.reused):
+        for index, key, rec in tqdm(run.todo, desc=run.name, disable=not progress,
+                                    total=len(run.items), initial=run.reused):
             with watch_failures() as reported:
                 try: out = fn(*run.args(index, key, rec))
                 except Exception as e:
@@ -296,9 +355,11 @@ def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str 
     return run.finish()
 
 # %% ../../nbs/core/10_pipeline.ipynb #86d635c2
-async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable, out_dir: str | Path, *, name: str | None = None,
-                     config: Any = None, shard: str | tuple[int, int] | None = None, seed: int = 0, concurrency: int = 8,
-                     progress: bool = True, on_error: str = 'record', overwrite: bool = False, durable: bool = False,
+async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable, out_dir: str | Path, *,
+                     name: str | None = None, config: Any = None,
+                     shard: str | tuple[int, int] | None = None, seed: int = 0,
+                     concurrency: int = 8, progress: bool = True, on_error: str = 'record',
+                     overwrite: bool = False, durable: bool = False,
                      keyed_on: Callable[[Any], Any] | None = None) -> StageResult:
     "`run_stage` for async (or blocking) functions, `concurrency` items at a time."
     if on_error not in ('record', 'raise'): raise ValueError("on_error must be 'record' or 'raise'")
@@ -309,11 +370,18 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable, out_d
     queue = iter(run.todo)
 
     async def worker():
-        for index, key, rec in queue:                 # workers share one iterator: each item is taken once
-            with watch_failures() as reported:     # tasks and threads the item starts report into it too
+        # workers share one iterator: each item is taken once
+        for index, key, rec in queue:
+            # tasks and threads the item starts report into it too
+            with watch_failures() as reported:
                 try:
-                    out = await fn(*run.args(index, key, rec)) if is_async else await asyncio.to_thread(fn, *run.args(index, key, rec))
-                    if inspect.isawaitable(out): out = await out     # e.g. a lambda that returns a coroutine
+                    out = (
+                        await fn(*run.args(index, key, rec))
+                        if is_async
+                        else await asyncio.to_thread(fn, *run.args(index, key, rec))
+                    )
+                    # e.g. a lambda that returns a coroutine
+                    if inspect.isawaitable(out): out = await out
                 except Exception as e:
                     if on_error == 'raise': raise
                     out = e
@@ -347,23 +415,34 @@ class Step:
     "A named step of a recipe and the folder (inside the run folder) it owns."
     name: str
     folder: str
-    per_item: bool = False     # a journaled stage over items (resumable, shardable); else computed as a whole set
+    # a journaled stage over items (resumable, shardable); else computed as a whole set
+    per_item: bool = False
 
 # %% ../../nbs/core/10_pipeline.ipynb #b2deb8a1
 class RunFolder:
-    """One run of a recipe: a folder, the recipe's named steps inside it, and which steps this process runs."""
-    def __init__(self, root: str | Path, steps: Iterable[Step], *, namespace: str = 'run', concurrency: int = 8,
-                 progress: bool = False):
+    """One run of a recipe: a folder, the recipe's named steps inside it, and which steps this
+    process runs."""
+    def __init__(self, root: str | Path, steps: Iterable[Step], *, namespace: str = 'run',
+                 concurrency: int = 8, progress: bool = False):
         steps = list(steps)
         if len({s.name for s in steps}) < len(steps) or len({s.folder for s in steps}) < len(steps):
-            raise ValueError(f'step names and folders must be unique: {[(s.name, s.folder) for s in steps]}')
-        self.root, self.namespace, self.concurrency, self.progress = Path(root), namespace, concurrency, progress
-        if self.root.exists() and not self.root.is_dir(): raise NotADirectoryError(f'the run folder {self.root} is a file, not a folder')
-        self._computing: dict[str, tuple[list, int]] = {}   # whole-set step → (failures seen, how many before it started)
+            raise ValueError(
+                f'step names and folders must be unique: {[(s.name, s.folder) for s in steps]}'
+            )
+        self.root, self.namespace, self.concurrency, self.progress = (
+            Path(root), namespace, concurrency, progress
+        )
+        if self.root.exists() and not self.root.is_dir():
+            raise NotADirectoryError(f'the run folder {self.root} is a file, not a folder')
+        # whole-set step → (failures seen, how many before it started)
+        self._computing: dict[str, tuple[list, int]] = {}
         self.steps = {s.name: s for s in steps}          # the folder is made by the first write
 
     def step(self, name: str) -> Step:
-        if name not in self.steps: raise KeyError(f'{self.namespace} has no step {name!r}; its steps are {list(self.steps)}')
+        if name not in self.steps:
+            raise KeyError(
+                f'{self.namespace} has no step {name!r}; its steps are {list(self.steps)}'
+            )
         return self.steps[name]
 
     def dir(self, step: str | None = None) -> Path:
@@ -380,42 +459,54 @@ class RunFolder:
 
 # %% ../../nbs/core/10_pipeline.ipynb #f39ad1e1
 @patch
-def write_json(self: RunFolder, step: str | None, name: str, obj: Any, indent: int | None = None, sort_keys: bool = True) -> Path:
+def write_json(self: RunFolder, step: str | None, name: str, obj: Any, indent: int | None = None,
+               sort_keys: bool = True) -> Path:
     "Write `obj` as JSON to the file `name` of `step`, atomically."
-    text = json.dumps(obj, indent=indent, sort_keys=sort_keys) + ('\n' if indent is not None else '')
+    text = json.dumps(obj, indent=indent, sort_keys=sort_keys) + (
+        '\n' if indent is not None else ''
+    )
     path = self.file(step, name); atomic_write(path, text.encode()); return path
 
 @patch
 def read_json(self: RunFolder, step: str | None, name: str, default: Any = ...) -> Any:
-    "The JSON file `name` of `step`; `default` when it does not exist (an error if no default is given)."
+    """The JSON file `name` of `step`; `default` when it does not exist (an error if no default is
+    given)."""
     path = self.dir(step) / name
     if not path.exists():
-        if default is ...: raise FileNotFoundError(f'{path} does not exist: run the {step or "run"} step first')
+        if default is ...:
+            raise FileNotFoundError(f'{path} does not exist: run the {step or "run"} step first')
         return default
     return json.loads(path.read_text())
 
 # %% ../../nbs/core/10_pipeline.ipynb #2f817bb0
 @patch
 def cached(self: RunFolder, step: str, config: Any) -> list[dict] | None:
-    "The records of whole-set `step` if its file holds them for this `config`, else None (and `save` will check for failures)."
+    """The records of whole-set `step` if its file holds them for this `config`, else None (and
+    `save` will check for failures)."""
     path = self.dir(step) / f'{step}.jsonl'
     if path.exists():
         head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
         if head.get('config_key') == content_hash(config, 24): return recs
     seen = _REPORTED.get()
-    if seen is None: seen = []; _REPORTED.set(seen)       # from here on, failures in this task are seen
+    # from here on, failures in this task are seen
+    if seen is None: seen = []; _REPORTED.set(seen)
     self._computing[step] = (seen, len(seen))
     return None
 
 @patch
 def save(self: RunFolder, step: str, config: Any, records: Iterable[dict]) -> list[dict]:
-    """Write whole-set `step`'s records after a header with the hash of `config`; returns what a resumed run will read.
-    `StepFailedError` (and nothing written) if a failure was reported since `cached` missed: such a result is not the step's."""
+    """Write whole-set `step`'s records after a header with the hash of `config`; returns what a
+    resumed run will read. `StepFailedError` (and nothing written) if a failure was reported since
+    `cached` missed: such a result is not the step's."""
     seen, before = self._computing.pop(step, ([], 0))
     if failures := seen[before:]:
-        raise StepFailedError(f'step {step!r}: {len(failures)} failure(s) while computing it, first: {type(failures[0]).__name__}: '
-                              f'{str(failures[0])[:300]}; nothing was saved: re-run to compute it again')
-    lines = [json.dumps({'config_key': content_hash(config, 24), 'config': config}, sort_keys=True)] + [json.dumps(r) for r in records]
+        raise StepFailedError(
+            f'step {step!r}: {len(failures)} failure(s) while computing it, first:'
+            f' {type(failures[0]).__name__}: {str(failures[0])[:300]}; nothing was saved: re-run to'
+            ' compute it again'
+        )
+    lines = [json.dumps({'config_key': content_hash(config, 24), 'config': config},
+                        sort_keys=True)] + [json.dumps(r) for r in records]
     atomic_write(self.file(step, f'{step}.jsonl'), ('\n'.join(lines) + '\n').encode())
     return self.cached(step, config)
 
@@ -423,19 +514,29 @@ def save(self: RunFolder, step: str, config: Any, records: Iterable[dict]) -> li
 def _failure_summary(entries: list[dict], stats: dict) -> str:
     first = next((e['error'] for e in entries if e['status'] == 'failed'), '')
     kinds = ', '.join(f'{k}: {n}' for k, n in stats['failed'].items())
-    return f'{sum(stats["failed"].values())} of {stats["inputs"]} items failed ({kinds}); first: {first[:300]}'
+    return (
+        f'{sum(stats["failed"].values())} of {stats["inputs"]} items failed ({kinds}); first:'
+        f' {first[:300]}'
+    )
 
 @patch
-async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, *, config: Any = None,
-                    shard: str | tuple[int, int] | None = None, concurrency: int | None = None,
-                    keyed_on: Callable[[Any], Any] | None = None, allow_failures: bool = False) -> StageResult:
-    """Run per-item `step` over `inputs` (resuming what is done), on `shard`. Failed items stay in the journal, to be
-    retried by the next run, and are a `StepFailedError` (after the journal is written) unless `allow_failures`."""
-    if not self.step(step).per_item: raise ValueError(f'step {step!r} is computed as a whole set, not per item')
-    res = await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}', config=config, shard=shard,
-                           concurrency=concurrency or self.concurrency, progress=self.progress, keyed_on=keyed_on)
+async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, *,
+                    config: Any = None, shard: str | tuple[int, int] | None = None,
+                    concurrency: int | None = None, keyed_on: Callable[[Any], Any] | None = None,
+                    allow_failures: bool = False) -> StageResult:
+    """Run per-item `step` over `inputs` (resuming what is done), on `shard`. Failed items stay in
+    the journal, to be retried by the next run, and are a `StepFailedError` (after the journal is
+    written) unless `allow_failures`."""
+    if not self.step(step).per_item:
+        raise ValueError(f'step {step!r} is computed as a whole set, not per item')
+    res = await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}',
+                           config=config, shard=shard, concurrency=concurrency or self.concurrency,
+                           progress=self.progress, keyed_on=keyed_on)
     if res.stats['failed'] and not allow_failures:
-        raise StepFailedError(f'step {step!r}: {_failure_summary(read_entries(res.out_dir), res.stats)}; re-run to retry them')
+        raise StepFailedError(
+            f'step {step!r}: {_failure_summary(read_entries(res.out_dir), res.stats)}; re-run to'
+            ' retry them'
+        )
     return res
 
 @patch
@@ -451,36 +552,47 @@ def finished(self: RunFolder, *steps: str) -> bool:
 
 # %% ../../nbs/core/10_pipeline.ipynb #0cfb97eb
 @patch
-def plan(self: RunFolder, stages: Sequence[str] | None = None, shard: str | tuple[int, int] | None = None) -> list[str]:
+def plan(self: RunFolder, stages: Sequence[str] | None = None,
+         shard: str | tuple[int, int] | None = None) -> list[str]:
     "The per-item steps to run for `--stages` (default: all of them, in order) and `--shard`."
     items = [s.name for s in self.steps.values() if s.per_item]
     todo = [s for s in items if s in stages] if stages else items
-    if stages and (bad := sorted(set(stages) - set(items))): raise ValueError(f'unknown stages {bad}; the per-item stages are {items}')
+    if stages and (bad := sorted(set(stages) - set(items))):
+        raise ValueError(f'unknown stages {bad}; the per-item stages are {items}')
     if shard is not None:
-        if not stages: raise ValueError('--shard needs --stages: each Slurm array task runs one per-item stage on its shard')
+        if not stages:
+            raise ValueError(
+                '--shard needs --stages: each Slurm array task runs one per-item stage on its shard'
+            )
         parse_shard(shard)
     return todo
 
 # %% ../../nbs/core/10_pipeline.ipynb #384e8bc9
 @patch
 def write_params(self: RunFolder, params: BaseModel) -> Path:
-    path = self.file(None, 'params.json'); atomic_write(path, (params.model_dump_json(indent=1) + '\n').encode()); return path
+    path = self.file(None, 'params.json')
+    atomic_write(path, (params.model_dump_json(indent=1) + '\n').encode())
+    return path
 
 @patch
 def add_to_ledger(self: RunFolder, counts: dict[str, dict]) -> dict:
-    "Add this process's per-tag counts to `ledger.json` (numbers summed, `failures` summed per kind); returns the total."
+    """Add this process's per-tag counts to `ledger.json` (numbers summed, `failures` summed per
+    kind); returns the total."""
     total = self.read_json(None, 'ledger.json', {})
     for tag, s in counts.items():
         if tag == 'total': continue
         t = total.setdefault(tag, {k: ({} if k == 'failures' else 0) for k in s})
         for k, v in s.items():
-            t[k] = dict(Counter(t.get(k) or {}) + Counter(v)) if k == 'failures' else t.get(k, 0) + v
+            t[k] = (
+                dict(Counter(t.get(k) or {}) + Counter(v)) if k == 'failures' else t.get(k, 0) + v
+            )
     self.write_json(None, 'ledger.json', total, indent=1)
     return total
 
 @patch
 def ledger_journal(self: RunFolder) -> Path:
-    "A new file for this process's ledger journal (`ledger/<pid>-<ns>-<random>.jsonl`, unique across the nodes of a Slurm array): lines written as calls happen survive a kill."
+    """A new file for this process's ledger journal (`ledger/<pid>-<ns>-<random>.jsonl`, unique
+    across the nodes of a Slurm array): lines written as calls happen survive a kill."""
     return self.file(None, f'ledger/{os.getpid()}-{time.time_ns()}-{secrets.token_hex(4)}.jsonl')
 
 @patch

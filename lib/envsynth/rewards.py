@@ -8,7 +8,8 @@ import math
 from collections import Counter
 from typing import Callable, Iterable, Literal, Mapping, Sequence
 from pydantic import BaseModel, Field, model_validator
-from .schema import Action, Message, Task, ToolCallError, Trajectory, canonical_json, check_trajectory
+from .schema import (Action, Message, Task, ToolCallError, Trajectory, canonical_json,
+                             check_trajectory)
 from .llm import LLMClient, LLMError
 
 # %% auto #0
@@ -22,10 +23,12 @@ __all__ = ['JUDGE_SYSTEM', 'WriteTools', 'FilterStage', 'RewardInputError', 'sta
 
 # %% ../../nbs/core/05_rewards.ipynb #45573afc
 class RewardInputError(ValueError):
-    "Inputs a reward or filter cannot be computed from: no gold state, zero sub-tasks, k > n trials, a weight out of range."
+    """Inputs a reward or filter cannot be computed from: no gold state, zero sub-tasks, k > n
+    trials, a weight out of range."""
 
 def _count(name: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0: raise RewardInputError(f'{name} must be a non-negative int, got {v!r}')
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise RewardInputError(f'{name} must be a non-negative int, got {v!r}')
     return v
 
 def _fraction(name: str, v) -> float:
@@ -35,33 +38,48 @@ def _fraction(name: str, v) -> float:
 
 # %% ../../nbs/core/05_rewards.ipynb #98f13b94
 def state_hash_reward(trajectory_or_hash: Trajectory | str, gold_hash: str | None) -> float:
-    """tau2's DB reward: r = 1[hash(final state) == hash(gold state)], i.e. 1.0 iff the end state equals the gold one.
+    """tau2's DB reward: r = 1[hash(final state) == hash(gold state)], i.e. 1.0 iff the end state
+    equals the gold one.
 
-    `trajectory_or_hash` is a `Trajectory` (its `final_state_hash` is used) or a hash string. A missing gold hash
-    (a task that was never verified) or a trajectory with no recorded end state raises `RewardInputError`."""
-    if gold_hash is None: raise RewardInputError('no gold state hash: the task has no verified end state (Task.gold_state_hash is None)')
+    `trajectory_or_hash` is a `Trajectory` (its `final_state_hash` is used) or a hash string. A
+    missing gold hash (a task that was never verified) or a trajectory with no recorded end state
+    raises `RewardInputError`."""
+    if gold_hash is None:
+        raise RewardInputError(
+            'no gold state hash: the task has no verified end state (Task.gold_state_hash is None)'
+        )
     final = trajectory_or_hash
     if isinstance(final, Trajectory):
-        if final.final_state_hash is None: raise RewardInputError(f'trajectory {final.id} has no final_state_hash: its end state was not recorded')
+        if final.final_state_hash is None:
+            raise RewardInputError(
+                f'trajectory {final.id} has no final_state_hash: its end state was not recorded'
+            )
         final = final.final_state_hash
-    if not isinstance(final, str) or not final: raise RewardInputError(f'expected a Trajectory or a state hash, got {final!r}')
+    if not isinstance(final, str) or not final:
+        raise RewardInputError(f'expected a Trajectory or a state hash, got {final!r}')
     return 1.0 if final == gold_hash else 0.0
 
 # %% ../../nbs/core/05_rewards.ipynb #056337d9
-def recall_precision(n_target: int, n_solved: int, n_calls: int, eps: float = 1e-8) -> tuple[float, float]:
+def recall_precision(n_target: int, n_solved: int, n_calls: int,
+                     eps: float = 1e-8) -> tuple[float, float]:
     "ASTRA Eq. 30: recall r = n̂/n and precision p = n̂/(c + ε)."
     n, s, c = _count('n_target', n_target), _count('n_solved', n_solved), _count('n_calls', n_calls)
-    if n == 0: raise RewardInputError('n_target = 0: a job needs at least one target sub-task (recall n̂/n is undefined)')
+    if n == 0:
+        raise RewardInputError(
+            'n_target = 0: a job needs at least one target sub-task (recall n̂/n is undefined)'
+        )
     if s > n: raise RewardInputError(f'n_solved = {s} > n_target = {n}')
     if not eps > 0: raise RewardInputError(f'eps must be > 0, got {eps!r}')
     return s / n, s / (c + eps)
 
 # %% ../../nbs/core/05_rewards.ipynb #cbaf4d37
-def f1_reward(n_target: int, n_solved: int, n_calls: int, eps: float = 1e-8, cap_precision: bool = True) -> float:
+def f1_reward(n_target: int, n_solved: int, n_calls: int, eps: float = 1e-8,
+              cap_precision: bool = True) -> float:
     """ASTRA's trajectory reward (Eqs. 30-31): r = n̂/n, p = n̂/(c + ε), reward = 2pr/(p + r).
 
-    n = number of target sub-tasks of the job, n̂ = number solved, c = number of tool calls (`count_tool_calls`).
-    Nothing solved gives 0.0. `cap_precision` clips p at 1 (see above); n = 0 or n̂ > n raise `RewardInputError`."""
+    n = number of target sub-tasks of the job, n̂ = number solved, c = number of tool calls
+    (`count_tool_calls`). Nothing solved gives 0.0. `cap_precision` clips p at 1 (see above); n = 0
+    or n̂ > n raise `RewardInputError`."""
     r, p = recall_precision(n_target, n_solved, n_calls, eps)
     if cap_precision: p = min(p, 1.0)
     return 0.0 if n_solved == 0 else 2 * p * r / (p + r)
@@ -74,30 +92,39 @@ def failed_call_ids(trajectory: Trajectory) -> set[str]:
 def count_tool_calls(trajectory: Trajectory, include_failed: bool = True) -> int:
     "c in ASTRA's reward: the number of tool calls in the assistant messages of `trajectory`."
     failed = set() if include_failed else failed_call_ids(trajectory)
-    return sum(1 for m in trajectory.messages if m.role == 'assistant' for c in m.tool_calls or [] if c.id not in failed)
+    return sum(1 for m in trajectory.messages if m.role == 'assistant' for c in m.tool_calls or []
+               if c.id not in failed)
 
 # %% ../../nbs/core/05_rewards.ipynb #3076be5c
-def rubric_reward(forbidden_ok: bool, subgoal_fraction: float, interaction_fraction: float) -> float:
+def rubric_reward(forbidden_ok: bool, subgoal_fraction: float,
+                  interaction_fraction: float) -> float:
     """SynthAgent's rubric reward (Eq. 5): R(τ) = 𝕀(τ) · (N_subgoals(τ) + I_user_query(τ)) / 2.
 
-    𝕀(τ) ∈ {0, 1} (`forbidden_ok`) is 0 iff τ violates any forbidden behaviour; N_subgoals ∈ [0, 1] is the fraction of
-    sub-goals completed; I_user_query ∈ [0, 1] the fraction of required user-agent interactions satisfied."""
-    if not isinstance(forbidden_ok, bool): raise RewardInputError(f'forbidden_ok must be a bool, got {forbidden_ok!r}')
-    n, i = _fraction('subgoal_fraction', subgoal_fraction), _fraction('interaction_fraction', interaction_fraction)
+    𝕀(τ) ∈ {0, 1} (`forbidden_ok`) is 0 iff τ violates any forbidden behaviour; N_subgoals ∈ [0, 1]
+    is the fraction of sub-goals completed; I_user_query ∈ [0, 1] the fraction of required
+    user-agent interactions satisfied."""
+    if not isinstance(forbidden_ok, bool):
+        raise RewardInputError(f'forbidden_ok must be a bool, got {forbidden_ok!r}')
+    n, i = _fraction('subgoal_fraction', subgoal_fraction), _fraction(
+        'interaction_fraction', interaction_fraction
+    )
     return (n + i) / 2 if forbidden_ok else 0.0
 
 # %% ../../nbs/core/05_rewards.ipynb #2035463f
-def rubric_reward_official(policy: tuple[int, int], subgoals: tuple[int, int], interactions: tuple[int, int],
-                           later_gate: bool = False) -> float:
-    """The rubric reward of SynthAgent's official code (first commit), for comparison with Eq. 5. Each section is
-    (x completed, y items). Policy compliance: y = 0 or x/y < 0.5 → 0 (`later_gate`: only x = 0 → 0); sub-goals:
-    x/y < 0.3 → 0; else 0.7·(sub-goal x/y) + 0.3·(interaction x/y) (a section with no items adds 0 — our reading).
-    The code's fail-open fallback (0.3 when the judge's output cannot be parsed or the call fails) is not reproduced."""
+def rubric_reward_official(policy: tuple[int, int], subgoals: tuple[int, int],
+                           interactions: tuple[int, int], later_gate: bool = False) -> float:
+    """The rubric reward of SynthAgent's official code (first commit), for comparison with Eq. 5.
+    Each section is (x completed, y items). Policy compliance: y = 0 or x/y < 0.5 → 0 (`later_gate`:
+    only x = 0 → 0); sub-goals: x/y < 0.3 → 0; else 0.7·(sub-goal x/y) + 0.3·(interaction x/y) (a
+    section with no items adds 0 — our reading). The code's fail-open fallback (0.3 when the judge's
+    output cannot be parsed or the call fails) is not reproduced."""
     def ratio(name, xy):
         x, y = _count(f'{name} completed', xy[0]), _count(f'{name} items', xy[1])
         if x > y: raise RewardInputError(f'{name}: {x} completed > {y} items')
         return x / y if y else None
-    p, s, i = ratio('policy', policy), ratio('subgoals', subgoals), ratio('interactions', interactions)
+    p, s, i = (
+        ratio('policy', policy), ratio('subgoals', subgoals), ratio('interactions', interactions)
+    )
     gated = policy[0] == 0 if later_gate else (p is None or p < 0.5)
     if gated or s is None or s < 0.3: return 0.0
     return 0.7 * s + 0.3 * (i or 0.0)
@@ -115,17 +142,29 @@ class Rubric(BaseModel):
         return self
 
 class RubricVerdict(BaseModel):
-    "An LLM judge's reading of a trajectory against a `Rubric`: one boolean per item, in the rubric's order."
-    forbidden_violated: list[bool] = Field(description='one per forbidden behaviour, in order: true if the agent did it')
-    subgoals_completed: list[bool] = Field(description='one per task sub-goal, in order: true if the agent completed it')
-    interactions_satisfied: list[bool] = Field(description='one per required user interaction, in order: true if it happened before the agent acted')
+    """An LLM judge's reading of a trajectory against a `Rubric`: one boolean per item, in the
+    rubric's order."""
+    forbidden_violated: list[bool] = Field(
+        description='one per forbidden behaviour, in order: true if the agent did it'
+    )
+    subgoals_completed: list[bool] = Field(
+        description='one per task sub-goal, in order: true if the agent completed it'
+    )
+    interactions_satisfied: list[bool] = Field(
+        description=(
+            'one per required user interaction, in order: true if it happened before the agent'
+            ' acted'
+        )
+    )
     reason: str = Field('', description='one or two sentences on the decisive evidence')
 
 # %% ../../nbs/core/05_rewards.ipynb #03780269
 def verdict_problems(rubric: Rubric, verdict: RubricVerdict) -> list[str]:
-    "Why `verdict` does not fit `rubric` (empty list = it does): every section needs one answer per item."
+    """Why `verdict` does not fit `rubric` (empty list = it does): every section needs one answer
+    per item."""
     out = []
-    for section, field in (('forbidden', 'forbidden_violated'), ('subgoals', 'subgoals_completed'), ('interactions', 'interactions_satisfied')):
+    for section, field in (('forbidden', 'forbidden_violated'), ('subgoals', 'subgoals_completed'),
+                           ('interactions', 'interactions_satisfied')):
         want, got = len(getattr(rubric, section)), len(getattr(verdict, field))
         if want != got: out.append(f'{field} has {got} answers for {want} {section} items')
     return out
@@ -134,36 +173,59 @@ def score_verdict(rubric: Rubric, verdict: RubricVerdict) -> float:
     "Eq. 5 on a judge's verdict; `RewardInputError` if the verdict does not fit the rubric."
     if problems := verdict_problems(rubric, verdict): raise RewardInputError('; '.join(problems))
     frac = lambda xs: sum(xs) / len(xs) if xs else 1.0
-    return rubric_reward(not any(verdict.forbidden_violated), frac(verdict.subgoals_completed), frac(verdict.interactions_satisfied))
+    return rubric_reward(not any(verdict.forbidden_violated), frac(verdict.subgoals_completed),
+                         frac(verdict.interactions_satisfied))
 
 # %% ../../nbs/core/05_rewards.ipynb #e2afa1ba
 def render_transcript(trajectory: Trajectory, max_output_chars: int = 500) -> str:
-    "The conversation of `trajectory` as plain text for a judge: one block per message, tool outputs cut at `max_output_chars`."
-    cut = lambda s: s if len(s) <= max_output_chars else s[:max_output_chars] + f' ... [{len(s) - max_output_chars} more chars]'
+    """The conversation of `trajectory` as plain text for a judge: one block per message, tool
+    outputs cut at `max_output_chars`."""
+    cut = lambda s: (
+        s
+        if len(s) <= max_output_chars
+        else s[:max_output_chars] + f' ... [{len(s) - max_output_chars} more chars]'
+    )
     out = []
     for m in trajectory.messages:
-        if m.role == 'tool': out.append(f"[tool {m.name or ''}{' FAILED' if m.error else ''}] {cut(m.content or '')}")
+        if m.role == 'tool':
+            out.append(
+                f"[tool {m.name or ''}{' FAILED' if m.error else ''}] {cut(m.content or '')}"
+            )
         elif m.role == 'assistant':
-            if m.content: out.append(f'[assistant] {m.content}')
-            out += [f'[assistant calls] {c.name}({c.function.arguments})' for c in m.tool_calls or []]
-        else: out.append(f'[{m.role}] {m.content or ""}')
+            if m.content:
+                out.append(f'[assistant] {m.content}')
+            out += [
+                f'[assistant calls] {c.name}({c.function.arguments})' for c in m.tool_calls or []
+            ]
+        else:
+            out.append(f'[{m.role}] {m.content or ""}')
     return '\n'.join(out)
 
-JUDGE_SYSTEM = ('You are a very strict evaluator of a conversation between a user, an AI agent and its tools. Judge only '
-                'what the conversation shows. Reply with only a JSON object with the keys forbidden_violated, '
-                'subgoals_completed, interactions_satisfied (lists of booleans, one per numbered rubric item, in order) and reason.')
+JUDGE_SYSTEM = (
+    'You are a very strict evaluator of a conversation between a user, an AI agent and its tools.'
+    ' Judge only what the conversation shows. Reply with only a JSON object with the keys'
+    ' forbidden_violated, subgoals_completed, interactions_satisfied (lists of booleans, one per'
+    ' numbered rubric item, in order) and reason.'
+)
 
-def rubric_judge_messages(rubric: Rubric, trajectory: Trajectory, max_output_chars: int = 500) -> list[Message]:
+# %% ../../nbs/core/05_rewards.ipynb #d0b6ce14
+def rubric_judge_messages(rubric: Rubric, trajectory: Trajectory,
+                          max_output_chars: int = 500) -> list[Message]:
     "The chat messages asking a judge to fill a `RubricVerdict` for `trajectory` against `rubric`."
-    def section(title, items): return f'### {title}\n' + ('\n'.join(f'{i}. {x}' for i, x in enumerate(items, 1)) or '(none)')
-    body = '\n\n'.join(['## Rubric', section('Forbidden behaviours', rubric.forbidden), section('Task sub-goals', rubric.subgoals),
+    def section(title, items):
+        return f'### {title}\n' + (
+            '\n'.join(f'{i}. {x}' for i, x in enumerate(items, 1)) or '(none)'
+        )
+    body = '\n\n'.join(['## Rubric', section('Forbidden behaviours', rubric.forbidden),
+                        section('Task sub-goals', rubric.subgoals),
                         section('Required user interactions', rubric.interactions),
                         '## Conversation\n' + render_transcript(trajectory, max_output_chars)])
     return [Message(role='system', content=JUDGE_SYSTEM), Message(role='user', content=body)]
 
 # %% ../../nbs/core/05_rewards.ipynb #122a64c3
 class RubricScore(BaseModel):
-    "A judged trajectory: status 'scored' with a score in [0, 1], or 'unknown' with no score and the reason."
+    """A judged trajectory: status 'scored' with a score in [0, 1], or 'unknown' with no score and
+    the reason."""
     status: Literal['scored', 'unknown']
     score: float | None = None
     verdict: RubricVerdict | None = None
@@ -171,13 +233,16 @@ class RubricScore(BaseModel):
 
     @model_validator(mode='after')
     def _consistent(self):
-        if (self.status == 'scored') != (self.score is not None): raise ValueError(f'status {self.status!r} with score {self.score!r}')
+        if (self.status == 'scored') != (self.score is not None):
+            raise ValueError(f'status {self.status!r} with score {self.score!r}')
         return self
 
 # %% ../../nbs/core/05_rewards.ipynb #3d38a739
 class RubricJudge:
-    "SynthAgent's rubric reward through an LLM judge that fails closed; `counts` tallies scored and unknown verdicts."
-    def __init__(self, client: LLMClient, tag: str = 'rubric_judge', max_output_chars: int = 500, **sampling):
+    """SynthAgent's rubric reward through an LLM judge that fails closed; `counts` tallies scored
+    and unknown verdicts."""
+    def __init__(self, client: LLMClient, tag: str = 'rubric_judge', max_output_chars: int = 500,
+                 **sampling):
         self.client, self.tag, self.max_output_chars = client, tag, max_output_chars
         self.sampling = {'temperature': 0.1, **sampling}
         self.counts, self.unknown_reasons = Counter(), Counter()
@@ -188,11 +253,14 @@ class RubricJudge:
 
     async def __call__(self, rubric: Rubric, trajectory: Trajectory) -> RubricScore:
         messages = rubric_judge_messages(rubric, trajectory, self.max_output_chars)
-        try: res = await self.client.chat(messages, response_model=RubricVerdict, tag=self.tag, **self.sampling)
+        try: res = await self.client.chat(messages, response_model=RubricVerdict, tag=self.tag,
+                                          **self.sampling)
         except LLMError as e: return self._unknown(e.kind, str(e))
-        if problems := verdict_problems(rubric, res.parsed): return self._unknown('verdict_mismatch', '; '.join(problems))
+        if problems := verdict_problems(rubric, res.parsed):
+            return self._unknown('verdict_mismatch', '; '.join(problems))
         self.counts['scored'] += 1
-        return RubricScore(status='scored', score=score_verdict(rubric, res.parsed), verdict=res.parsed)
+        return RubricScore(status='scored', score=score_verdict(rubric, res.parsed),
+                           verdict=res.parsed)
 
     @property
     def unknown_rate(self) -> float:
@@ -200,17 +268,20 @@ class RubricJudge:
         return self.counts['unknown'] / n if n else 0.0
 
 # %% ../../nbs/core/05_rewards.ipynb #110362fe
-def envfactory_reward(r_traj: float, r_state: float, p_length: float = 0.0, alpha: float = 0.5, gamma: float = 1.0,
-                      clip_at_zero: bool = False) -> float:
+def envfactory_reward(r_traj: float, r_state: float, p_length: float = 0.0, alpha: float = 0.5,
+                      gamma: float = 1.0, clip_at_zero: bool = False) -> float:
     """EnvFactory's composite reward: R = α·R_traj + (1 − α)·R_state − γ·P_length.
 
-    R_traj ∈ [0, 1]: trajectory match (predicted vs ground-truth calls, `trace_reward`); R_state ∈ [0, 1]: final-state
-    equivalence (`state_hash_reward`, or `state_fraction` per server); P_length ≥ 0: length penalty (`length_penalty`);
-    α ∈ [0, 1] (0.5 best in the paper's ablation), γ ≥ 0. `clip_at_zero` applies the official code's max(0, R)."""
+    R_traj ∈ [0, 1]: trajectory match (predicted vs ground-truth calls, `trace_reward`); R_state ∈
+    [0, 1]: final-state equivalence (`state_hash_reward`, or `state_fraction` per server); P_length
+    ≥ 0: length penalty (`length_penalty`); α ∈ [0, 1] (0.5 best in the paper's ablation), γ ≥ 0.
+    `clip_at_zero` applies the official code's max(0, R)."""
     a = _fraction('alpha', alpha)
     rt, rs = _fraction('r_traj', r_traj), _fraction('r_state', r_state)
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma >= 0: raise RewardInputError(f'gamma must be >= 0, got {gamma!r}')
-    if isinstance(p_length, bool) or not isinstance(p_length, (int, float)) or not p_length >= 0: raise RewardInputError(f'p_length must be >= 0, got {p_length!r}')
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma >= 0:
+        raise RewardInputError(f'gamma must be >= 0, got {gamma!r}')
+    if isinstance(p_length, bool) or not isinstance(p_length, (int, float)) or not p_length >= 0:
+        raise RewardInputError(f'p_length must be >= 0, got {p_length!r}')
     r = a * rt + (1 - a) * rs - gamma * p_length
     return max(0.0, r) if clip_at_zero else r
 
@@ -218,13 +289,18 @@ def envfactory_reward(r_traj: float, r_state: float, p_length: float = 0.0, alph
 def _same_value(a, b, rel_tol: float = 1e-6) -> bool:
     "JSON equality, with numbers (not bools) equal within `rel_tol`."
     if isinstance(a, bool) or isinstance(b, bool): return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)): return math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
-    if isinstance(a, dict) and isinstance(b, dict): return a.keys() == b.keys() and all(_same_value(a[k], b[k], rel_tol) for k in a)
-    if isinstance(a, list) and isinstance(b, list): return len(a) == len(b) and all(_same_value(x, y, rel_tol) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_value(a[k], b[k], rel_tol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_value(x, y, rel_tol) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
 
-def call_matches(name: str, args: dict, gold: Action, masked: Iterable[str] = (), rel_tol: float = 1e-6) -> bool:
-    "Whether a call `name(**args)` matches the gold action: same name, same arguments apart from `masked` ones."
+def call_matches(name: str, args: dict, gold: Action, masked: Iterable[str] = (),
+                 rel_tol: float = 1e-6) -> bool:
+    """Whether a call `name(**args)` matches the gold action: same name, same arguments apart from
+    `masked` ones."""
     masked = set(masked)
     keep = lambda d: {k: v for k, v in d.items() if k not in masked}
     return name == gold.name and _same_value(keep(args), keep(gold.arguments), rel_tol)
@@ -248,40 +324,57 @@ def _max_matching(edges: list[list[int]], n_right: int) -> int:
         return False
     return sum(take(i, set()) for i in range(len(edges)))
 
-def matched_gold_actions(trajectory: Trajectory, gold_actions: Sequence[Action], masked: Sequence[Iterable[str]] | None = None,
-                         rel_tol: float = 1e-6, skip_failed: bool = False) -> int:
-    "How many gold actions a maximum matching pairs with distinct calls of `trajectory` (failed calls left out with `skip_failed`)."
+def matched_gold_actions(trajectory: Trajectory, gold_actions: Sequence[Action],
+                         masked: Sequence[Iterable[str]] | None = None, rel_tol: float = 1e-6,
+                         skip_failed: bool = False) -> int:
+    """How many gold actions a maximum matching pairs with distinct calls of `trajectory` (failed
+    calls left out with `skip_failed`)."""
     failed = failed_call_ids(trajectory) if skip_failed else set()
-    calls = [c for c, tc in zip(_parsed_calls(trajectory), trajectory.tool_calls()) if tc.id not in failed]
-    edges = [[j for j, (name, args) in enumerate(calls) if args is not None and call_matches(name, args, g, masked[i] if masked else (), rel_tol)]
+    calls = [c for c, tc in zip(_parsed_calls(trajectory), trajectory.tool_calls())
+             if tc.id not in failed]
+    edges = [[j for j, (name, args) in enumerate(calls) if args is not None
+              and call_matches(name, args, g, masked[i] if masked else (), rel_tol)]
              for i, g in enumerate(gold_actions)]
     return _max_matching(edges, len(calls))
 
-def trace_reward(trajectory: Trajectory, gold_actions: Sequence[Action], masked: Sequence[Iterable[str]] | None = None,
-                 partial: bool = False, rel_tol: float = 1e-6) -> float:
-    """EnvFactory's R_traj as the official code computes it: 1.0 iff every gold call is matched by a distinct predicted
-    call (name and unmasked arguments equal, numbers within `rel_tol`), in any order; else 0.0. `masked[i]` names the
-    arguments of gold call i whose value does not matter. `partial=True`: the fraction of gold calls matched."""
-    if masked is not None and len(masked) != len(gold_actions): raise RewardInputError(f'masked has {len(masked)} entries for {len(gold_actions)} gold actions')
-    if not gold_actions: raise RewardInputError('no gold actions: the trajectory reward needs a reference call sequence')
+# %% ../../nbs/core/05_rewards.ipynb #30a4c2fd
+def trace_reward(trajectory: Trajectory, gold_actions: Sequence[Action],
+                 masked: Sequence[Iterable[str]] | None = None, partial: bool = False,
+                 rel_tol: float = 1e-6) -> float:
+    """EnvFactory's R_traj as the official code computes it: 1.0 iff every gold call is matched by a
+    distinct predicted call (name and unmasked arguments equal, numbers within `rel_tol`), in any
+    order; else 0.0. `masked[i]` names the arguments of gold call i whose value does not matter.
+    `partial=True`: the fraction of gold calls matched."""
+    if masked is not None and len(masked) != len(gold_actions):
+        raise RewardInputError(
+            f'masked has {len(masked)} entries for {len(gold_actions)} gold actions'
+        )
+    if not gold_actions:
+        raise RewardInputError(
+            'no gold actions: the trajectory reward needs a reference call sequence'
+        )
     matched = matched_gold_actions(trajectory, gold_actions, masked, rel_tol)
     return matched / len(gold_actions) if partial else float(matched == len(gold_actions))
 
 # %% ../../nbs/core/05_rewards.ipynb #9524ef71
 def state_fraction(final_hashes: Mapping[str, str], gold_hashes: Mapping[str, str]) -> float:
-    "R_state as EnvFactory's code computes it: the fraction of servers (or tables) in `gold_hashes` whose final hash is the gold one."
+    """R_state as EnvFactory's code computes it: the fraction of servers (or tables) in
+    `gold_hashes` whose final hash is the gold one."""
     if not gold_hashes: raise RewardInputError('no gold state hashes to compare with')
     return sum(final_hashes.get(k) == h for k, h in gold_hashes.items()) / len(gold_hashes)
 
 def length_penalty(n_calls: int, n_gold: int, per_extra: float = 0.05, cap: float = 0.5) -> float:
-    "P_length as EnvFactory's code computes it: `per_extra` per call beyond the gold count, capped at `cap`."
+    """P_length as EnvFactory's code computes it: `per_extra` per call beyond the gold count, capped
+    at `cap`."""
     extra = _count('n_calls', n_calls) - _count('n_gold', n_gold)
     return min(cap, per_extra * max(0, extra))
 
 # %% ../../nbs/core/05_rewards.ipynb #d710dee2
-def envfactory_reward_for(trajectory: Trajectory, task: Task, alpha: float = 0.5, gamma: float = 1.0,
-                          masked: Sequence[Iterable[str]] | None = None, partial: bool = False, clip_at_zero: bool = False) -> float:
-    "EnvFactory's R for `trajectory` on `task`: `trace_reward`, `state_hash_reward` and `length_penalty` combined by `envfactory_reward`."
+def envfactory_reward_for(trajectory: Trajectory, task: Task, alpha: float = 0.5,
+                          gamma: float = 1.0, masked: Sequence[Iterable[str]] | None = None,
+                          partial: bool = False, clip_at_zero: bool = False) -> float:
+    """EnvFactory's R for `trajectory` on `task`: `trace_reward`, `state_hash_reward` and
+    `length_penalty` combined by `envfactory_reward`."""
     r_traj = trace_reward(trajectory, task.gold_actions, masked, partial)
     r_state = state_hash_reward(trajectory, task.gold_state_hash)
     p = length_penalty(count_tool_calls(trajectory), len(task.gold_actions))
@@ -289,28 +382,36 @@ def envfactory_reward_for(trajectory: Trajectory, task: Task, alpha: float = 0.5
 
 # %% ../../nbs/core/05_rewards.ipynb #b0e10324
 def alternation_problems(trajectory: Trajectory) -> list[str]:
-    "Why `trajectory` is not a well-formed alternating user/assistant exchange (empty list = it is)."
+    """Why `trajectory` is not a well-formed alternating user/assistant exchange (empty list = it
+    is)."""
     problems = list(check_trajectory(trajectory))
     msgs = [(i, m) for i, m in enumerate(trajectory.messages) if m.role != 'system']
     if not msgs: return problems + ['no user or assistant messages']
-    if msgs[0][1].role != 'user': problems.append(f'message {msgs[0][0]}: the conversation starts with {msgs[0][1].role}, not user')
+    if msgs[0][1].role != 'user':
+        problems.append(
+            f'message {msgs[0][0]}: the conversation starts with {msgs[0][1].role}, not user'
+        )
     if not any(m.role == 'assistant' for _, m in msgs): problems.append('no assistant message')
     for (i, a), (j, b) in zip(msgs, msgs[1:]):
-        if a.role == 'user' and b.role != 'assistant': problems.append(f'message {j}: {b.role} message answers the user turn {i}')
-    problems += [f'message {i}: empty assistant message' for i, m in msgs
-                 if m.role == 'assistant' and not (m.content or '').strip() and not m.tool_calls and not (m.reasoning_content or '').strip()]
+        if a.role == 'user' and b.role != 'assistant':
+            problems.append(f'message {j}: {b.role} message answers the user turn {i}')
+    problems += [f'message {i}: empty assistant message' for i, m in msgs if m.role == 'assistant'
+                 and not (m.content or '').strip() and not m.tool_calls
+                 and not (m.reasoning_content or '').strip()]
     return problems
 
 # %% ../../nbs/core/05_rewards.ipynb #79b13032
 def repetition_ratio(text: str, n: int = 8) -> float:
-    "Share of the word n-grams of `text` that repeat an earlier one: 1 − unique/total (0.0 for texts shorter than n words)."
+    """Share of the word n-grams of `text` that repeat an earlier one: 1 − unique/total (0.0 for
+    texts shorter than n words)."""
     if n < 1: raise RewardInputError(f'n must be >= 1, got {n}')
     words = text.split()
     grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
     return 1 - len(set(grams)) / len(grams) if grams else 0.0
 
 def max_repetition(trajectory: Trajectory, n: int = 8) -> tuple[int | None, float]:
-    "`(message index, ratio)` of the most repetitive assistant text or reasoning in `trajectory` (`(None, 0.0)` if none)."
+    """`(message index, ratio)` of the most repetitive assistant text or reasoning in `trajectory`
+    (`(None, 0.0)` if none)."""
     best = (None, 0.0)
     for i, m in enumerate(trajectory.messages):
         if m.role != 'assistant': continue
@@ -322,7 +423,11 @@ def max_repetition(trajectory: Trajectory, n: int = 8) -> tuple[int | None, floa
 WriteTools = Iterable[str] | Callable[[str], bool]
 
 def _is_write(write_tools: WriteTools) -> Callable[[str], bool]:
-    if isinstance(write_tools, str): raise RewardInputError(f'write_tools must be a set of tool names or a predicate, got the string {write_tools!r}')
+    if isinstance(write_tools, str):
+        raise RewardInputError(
+            'write_tools must be a set of tool names or a predicate, got the string'
+            f' {write_tools!r}'
+        )
     if callable(write_tools): return write_tools
     names = frozenset(write_tools)
     return names.__contains__
@@ -332,8 +437,10 @@ def is_read_only(actions: Sequence[Action], write_tools: WriteTools) -> bool:
     is_write = _is_write(write_tools)
     return not any(is_write(a.name) for a in actions)
 
-def exact_match_problem(trajectory: Trajectory, gold_actions: Sequence[Action], skip_failed: bool = True) -> str | None:
-    "Where the agent's call sequence first differs from the gold one (name, arguments, order), or None if they are equal."
+def exact_match_problem(trajectory: Trajectory, gold_actions: Sequence[Action],
+                        skip_failed: bool = True) -> str | None:
+    """Where the agent's call sequence first differs from the gold one (name, arguments, order), or
+    None if they are equal."""
     failed = failed_call_ids(trajectory) if skip_failed else set()
     got = [c for c in trajectory.tool_calls() if c.id not in failed]
     for k, (c, g) in enumerate(zip(got, gold_actions)):
@@ -341,7 +448,8 @@ def exact_match_problem(trajectory: Trajectory, gold_actions: Sequence[Action], 
         except ToolCallError: return f'call {k}: {c.name} has unparsable arguments'
         if c.name != g.name or args != canonical_json(g.arguments):
             return f'call {k}: {c.name}({args}) != gold {g.name}({canonical_json(g.arguments)})'
-    if len(got) != len(gold_actions): return f'{len(got)} calls for {len(gold_actions)} gold actions'
+    if len(got) != len(gold_actions):
+        return f'{len(got)} calls for {len(gold_actions)} gold actions'
     return None
 
 # %% ../../nbs/core/05_rewards.ipynb #c32eff0b
@@ -353,30 +461,57 @@ class FilterResult(BaseModel):
     stage: FilterStage | None = None
     reason: str | None = None
 
-def _drop(stage: str, reason: str) -> FilterResult: return FilterResult(kept=False, stage=stage, reason=reason)
+def _drop(stage: str, reason: str) -> FilterResult:
+    return FilterResult(kept=False, stage=stage, reason=reason)
 
 # %% ../../nbs/core/05_rewards.ipynb #3061e412
-def agentscaler_filter(trajectory: Trajectory, task: Task, write_tools: WriteTools, ngram_n: int = 8,
-                       max_repeat: float = 0.5, skip_failed: bool = True,
-                       exact_match: Literal['read_only', 'all', 'none'] = 'read_only') -> FilterResult:
-    """AgentScaler's three-stage funnel (§3.1): (1) validity: well-formed alternation and no assistant text or reasoning
-    with more than `max_repeat` of its `ngram_n`-grams repeated; (2) state alignment: final state hash == task.gold_state_hash;
-    (3) exact match of the call sequence (names, arguments, order) with `task.gold_actions`: `exact_match='read_only'`
-    checks it only when the gold actions contain no write (`write_tools`: names or a predicate), 'all' for every task,
-    'none' never. Tool errors alone never drop a trajectory."""
-    if exact_match not in ('read_only', 'all', 'none'): raise RewardInputError(f"exact_match must be 'read_only', 'all' or 'none', got {exact_match!r}")
-    if task.gold_state_hash is None: raise RewardInputError(f'task {task.id} has no gold_state_hash: state alignment is impossible')
+def agentscaler_filter(
+    trajectory: Trajectory,
+    task: Task,
+    write_tools: WriteTools,
+    ngram_n: int = 8,
+    max_repeat: float = 0.5,
+    skip_failed: bool = True,
+    exact_match: Literal['read_only', 'all', 'none'] = 'read_only',
+) -> FilterResult:
+    """AgentScaler's three-stage funnel (§3.1): (1) validity: well-formed alternation and no
+    assistant text or reasoning with more than `max_repeat` of its `ngram_n`-grams repeated; (2)
+    state alignment: final state hash == task.gold_state_hash; (3) exact match of the call sequence
+    (names, arguments, order) with `task.gold_actions`: `exact_match='read_only'` checks it only
+    when the gold actions contain no write (`write_tools`: names or a predicate), 'all' for every
+    task, 'none' never. Tool errors alone never drop a trajectory."""
+    if exact_match not in ('read_only', 'all', 'none'):
+        raise RewardInputError(
+            f"exact_match must be 'read_only', 'all' or 'none', got {exact_match!r}"
+        )
+    if task.gold_state_hash is None:
+        raise RewardInputError(
+            f'task {task.id} has no gold_state_hash: state alignment is impossible'
+        )
     if trajectory.task_id is not None and trajectory.task_id != task.id:
-        raise RewardInputError(f'trajectory {trajectory.id} is for task {trajectory.task_id}, not {task.id}')
+        raise RewardInputError(
+            f'trajectory {trajectory.id} is for task {trajectory.task_id}, not {task.id}'
+        )
     if problems := alternation_problems(trajectory):
-        return _drop('validity', problems[0] + (f' (+{len(problems) - 1} more)' if len(problems) > 1 else ''))
+        return _drop('validity', problems[0] + (f' (+{len(problems) - 1} more)' if len(problems) > 1
+                                                else ''))
     i, ratio = max_repetition(trajectory, ngram_n)
-    if ratio > max_repeat: return _drop('validity', f'message {i}: {ratio:.0%} of its {ngram_n}-grams repeat (max {max_repeat:.0%})')
-    if trajectory.final_state_hash is None: return _drop('state_alignment', 'no final state hash was recorded')
+    if ratio > max_repeat:
+        return _drop(
+            'validity',
+            f'message {i}: {ratio:.0%} of its {ngram_n}-grams repeat (max {max_repeat:.0%})',
+        )
+    if trajectory.final_state_hash is None: return _drop('state_alignment',
+                                                         'no final state hash was recorded')
     if trajectory.final_state_hash != task.gold_state_hash:
-        return _drop('state_alignment', f'final state {trajectory.final_state_hash[:12]} != gold {task.gold_state_hash[:12]}')
+        return _drop(
+            'state_alignment',
+            f'final state {trajectory.final_state_hash[:12]} != gold {task.gold_state_hash[:12]}',
+        )
     read_only = is_read_only(task.gold_actions, write_tools)
-    if (exact_match == 'all' or exact_match == 'read_only' and read_only) and (p := exact_match_problem(trajectory, task.gold_actions, skip_failed)):
+    if (exact_match == 'all' or exact_match == 'read_only' and read_only) and (
+        p := exact_match_problem(trajectory, task.gold_actions, skip_failed)
+    ):
         return _drop('exact_match', f'{"read-only" if read_only else "write"} task: {p}')
     return FilterResult(kept=True)
 
@@ -385,7 +520,9 @@ def filter_funnel(results: Iterable[FilterResult]) -> dict[str, int]:
     "Counts of a filter run: total, dropped at each stage (in funnel order), kept."
     results = list(results)
     c = Counter(r.stage for r in results if not r.kept)
-    return {'total': len(results), **{s: c[s] for s in ('validity', 'state_alignment', 'exact_match')}, 'kept': sum(r.kept for r in results)}
+    return {'total': len(results),
+            **{s: c[s] for s in ('validity', 'state_alignment', 'exact_match')},
+            'kept': sum(r.kept for r in results)}
 
 # %% ../../nbs/core/05_rewards.ipynb #3addc1f1
 def pass_hat_k_task(n: int, c: int, k: int) -> float:
@@ -393,23 +530,33 @@ def pass_hat_k_task(n: int, c: int, k: int) -> float:
     n, c, k = _count('n', n), _count('c', c), _count('k', k)
     if k < 1: raise RewardInputError('k must be >= 1')
     if c > n: raise RewardInputError(f'c = {c} successes > n = {n} trials')
-    if k > n: raise RewardInputError(f'k = {k} > n = {n} trials: pass^k needs at least k trials per task')
+    if k > n:
+        raise RewardInputError(f'k = {k} > n = {n} trials: pass^k needs at least k trials per task')
     return math.comb(c, k) / math.comb(n, k)
 
 def _successes(task_id, rewards, tol: float) -> int:
-    if isinstance(rewards, (str, bytes)) or not isinstance(rewards, Sequence): raise RewardInputError(f'task {task_id}: trials must be a sequence of rewards')
+    if isinstance(rewards, (str, bytes)) or not isinstance(rewards, Sequence):
+        raise RewardInputError(f'task {task_id}: trials must be a sequence of rewards')
     for r in rewards:
-        if r is None: raise RewardInputError(f'task {task_id}: a trial has no reward (an unknown verdict or a crashed run): exclude it first')
+        if r is None:
+            raise RewardInputError(
+                f'task {task_id}: a trial has no reward (an unknown verdict or a crashed run):'
+                ' exclude it first'
+            )
     return sum(r is True or (not isinstance(r, bool) and abs(r - 1.0) <= tol) for r in rewards)
 
 # %% ../../nbs/core/05_rewards.ipynb #fcfdc0ee
 def pass_hat_k(trials: Mapping[str, Sequence[float | bool]], k: int, tol: float = 1e-6) -> float:
-    "tau2's pass^k: the mean over tasks of C(c, k)/C(n, k); `trials` maps task id → trial rewards (success: within `tol` of 1.0, or True)."
+    """tau2's pass^k: the mean over tasks of C(c, k)/C(n, k); `trials` maps task id → trial rewards
+    (success: within `tol` of 1.0, or True)."""
     if not trials: raise RewardInputError('no tasks')
-    return sum(pass_hat_k_task(len(rs), _successes(t, rs, tol), k) for t, rs in trials.items()) / len(trials)
+    return sum(pass_hat_k_task(len(rs), _successes(t, rs, tol), k)
+               for t, rs in trials.items()) / len(trials)
 
-def pass_hat_k_table(trials: Mapping[str, Sequence[float | bool]], max_k: int | None = None, tol: float = 1e-6) -> dict[int, float]:
-    "pass^1 .. pass^max_k (`max_k` defaults to the smallest number of trials of a task, as tau2 does)."
+def pass_hat_k_table(trials: Mapping[str, Sequence[float | bool]], max_k: int | None = None,
+                     tol: float = 1e-6) -> dict[int, float]:
+    """pass^1 .. pass^max_k (`max_k` defaults to the smallest number of trials of a task, as tau2
+    does)."""
     if not trials: raise RewardInputError('no tasks')
     min_n = min(len(rs) for rs in trials.values())
     max_k = min_n if max_k is None else max_k

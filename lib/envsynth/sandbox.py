@@ -4,7 +4,8 @@
 
 # %% ../../nbs/core/07_sandbox.ipynb #386a40a6
 from __future__ import annotations
-import fcntl, gc, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
+import fcntl, gc, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, socket
+import struct, subprocess, sys, tempfile, threading, time
 from collections import OrderedDict
 from dataclasses import dataclass, asdict, field
 from functools import cache
@@ -23,34 +24,50 @@ __all__ = ['SANDBOX_PRELOAD', 'SANDBOX_HOME', 'SANDBOX_UIDS', 'SANDBOX_IMAGE', '
 @dataclass(frozen=True)
 class SandboxLimits:
     "Limits of one worker and of one call. Memory, file and disk sizes in MiB."
-    call_timeout_s: float = 5.0          # wall clock per call; the process serving it is killed past it
-    load_timeout_s: float = 30.0         # wall clock to import an environment's code and parse its seed state
+    # wall clock per call; the process serving it is killed past it
+    call_timeout_s: float = 5.0
+    # wall clock to import an environment's code and parse its seed state
+    load_timeout_s: float = 30.0
     memory_mb: int = 1024                # RLIMIT_AS: address space of each process of the worker
-    cpu_s: int = 600                     # RLIMIT_CPU: CPU seconds of each process of the worker (then it is replaced)
-    processes: int = 16                  # RLIMIT_NPROC for the worker's own uid: all its processes and threads together
-    environments: int = 4                # environments kept loaded per worker, a process each (the least recently used is unloaded)
-    episodes: int = 8                    # episodes kept open per worker, a process each (the least recently used is parked)
+    # RLIMIT_CPU: CPU seconds of each process of the worker (then it is replaced)
+    cpu_s: int = 600
+    # RLIMIT_NPROC for the worker's own uid: all its processes and threads together
+    processes: int = 16
+    # environments kept loaded per worker, a process each (the least recently used is unloaded)
+    environments: int = 4
+    # episodes kept open per worker, a process each (the least recently used is parked)
+    episodes: int = 8
     file_size_mb: int = 16               # RLIMIT_FSIZE: largest file it may write
     open_files: int = 64                 # RLIMIT_NOFILE
-    disk_mb: int = 64                    # size of the private tmpfs on /tmp (the worker's home), and of the one on /dev/shm
+    # size of the private tmpfs on /tmp (the worker's home), and of the one on /dev/shm
+    disk_mb: int = 64
     max_output_bytes: int = 4 << 20      # largest reply; bigger results are `output_too_large`
     network: bool = False                # True: no network namespace (only for trusted experiments)
-    namespaces: bool = True              # PID + mount namespaces; False: weaker, for trusted code where they are unavailable
-    drop_privileges: bool = True         # each worker under its own uid (needs root); False: the caller's uid (weaker)
-    hide: tuple[str, ...] = ()           # folders to cover with an empty tmpfs, besides the project folder
-    preload: tuple[str, ...] = ()        # modules to import before lock-down, besides SANDBOX_PRELOAD
+    # PID + mount namespaces; False: weaker, for trusted code where they are unavailable
+    namespaces: bool = True
+    # each worker under its own uid (needs root); False: the caller's uid (weaker)
+    drop_privileges: bool = True
+    # folders to cover with an empty tmpfs, besides the project folder
+    hide: tuple[str, ...] = ()
+    # modules to import before lock-down, besides SANDBOX_PRELOAD
+    preload: tuple[str, ...] = ()
     container_memory_mb: int = 2048      # docker: memory of a container, all its processes
     container_cpus: float = 1.0          # docker: CPUs of a container (--cpus)
 
     def __post_init__(self):
-        for name in ('environments', 'episodes', 'processes', 'memory_mb', 'cpu_s', 'open_files', 'disk_mb', 'file_size_mb',
-                     'container_memory_mb'):
+        for name in ('environments', 'episodes', 'processes', 'memory_mb', 'cpu_s', 'open_files',
+                     'disk_mb', 'file_size_mb', 'container_memory_mb'):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise ValueError(f'SandboxLimits.{name} must be an int >= 1, got {v!r}')
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f'SandboxLimits.{name} must be an int >= 1, got {v!r}')
         cpus = self.container_cpus
         if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0:
             raise ValueError(f'SandboxLimits.container_cpus must be > 0, got {cpus!r}')
-        if self.processes < 3: raise ValueError(f'SandboxLimits.processes must be >= 3 (the worker itself is 2, each environment and episode 1 more), got {self.processes}')
+        if self.processes < 3:
+            raise ValueError(
+                'SandboxLimits.processes must be >= 3 (the worker itself is 2, each environment'
+                f' and episode 1 more), got {self.processes}'
+            )
 
 # %% ../../nbs/core/07_sandbox.ipynb #2a6f8bbd
 _HEADER = struct.Struct('>I')
@@ -62,7 +79,8 @@ def _write_bytes(fd: int, data: bytes) -> None:
 def write_frame(fd: int, obj: Any) -> None: _write_bytes(fd, orjson.dumps(obj))
 
 class FrameError(Exception):
-    "The other side closed the pipe, sent garbage, a frame over the size cap, or did not answer in time."
+    """The other side closed the pipe, sent garbage, a frame over the size cap, or did not answer in
+    time."""
     def __init__(self, kind: str, message: str): super().__init__(message); self.kind = kind
 
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
@@ -70,7 +88,8 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     while len(buf) < n:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]: raise FrameError('timeout', 'no reply in time')
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise FrameError('timeout', 'no reply in time')
         chunk = os.read(fd, min(n - len(buf), 1 << 20))
         if not chunk: raise FrameError('crashed', 'the pipe was closed')
         buf += chunk
@@ -78,9 +97,12 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
 
 def read_frame(fd: int, max_bytes: int = 1 << 30, deadline: float | None = None) -> Any:
     (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
-    if n > max_bytes: raise FrameError('output_too_large', f'reply of {n} bytes is over the cap of {max_bytes}')
-    try: return orjson.loads(_read_exact(fd, n, deadline))
-    except orjson.JSONDecodeError as e: raise FrameError('crashed', f'malformed reply: {e}') from None
+    if n > max_bytes: raise FrameError('output_too_large',
+                                       f'reply of {n} bytes is over the cap of {max_bytes}')
+    try:
+        return orjson.loads(_read_exact(fd, n, deadline))
+    except orjson.JSONDecodeError as e:
+        raise FrameError('crashed', f'malformed reply: {e}') from None
 
 # %% ../../nbs/core/07_sandbox.ipynb #1a5e0076
 def send_frame_with_fds(sock: socket.socket, obj: Any, fds: list[int]) -> None:
@@ -106,46 +128,63 @@ def read_frame_with_fds(sock: socket.socket, max_fds: int = 4) -> tuple[Any, lis
         raise FrameError('crashed', f'malformed request: {e}') from None
 
 # %% ../../nbs/core/07_sandbox.ipynb #b1adee22
-_BLOCKED_EVENTS = {'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork', 'os.forkpty', 'subprocess.Popen',
-                   'os.kill', 'os.killpg', 'signal.pthread_kill', 'resource.setrlimit', 'resource.prlimit', 'ctypes.dlopen',
-                   'ctypes.dlsym', 'ctypes.cdata', 'socket.connect', 'socket.bind', 'socket.sendto', 'socket.sendmsg',
-                   'os.setuid', 'os.setgid', 'os.chroot', 'sys.remote_exec', 'mmap.__new__', 'os.putenv'}
+_BLOCKED_EVENTS = {'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork', 'os.forkpty',
+                   'subprocess.Popen', 'os.kill', 'os.killpg', 'signal.pthread_kill',
+                   'resource.setrlimit', 'resource.prlimit', 'ctypes.dlopen', 'ctypes.dlsym',
+                   'ctypes.cdata', 'socket.connect', 'socket.bind', 'socket.sendto',
+                   'socket.sendmsg', 'os.setuid', 'os.setgid', 'os.chroot', 'sys.remote_exec',
+                   'mmap.__new__', 'os.putenv'}
 # what the sandbox's own code does while its permit is up: fork a process (and lower that
 # process's CPU limit), end one
 _PERMITTED_EVENTS = {'os.fork', 'os.kill', 'resource.setrlimit'}
-_PATH_EVENTS = {'os.remove', 'os.rename', 'os.mkdir', 'os.rmdir', 'os.chmod', 'os.chown', 'os.symlink', 'os.link',
-                'os.truncate', 'os.utime', 'shutil.rmtree', 'shutil.copyfile', 'shutil.move'}
+_PATH_EVENTS = {'os.remove', 'os.rename', 'os.mkdir', 'os.rmdir', 'os.chmod', 'os.chown',
+                'os.symlink', 'os.link', 'os.truncate', 'os.utime', 'shutil.rmtree',
+                'shutil.copyfile', 'shutil.move'}
 _BLOCKED_IMPORTS = {'ctypes', '_ctypes', 'cffi', '_posixsubprocess', 'pty'}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 class SandboxViolation(PermissionError):
     "Raised inside a worker when code attempts something the sandbox forbids."
 
+# %% ../../nbs/core/07_sandbox.ipynb #4b6b8ff0
 def _audit_hook(home: str, permit: list[bool]):
     home = os.path.realpath(home)
     def inside(p) -> bool:
         if isinstance(p, int): return True
         try: p = os.fsdecode(p)
         except TypeError: return False
-        return os.path.realpath(os.path.join(home, p)).startswith(home + os.sep) or os.path.realpath(p) == home
+        return (
+            os.path.realpath(os.path.join(home, p)).startswith(home + os.sep)
+            or os.path.realpath(p) == home
+        )
     def hook(event, args):
-        if event in _BLOCKED_EVENTS and not (permit[0] and event in _PERMITTED_EVENTS): raise SandboxViolation(f'sandbox: {event} is not allowed')
-        if event == 'import' and args[0].split('.')[0] in _BLOCKED_IMPORTS: raise SandboxViolation(f'sandbox: import of {args[0]} is not allowed')
+        if event in _BLOCKED_EVENTS and not (permit[0] and event in _PERMITTED_EVENTS):
+            raise SandboxViolation(f'sandbox: {event} is not allowed')
+        if event == 'import' and args[0].split('.')[0] in _BLOCKED_IMPORTS:
+            raise SandboxViolation(f'sandbox: import of {args[0]} is not allowed')
         if event == 'open':
             path, mode, flags = args
-            writing = (isinstance(mode, str) and any(c in mode for c in 'wax+')) or (isinstance(flags, int) and flags & _WRITE_FLAGS)
-            if writing and not inside(path): raise SandboxViolation(f'sandbox: writing {path!r} outside the sandbox directory is not allowed')
+            writing = (isinstance(mode, str) and any(c in mode for c in 'wax+')) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            )
+            if writing and not inside(path):
+                raise SandboxViolation(
+                    f'sandbox: writing {path!r} outside the sandbox directory is not allowed'
+                )
         elif event in _PATH_EVENTS:
             for p in args:
-                if isinstance(p, (str, bytes, os.PathLike)) and not inside(p): raise SandboxViolation(f'sandbox: {event} on {p!r} is not allowed')
+                if isinstance(p, (str, bytes, os.PathLike)) and not inside(p):
+                    raise SandboxViolation(f'sandbox: {event} on {p!r} is not allowed')
     return hook
 
 # %% ../../nbs/core/07_sandbox.ipynb #63fb3dd6
-SANDBOX_PRELOAD = ('abc', 'base64', 'bisect', 'calendar', 'collections', 'collections.abc', 'copy', 'csv', 'dataclasses', 'datetime',
-                   'decimal', 'difflib', 'enum', 'fractions', 'functools', 'hashlib', 'heapq', 'hmac', 'html', 'io', 'ipaddress',
-                   'itertools', 'json', 'locale', 'math', 'numbers', 'operator', 'pprint', 're', 'secrets', 'statistics', 'string',
-                   'textwrap', 'time', 'typing', 'unicodedata', 'urllib.parse', 'uuid', 'random', 'zoneinfo', '_strptime',
-                   'encodings.idna', 'pydantic', 'pydantic.json_schema', 'envsynth.envs')
+SANDBOX_PRELOAD = ('abc', 'base64', 'bisect', 'calendar', 'collections', 'collections.abc', 'copy',
+                   'csv', 'dataclasses', 'datetime', 'decimal', 'difflib', 'enum', 'fractions',
+                   'functools', 'hashlib', 'heapq', 'hmac', 'html', 'io', 'ipaddress', 'itertools',
+                   'json', 'locale', 'math', 'numbers', 'operator', 'pprint', 're', 'secrets',
+                   'statistics', 'string', 'textwrap', 'time', 'typing', 'unicodedata',
+                   'urllib.parse', 'uuid', 'random', 'zoneinfo', '_strptime', 'encodings.idna',
+                   'pydantic', 'pydantic.json_schema', 'envsynth.envs')
 
 def _load_module(name: str, code: str):
     import types
@@ -157,9 +196,11 @@ def _load_module(name: str, code: str):
 
 # %% ../../nbs/core/07_sandbox.ipynb #bf67ba90
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 8, 32, 4096
-_KEPT_MOUNT_FLAGS = {'nodev': _MS_NODEV, 'noexec': _MS_NOEXEC, 'noatime': 1024, 'nodiratime': 2048, 'relatime': 1 << 21}
+_KEPT_MOUNT_FLAGS = {'nodev': _MS_NODEV, 'noexec': _MS_NOEXEC, 'noatime': 1024, 'nodiratime': 2048,
+                     'relatime': 1 << 21}
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
-SANDBOX_HOME = '/tmp/sandbox'             # a worker's home and working directory, inside its private /tmp
+# a worker's home and working directory, inside its private /tmp
+SANDBOX_HOME = '/tmp/sandbox'
 
 def _libc():
     import ctypes
@@ -172,31 +213,45 @@ def _libc():
 def _mount_points() -> list[tuple[str, set[str]]]:
     "Mount points of this mount namespace and their per-mount options, from /proc/self/mountinfo."
     unescape = lambda s: re.sub(r'\\([0-7]{3})', lambda m: chr(int(m[1], 8)), s)
-    return [(unescape(f[4]), set(f[5].split(','))) for f in (line.split() for line in open('/proc/self/mountinfo'))]
+    return [(unescape(f[4]), set(f[5].split(',')))
+            for f in (line.split() for line in open('/proc/self/mountinfo'))]
 
 # %% ../../nbs/core/07_sandbox.ipynb #c20e8b11
 def _private_filesystem(cfg: dict) -> None:
-    "As root in a new mount namespace: everything read-only, private tmpfs on /tmp and /dev/shm, hidden folders covered."
+    """As root in a new mount namespace: everything read-only, private tmpfs on /tmp and /dev/shm,
+    hidden folders covered."""
     call, ctypes = _libc()
     def mount(source, target, fstype, flags, data=None):
         enc = lambda s: s.encode() if s is not None else None
         call('mount', enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     hide = [h for h in cfg['hide'] if os.path.isdir(h) and h != '/']
     under = lambda p, h: os.path.commonpath([p, h]) == h
-    covered = ['/tmp', '/dev/shm', *hide]                                   # a checkout may itself live under /tmp
-    keep = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and any(under(os.path.realpath(p), h) for h in covered)})
-    kept = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}          # reachable after their folder is covered
+    # a checkout may itself live under /tmp
+    covered = ['/tmp', '/dev/shm', *hide]
+    keep = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)
+                   and any(under(os.path.realpath(p), h) for h in covered)})
+    # reachable after their folder is covered
+    kept = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}
     for target, opts in _mount_points():
-        flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | sum(f for o, f in _KEPT_MOUNT_FLAGS.items() if o in opts)
+        flags = (
+            _MS_BIND
+            | _MS_REMOUNT
+            | _MS_RDONLY
+            | _MS_NOSUID
+            | sum(f for o, f in _KEPT_MOUNT_FLAGS.items() if o in opts)
+        )
         mount(None, target, None, flags)
     disk = cfg['limits']['disk_mb']
-    for target in ('/tmp', '/dev/shm'): mount('tmpfs', target, 'tmpfs', _MS_NOSUID | _MS_NODEV, f'size={disk}m,mode=1777')
-    def bind_back(p):                                                       # an import path, read-only, over what covered it
+    for target in ('/tmp', '/dev/shm'): mount('tmpfs', target, 'tmpfs', _MS_NOSUID | _MS_NODEV,
+                                              f'size={disk}m,mode=1777')
+    # an import path, read-only, over what covered it
+    def bind_back(p):
         os.makedirs(p, exist_ok=True)
         mount(f'/proc/self/fd/{kept[p]}', p, None, _MS_BIND)
         mount(None, p, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID)
     for h in hide:
-        os.makedirs(h, exist_ok=True)                                       # gone if it was under the fresh /tmp
+        # gone if it was under the fresh /tmp
+        os.makedirs(h, exist_ok=True)
         mount('tmpfs', h, 'tmpfs', _MS_NOSUID | _MS_NODEV, 'size=1m,mode=755')
         for p in (p for p in keep if under(p, h)): bind_back(p)
         mount(None, h, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
@@ -208,7 +263,8 @@ def _private_filesystem(cfg: dict) -> None:
 # %% ../../nbs/core/07_sandbox.ipynb #2d48bedf
 @dataclass
 class _Process:
-    "What a sandbox process keeps: its configuration, the permit its own code raises to fork or end a child, and its children's ends."
+    """What a sandbox process keeps: its configuration, the permit its own code raises to fork or
+    end a child, and its children's ends."""
     cfg: dict
     permit: list
     die_with_parent: Any
@@ -223,16 +279,20 @@ def _lock_down(cfg: dict) -> _Process:
     if cfg.get('make_home'): os.makedirs(home, mode=0o700, exist_ok=True)   # a container's /tmp
     os.chdir(home)
     spent = int(time.process_time()) + 1       # the preload's CPU seconds (2-3 s) do not count
-    for res, val in ((resource.RLIMIT_AS, lim['memory_mb'] << 20), (resource.RLIMIT_FSIZE, lim['file_size_mb'] << 20),
-                     (resource.RLIMIT_NOFILE, lim['open_files']), (resource.RLIMIT_CPU, lim['cpu_s'] + spent),
+    for res, val in ((resource.RLIMIT_AS, lim['memory_mb'] << 20),
+                     (resource.RLIMIT_FSIZE, lim['file_size_mb'] << 20),
+                     (resource.RLIMIT_NOFILE, lim['open_files']),
+                     (resource.RLIMIT_CPU, lim['cpu_s'] + spent),
                      (resource.RLIMIT_NPROC, lim['processes']), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(res, (val, val))
     call('prctl', _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if cfg.get('uid') is not None:
         os.setgroups([]); os.setgid(cfg['uid']); os.setuid(cfg['uid'])
-    die_with_parent = lambda: call('prctl', _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # resolved now, callable after ctypes is gone
+    # resolved now, callable after ctypes is gone
+    die_with_parent = lambda: call('prctl', _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if cfg['namespaces']: die_with_parent()
-    for m in [m for m in sys.modules if m.split('.')[0] in ('ctypes', '_ctypes')]: del sys.modules[m]
+    for m in [m for m in sys.modules
+              if m.split('.')[0] in ('ctypes', '_ctypes')]: del sys.modules[m]
     sys.setrecursionlimit(5000)
     permit = [False]
     sys.addaudithook(_audit_hook(home, permit))
@@ -249,8 +309,10 @@ def _reap(deaths: dict) -> None:
         while len(deaths) > 256: deaths.pop(next(iter(deaths)))
 
 def _fork(proc: _Process, keep: int, close: list) -> int:
-    "Fork a child that keeps channel `keep` and closes the sockets `close`: its pid in the parent, 0 in the child."
-    gc.freeze()                    # objects that exist now are never traversed by the child's collector: fewer copied pages
+    """Fork a child that keeps channel `keep` and closes the sockets `close`: its pid in the parent,
+    0 in the child."""
+    # objects that exist now are never traversed by the child's collector: fewer copied pages
+    gc.freeze()
     proc.permit[0] = True
     try: pid = os.fork()
     finally: proc.permit[0] = False
@@ -264,15 +326,21 @@ def _fork(proc: _Process, keep: int, close: list) -> int:
     proc.die_with_parent()
     return 0
 
+# %% ../../nbs/core/07_sandbox.ipynb #25c7e3a1
 def _status_text(status: int) -> str:
-    return f'killed by {signal.Signals(os.WTERMSIG(status)).name}' if os.WIFSIGNALED(status) else f'exited with status {os.WEXITSTATUS(status)}'
+    return (
+        f'killed by {signal.Signals(os.WTERMSIG(status)).name}'
+        if os.WIFSIGNALED(status)
+        else f'exited with status {os.WEXITSTATUS(status)}'
+    )
 
 def _end_child(proc: _Process, pid: int, grace_s: float) -> dict:
     "Wait up to `grace_s` for child `pid` to end by itself, else SIGKILL it; how it ended."
     deadline, killed = time.monotonic() + grace_s, False
     while True:
         _reap(proc.deaths)
-        if pid in proc.deaths: return {'ended': _status_text(proc.deaths.pop(pid)), 'killed': killed}
+        if pid in proc.deaths: return {'ended': _status_text(proc.deaths.pop(pid)),
+                                       'killed': killed}
         if time.monotonic() > deadline:
             if killed: return {'ended': 'still running', 'killed': True}
             proc.permit[0] = True
@@ -289,18 +357,57 @@ def _answer(fd: int, proc: _Process, req: dict, work) -> None:
     try: reply = work()
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt): raise
-        if isinstance(e, BlockingIOError): reply = {'error': {'type': 'resource_limit', 'message': f'sandbox: process limit reached: {e}'}, 'process_limit': True}
-        else: reply = {**_exception_result(req.get('func') or req.get('toolkit') or req.get('op'), e), 'recycle': isinstance(e, (MemoryError, SystemExit))}
-    err = reply['ok'].get('error', {}) if isinstance(reply.get('ok'), dict) else reply.get('error', {})
-    if err.get('type') == 'resource_limit' and not reply.get('process_limit'): reply['recycle'] = True
-    if err.get('type') == 'import_error': err['message'] += ' (modules a worker did not import before lock-down may be unreadable: add them to SandboxLimits.preload)'
-    try: data = orjson.dumps(reply)
-    except (TypeError, orjson.JSONEncodeError) as e: data = orjson.dumps({'error': {'type': 'internal_error', 'message': f'result is not JSON: {e}'}})
-    except MemoryError: data = orjson.dumps({'error': {'type': 'resource_limit', 'message': 'out of memory serializing the result'}, 'recycle': True})
+        if isinstance(e, BlockingIOError):
+            reply = {
+                'error': {
+                    'type': 'resource_limit', 'message': f'sandbox: process limit reached: {e}'
+                },
+                'process_limit': True,
+            }
+        else:
+            reply = {
+                **_exception_result(req.get('func') or req.get('toolkit') or req.get('op'), e),
+                'recycle': isinstance(e, (MemoryError, SystemExit)),
+            }
+    err = (
+        reply['ok'].get('error', {})
+        if isinstance(reply.get('ok'), dict)
+        else reply.get('error', {})
+    )
+    if err.get('type') == 'resource_limit' and not reply.get('process_limit'):
+        reply['recycle'] = True
+    if err.get('type') == 'import_error':
+        err['message'] += (
+            ' (modules a worker did not import before lock-down may be unreadable: add them to'
+            ' SandboxLimits.preload)'
+        )
+    try:
+        data = orjson.dumps(reply)
+    except (TypeError, orjson.JSONEncodeError) as e:
+        data = orjson.dumps(
+            {'error': {'type': 'internal_error', 'message': f'result is not JSON: {e}'}}
+        )
+    except MemoryError:
+        data = orjson.dumps(
+            {
+                'error': {
+                    'type': 'resource_limit', 'message': 'out of memory serializing the result'
+                },
+                'recycle': True,
+            }
+        )
     if len(data) > max_out:
-        data = orjson.dumps({'error': {'type': 'output_too_large', 'message': f'result of {len(data)} bytes is over the cap of {max_out}'}})
+        data = orjson.dumps(
+            {
+                'error': {
+                    'type': 'output_too_large',
+                    'message': f'result of {len(data)} bytes is over the cap of {max_out}',
+                }
+            }
+        )
     _write_bytes(fd, data)
 
+# %% ../../nbs/core/07_sandbox.ipynb #1da27756
 def _exception_result(name: str, e: BaseException) -> dict:
     from envsynth.envs import exception_result
     return exception_result(name, e)
@@ -314,24 +421,41 @@ def _serve_episode(proc: _Process, fd: int, runtime) -> None:
         try: req = read_frame(fd)
         except FrameError: return
         def work():
-            if req.get('op') != 'call' or req.get('method') not in _EPISODE_METHODS: raise ValueError(f"an episode process serves {_EPISODE_METHODS}, not {req.get('op')!r} {req.get('method')!r}")
+            if req.get('op') != 'call' or req.get('method') not in _EPISODE_METHODS:
+                raise ValueError(
+                    f"an episode process serves {_EPISODE_METHODS}, not {req.get('op')!r}"
+                    f" {req.get('method')!r}"
+                )
             return {'ok': getattr(runtime, req['method'])(*req.get('args', []))}
         _answer(fd, proc, req, work)
 
+# %% ../../nbs/core/07_sandbox.ipynb #6feb5098
 def _serve_exec(proc: _Process, fd: int) -> None:
     "An exec process: one `exec` request, then it ends."
     try: req = read_frame(fd)
     except FrameError: return
     def work():
         from envsynth.envs import output_size_over
-        mod = _load_module(f"envsynth_exec_{hashlib.sha256(req['code'].encode()).hexdigest()[:12]}", req['code'])
+        mod = _load_module(f"envsynth_exec_{hashlib.sha256(req['code'].encode()).hexdigest()[:12]}",
+                           req['code'])
         out = getattr(mod, req['func'])(**req.get('kwargs', {}))
         max_out = proc.cfg['limits']['max_output_bytes']
-        return {'error': {'type': 'output_too_large', 'message': f'result is over the cap of {max_out} bytes'}} if output_size_over(out, max_out) else {'ok': out}
+        return (
+            {
+                'error': {
+                    'type': 'output_too_large',
+                    'message': f'result is over the cap of {max_out} bytes',
+                }
+            }
+            if output_size_over(out, max_out)
+            else {'ok': out}
+        )
     _answer(fd, proc, req, work)
 
+# %% ../../nbs/core/07_sandbox.ipynb #e510d78c
 def _serve_template(proc: _Process, sock: socket.socket) -> None:
-    "An environment's template: `load` once, then a fresh episode process per `fork`, seed hashes, and `end` of its episodes."
+    """An environment's template: `load` once, then a fresh episode process per `fork`, seed hashes,
+    and `end` of its episodes."""
     from envsynth.envs import EnvRuntime
     signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
     runtime = None
@@ -346,7 +470,8 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
                 cls = getattr(mod, req['toolkit'], None)
                 if cls is None: raise LookupError(f"tools code defines no class {req['toolkit']!r}")
                 kw = {'clock_start': req['clock_start']} if req.get('clock_start') else {}
-                runtime = EnvRuntime(cls, req['seed_state'], max_output_bytes=proc.cfg['limits']['max_output_bytes'], **kw)
+                runtime = EnvRuntime(cls, req['seed_state'],
+                                     max_output_bytes=proc.cfg['limits']['max_output_bytes'], **kw)
                 return {'ok': runtime.describe()}
             if runtime is None: raise RuntimeError(f'the environment is not loaded (got {op!r})')
             if op == 'fork':
@@ -357,7 +482,8 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
                     try: _serve_episode(proc, chan, runtime)
                     finally: os._exit(0)
                 return {'ok': {'pid': pid}}
-            if op == 'call' and req.get('method') == 'seed_hashes': return {'ok': runtime.seed_hashes(*req.get('args', []))}
+            if op == 'call' and req.get('method') == 'seed_hashes':
+                return {'ok': runtime.seed_hashes(*req.get('args', []))}
             if op == 'end': return {'ok': _end_child(proc, req['pid'], req.get('grace_s', 0))}
             raise ValueError(f'a template serves load, fork, seed_hashes and end, not {op!r}')
         try: _answer(sock.fileno(), proc, req, work)
@@ -366,7 +492,8 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
 
 # %% ../../nbs/core/07_sandbox.ipynb #9aec94be
 def _serve_worker(proc: _Process, sock: socket.socket) -> None:
-    "The worker (process 1 of its namespace): forks templates and exec processes, ends them, probes; never runs tool code."
+    """The worker (process 1 of its namespace): forks templates and exec processes, ends them,
+    probes; never runs tool code."""
     signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
     while True:
         try: req, fds = read_frame_with_fds(sock)
@@ -374,7 +501,8 @@ def _serve_worker(proc: _Process, sock: socket.socket) -> None:
         def work():
             op = req.get('op')
             if op == 'spawn':
-                if len(fds) != 1 or req.get('role') not in ('template', 'exec'): raise ValueError('spawn needs one channel and a role: template or exec')
+                if len(fds) != 1 or req.get('role') not in ('template', 'exec'):
+                    raise ValueError('spawn needs one channel and a role: template or exec')
                 chan = fds.pop()
                 pid = _fork(proc, chan, [sock])
                 if pid == 0:
@@ -385,55 +513,96 @@ def _serve_worker(proc: _Process, sock: socket.socket) -> None:
                 return {'ok': {'pid': pid}}
             if op == 'end': return {'ok': _end_child(proc, req['pid'], req.get('grace_s', 0))}
             if op == 'probe':
-                return {'ok': {'uid': os.getuid(), 'pid': os.getpid(), 'cwd': os.getcwd(),
-                               **{f'{ns}_ns': os.readlink(f'/proc/self/ns/{ns}') for ns in ('net', 'pid', 'mnt')},
-                               'env': sorted(os.environ), 'limits': {r: resource.getrlimit(getattr(resource, r))
-                               for r in ('RLIMIT_AS', 'RLIMIT_CPU', 'RLIMIT_NPROC', 'RLIMIT_FSIZE', 'RLIMIT_NOFILE')}}}
+                return {
+                    'ok': {
+                        'uid': os.getuid(),
+                        'pid': os.getpid(),
+                        'cwd': os.getcwd(),
+                        **{
+                            f'{ns}_ns': os.readlink(f'/proc/self/ns/{ns}')
+                            for ns in ('net', 'pid', 'mnt')
+                        },
+                        'env': sorted(os.environ),
+                        'limits': {
+                            r: resource.getrlimit(getattr(resource, r))
+                            for r in (
+                                'RLIMIT_AS',
+                                'RLIMIT_CPU',
+                                'RLIMIT_NPROC',
+                                'RLIMIT_FSIZE',
+                                'RLIMIT_NOFILE',
+                            )
+                        },
+                    }
+                }
             raise ValueError(f'unknown op {op!r}')
         try: _answer(sock.fileno(), proc, req, work)
         finally:
             for fd in fds: os.close(fd)
 
+# %% ../../nbs/core/07_sandbox.ipynb #50c6bde6
 def _exit_with_parent(proto: int) -> None:
-    "Exit as soon as the parent's end of the channel is gone (the parent died), even in the middle of a request."
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})       # children's ends are the main thread's to collect
-    poller = select.poll(); poller.register(proto, 0)          # no events asked: POLLHUP and POLLERR always come
+    """Exit as soon as the parent's end of the channel is gone (the parent died), even in the middle
+    of a request."""
+    # children's ends are the main thread's to collect
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    # no events asked: POLLHUP and POLLERR always come
+    poller = select.poll(); poller.register(proto, 0)
     while not poller.poll(): pass
     os._exit(0)
 
+# %% ../../nbs/core/07_sandbox.ipynb #5166710a
 def worker_main() -> None:
-    "Entry point of a sandbox worker (stdin and stdout are one unix socket that carries the protocol; stderr is the parent's log file)."
+    """Entry point of a sandbox worker (stdin and stdout are one unix socket that carries the
+    protocol; stderr is the parent's log file)."""
     proto = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0); os.dup2(devnull, 1)
     sys.stdout = open(os.devnull, 'w')
     cfg = read_frame(proto)
-    for fd in cfg['close_fds']: os.close(fd)           # the uid lock stays with the `unshare` process outside
+    # the uid lock stays with the `unshare` process outside
+    for fd in cfg['close_fds']: os.close(fd)
     try: proc = _lock_down(cfg)
     except BaseException as e:
-        write_frame(proto, {'error': {'type': 'unavailable', 'message': f'worker could not lock down: {type(e).__name__}: {e}'}}); return
+        write_frame(
+            proto,
+            {
+                'error': {
+                    'type': 'unavailable',
+                    'message': f'worker could not lock down: {type(e).__name__}: {e}',
+                }
+            },
+        )
+        return
     threading.Thread(target=_exit_with_parent, args=(proto,), daemon=True).start()
     write_frame(proto, {'ready': True})
     _serve_worker(proc, socket.socket(fileno=proto))
-    if not cfg['namespaces']: shutil.rmtree(cfg['home'], ignore_errors=True)    # a private tmpfs vanishes by itself
+    # a private tmpfs vanishes by itself
+    if not cfg['namespaces']: shutil.rmtree(cfg['home'], ignore_errors=True)
 
 # %% ../../nbs/core/07_sandbox.ipynb #7752a574
 class SandboxUnavailable(RuntimeError):
-    "The sandbox cannot start here (e.g. no `unshare`, not root, not permitted to create namespaces)."
+    """The sandbox cannot start here (e.g. no `unshare`, not root, not permitted to create
+    namespaces)."""
 
-SANDBOX_UIDS = range(2_000_000_000, 2_000_000_000 + 65536)     # uids for workers; ones that name an account are skipped
+# uids for workers; ones that name an account are skipped
+SANDBOX_UIDS = range(2_000_000_000, 2_000_000_000 + 65536)
 _UID_LOCKS = Path(tempfile.gettempdir(), 'envsynth-uid-locks')
 
 def lock_sandbox_uid() -> tuple[int, int]:
-    "A uid that no other live worker on this machine holds, and the descriptor of its lock (held until every copy is closed)."
+    """A uid that no other live worker on this machine holds, and the descriptor of its lock (held
+    until every copy is closed)."""
     _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
     st = _UID_LOCKS.lstat()
     if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not _UID_LOCKS.is_dir():
-        raise SandboxUnavailable(f'{_UID_LOCKS} must be a folder of uid {os.geteuid()} with mode 700')
+        raise SandboxUnavailable(
+            f'{_UID_LOCKS} must be a folder of uid {os.geteuid()} with mode 700'
+        )
     for uid in SANDBOX_UIDS:
         try: pwd.getpwuid(uid); continue
         except KeyError: pass
-        fd = os.open(_UID_LOCKS / f'{uid}.lock', os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(_UID_LOCKS / f'{uid}.lock',
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); return uid, fd
         except BlockingIOError: os.close(fd)
     raise SandboxUnavailable(f'all {len(SANDBOX_UIDS)} sandbox uids are in use')
@@ -447,13 +616,20 @@ def _namespace_flags(limits: SandboxLimits) -> list[str]:
 @cache
 def _check_namespaces(flags: tuple[str, ...]) -> None:
     r = subprocess.run(['unshare', *flags, '--', 'true'], capture_output=True, text=True)
-    if r.returncode: raise SandboxUnavailable(f"cannot create namespaces (unshare {' '.join(flags)}): {r.stderr.strip()}. "
-                                              'SandboxLimits(namespaces=False, network=True) runs workers without them (trusted code only)')
+    if r.returncode:
+        raise SandboxUnavailable(
+            f"cannot create namespaces (unshare {' '.join(flags)}): {r.stderr.strip()}."
+            " SandboxLimits(namespaces=False, network=True) runs workers without them (trusted"
+            " code only)"
+        )
 
 def _project_folders() -> list[str]:
     import importlib.util
     for d in Path(importlib.util.find_spec('envsynth').origin).resolve().parent.parents:
-        if d != Path('/') and any((d / m).exists() for m in ('pyproject.toml', 'settings.ini', '.git')): return [str(d)]
+        if d != Path('/') and any(
+            (d / m).exists() for m in ('pyproject.toml', 'settings.ini', '.git')
+        ):
+            return [str(d)]
     return []
 
 def _remove_stale_homes() -> None:
@@ -468,19 +644,27 @@ def _remove_stale_homes() -> None:
 # %% ../../nbs/core/07_sandbox.ipynb #1a9018f4
 @dataclass
 class _Channel:
-    "The parent's end of the socket to one process inside a worker (a template or an episode), its pid there, and what it said when it loaded."
+    """The parent's end of the socket to one process inside a worker (a template or an episode), its
+    pid there, and what it said when it loaded."""
     sock: socket.socket
     pid: int
     info: Any = None
 
+# %% ../../nbs/core/07_sandbox.ipynb #5f2dfbec
 class _Worker:
     def __init__(self, slot: int, limits: SandboxLimits, python: str, hide: list[str]):
         self.slot, self.limits, self.lock = slot, limits, threading.Lock()
-        self.templates: OrderedDict[str, _Channel] = OrderedDict()             # environment key -> its template, least recently used first
-        self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()  # (environment key, episode id) -> its process
+        # environment key -> its template, least recently used first
+        self.templates: OrderedDict[str, _Channel] = OrderedDict()
+        # (environment key, episode id) -> its process
+        self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()
         self.sock = None
         self.uid, self._uid_lock = lock_sandbox_uid() if limits.drop_privileges else (None, None)
-        self.host_home = None if limits.namespaces else tempfile.mkdtemp(prefix=f'envsynth-sandbox-{os.getpid()}-{slot}-')
+        self.host_home = (
+            None
+            if limits.namespaces
+            else tempfile.mkdtemp(prefix=f'envsynth-sandbox-{os.getpid()}-{slot}-')
+        )
         self.home = SANDBOX_HOME if limits.namespaces else self.host_home
         if self.host_home:
             if self.uid is not None: os.chown(self.host_home, self.uid, self.uid)
@@ -490,29 +674,49 @@ class _Worker:
         flags = _namespace_flags(limits)
         cmd = [python, '-I', '-c', 'from envsynth.sandbox import worker_main; worker_main()']
         if flags: cmd = ['unshare', *flags, '--', *cmd]
-        # the uid lock goes to `unshare` (it outlives nothing of the worker's); without it the worker closes its copy
+        # the uid lock goes to `unshare` (it outlives nothing of the worker's); without it the
+        # worker closes its copy
         held = (self._uid_lock,) if self._uid_lock is not None else ()
-        env = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': self.home, 'TMPDIR': self.home, 'PYTHONHASHSEED': '0',
-               'LANG': 'C.UTF-8', 'PYTHONDONTWRITEBYTECODE': '1'}
+        env = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': self.home, 'TMPDIR': self.home,
+               'PYTHONHASHSEED': '0', 'LANG': 'C.UTF-8', 'PYTHONDONTWRITEBYTECODE': '1'}
         self.sock, inside = socket.socketpair()
-        try: self.proc = subprocess.Popen(cmd, stdin=inside.fileno(), stdout=inside.fileno(), stderr=log, pass_fds=held,
-                                          env=env, cwd='/', start_new_session=True)
-        except OSError as e: self.sock.close(); self._release(); raise SandboxUnavailable(f'cannot start a worker: {e}') from None
-        finally: inside.close()
+        try:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=inside.fileno(),
+                stdout=inside.fileno(),
+                stderr=log,
+                pass_fds=held,
+                env=env,
+                cwd='/',
+                start_new_session=True,
+            )
+        except OSError as e:
+            self.sock.close()
+            self._release()
+            raise SandboxUnavailable(f'cannot start a worker: {e}') from None
+        finally:
+            inside.close()
         self.calls = 0
         try:
-            write_frame(self.sock.fileno(), {'home': self.home, 'uid': self.uid, 'limits': asdict(limits), 'hide': hide,
-                                             'namespaces': limits.namespaces, 'close_fds': list(held)})
+            write_frame(self.sock.fileno(), {'home': self.home, 'uid': self.uid,
+                                             'limits': asdict(limits), 'hide': hide,
+                                             'namespaces': limits.namespaces,
+                                             'close_fds': list(held)})
             hello = read_frame(self.sock.fileno(), deadline=time.monotonic() + 60)
         except (FrameError, OSError) as e:
             tail = self.log_tail(); self.kill()
             raise SandboxUnavailable(f'worker did not start: {e}. {tail}') from None
-        if not hello.get('ready'): self.kill(); raise SandboxUnavailable(hello.get('error', {}).get('message', str(hello)))
+        if not hello.get('ready'):
+            self.kill()
+            raise SandboxUnavailable(hello.get('error', {}).get('message', str(hello)))
 
 # %% ../../nbs/core/07_sandbox.ipynb #739b2296
 @patch_to(_Worker)
-def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
-    "Send one request on `sock` (the worker's or one of its processes'); a `FrameError` (timeout, crashed, output_too_large) means that process failed."
+def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None,
+             fds: list[int] = ()) -> dict:
+    """Send one request on `sock` (the worker's or one of its processes'); a `FrameError` (timeout,
+    crashed, output_too_large) means that process failed."""
     self.calls += 1
     try:
         if fds: send_frame_with_fds(sock, msg, list(fds))
@@ -532,25 +736,40 @@ def death(self) -> str:
     try: code = self.proc.wait(timeout=0.2)
     except subprocess.TimeoutExpired: return ''
     if code == 1 and self.limits.namespaces and 'sigprocmask unblock failed' in self.log_tail():
-        code = -signal.SIGKILL                  # `unshare` cannot re-raise the SIGKILL that ended its child, and says so
-    return _with_limit(f'killed by {signal.Signals(-code).name}' if code < 0 else f'exited with status {code}')
+        # `unshare` cannot re-raise the SIGKILL that ended its child, and says so
+        code = -signal.SIGKILL
+    return _with_limit(f'killed by {signal.Signals(-code).name}' if code < 0
+                       else f'exited with status {code}')
 
+# %% ../../nbs/core/07_sandbox.ipynb #8732f6c6
 def _with_limit(how: str) -> str:
     "How a process ended, with the limit that a SIGXCPU or an unrequested SIGKILL means."
-    return how + (' (CPU time limit)' if how.endswith('SIGXCPU') else ' (CPU time or memory limit)' if how.endswith('SIGKILL') else '')
+    return how + (' (CPU time limit)' if how.endswith('SIGXCPU') else ' (CPU time or memory limit)'
+                  if how.endswith('SIGKILL') else '')
 
 @patch_to(_Worker)
 def log_tail(self, n: int = 600) -> str:
-    try: size = os.fstat(self._log).st_size; text = os.pread(self._log, n, max(0, size - n)).decode(errors='replace').strip()
-    except OSError: return ''
+    try:
+        size = os.fstat(self._log).st_size
+        text = os.pread(self._log, n, max(0, size - n)).decode(errors='replace').strip()
+    except OSError:
+        return ''
     return f'worker log: {text}' if text else ''
 
 # %% ../../nbs/core/07_sandbox.ipynb #7133b121
 @patch_to(_Worker)
 def kill(self) -> None:
-    try: inits = [int(p) for p in Path(f'/proc/{self.proc.pid}/task/{self.proc.pid}/children').read_text().split()]
-    except (OSError, ValueError, AttributeError): inits = []
-    for pid in inits:                       # children of `unshare`: process 1 of the worker's PID namespace
+    try:
+        inits = [
+            int(p)
+            for p in (
+                Path(f'/proc/{self.proc.pid}/task/{self.proc.pid}/children').read_text().split()
+            )
+        ]
+    except (OSError, ValueError, AttributeError):
+        inits = []
+    # children of `unshare`: process 1 of the worker's PID namespace
+    for pid in inits:
         try: os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError): pass
     if hasattr(self, 'proc'):
@@ -899,8 +1118,9 @@ def _start(self) -> _Container:
     _Relay(proc, relay_end)
     c = _Container(name, proc, mine, uid, lock)
     try:
-        write_frame(mine.fileno(), {'home': SANDBOX_HOME, 'uid': None, 'limits': asdict(self.limits),
-                                    'hide': [], 'namespaces': False, 'make_home': True, 'close_fds': []})
+        write_frame(mine.fileno(), {'home': SANDBOX_HOME, 'uid': None,
+                                    'limits': asdict(self.limits), 'hide': [], 'namespaces': False,
+                                    'make_home': True, 'close_fds': []})
         hello = read_frame(mine.fileno(), deadline=time.monotonic() + 60)
     except (FrameError, OSError) as e:
         tail = self.log_tail(); self._stop([c])
@@ -942,7 +1162,8 @@ def kill(self) -> None:
 # %% ../../nbs/core/07_sandbox.ipynb #87c9e9e7
 @patch_to(_DockerWorker)
 def death(self) -> str:
-    "How a container of this worker ended (`docker run` exits 128 + n for signal n), after a failure."
+    """How a container of this worker ended (`docker run` exits 128 + n for signal n), after a
+    failure."""
     for _ in range(2):
         for c in self.containers.values():
             code = c.proc.poll()
@@ -965,11 +1186,13 @@ def pids(self) -> list[int]:
 # %% ../../nbs/core/07_sandbox.ipynb #84e093fc
 SANDBOX_BACKENDS = ('namespaces', 'docker')
 
+# %% ../../nbs/core/07_sandbox.ipynb #d013df69
 class SandboxPool:
     "A pool of sandbox workers. Use as a context manager, or call `close()`."
     def __init__(self, size: int = 2, limits: SandboxLimits = SandboxLimits(),
                  python: str = sys.executable, backend: str = 'namespaces'):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1: raise ValueError(f'size must be an int >= 1, got {size!r}')
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f'size must be an int >= 1, got {size!r}')
         if backend not in SANDBOX_BACKENDS:
             raise ValueError(f'backend must be one of {SANDBOX_BACKENDS}, got {backend!r}')
         self.size, self.limits, self.python, self.isolation = size, limits, python, backend
@@ -980,12 +1203,18 @@ class SandboxPool:
         self._docker = DockerRuntime(python) if backend == 'docker' else None
         if backend == 'docker': self.hide = []; return
         if limits.drop_privileges and os.geteuid() != 0:
-            raise SandboxUnavailable('a uid of its own per worker needs root; SandboxLimits(drop_privileges=False) runs workers as the '
-                                     'calling user (weaker: workers of different pools can then signal each other)')
+            raise SandboxUnavailable(
+                'a uid of its own per worker needs root; SandboxLimits(drop_privileges=False) runs'
+                ' workers as the calling user (weaker: workers of different pools can then signal'
+                ' each other)'
+            )
         flags = tuple(_namespace_flags(limits))
         if flags and shutil.which('unshare') is None:
-            raise SandboxUnavailable('`unshare` (util-linux) is needed for the network, PID and mount namespaces; '
-                                     'SandboxLimits(namespaces=False, network=True) runs workers without them (trusted code only)')
+            raise SandboxUnavailable(
+                '`unshare` (util-linux) is needed for the network, PID and mount namespaces;'
+                ' SandboxLimits(namespaces=False, network=True) runs workers without them (trusted'
+                ' code only)'
+            )
         if flags: _check_namespaces(flags)
         if not limits.namespaces: _remove_stale_homes()
         self.hide = _project_folders() + [os.path.abspath(h) for h in limits.hide]
@@ -998,7 +1227,8 @@ class SandboxPool:
                     _Worker(slot, self.limits, self.python, self.hide))
             return self._workers[slot]
 
-    def _count(self, reason: str) -> None: self.stats['replaced'][reason] = self.stats['replaced'].get(reason, 0) + 1
+    def _count(self, reason: str) -> None:
+        self.stats['replaced'][reason] = self.stats['replaced'].get(reason, 0) + 1
 
     def _replace(self, slot: int, reason: str) -> None:
         with self._spawn_lock:
@@ -1009,7 +1239,8 @@ class SandboxPool:
 # %% ../../nbs/core/07_sandbox.ipynb #379b9e6d
 @patch_to(SandboxPool)
 def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
-    "One request on worker `slot`: its reply, or `{'error': ..., 'replaced': True}` if the process serving it failed and was replaced."
+    """One request on worker `slot`: its reply, or `{'error': ..., 'replaced': True}` if the process
+    serving it failed and was replaced."""
     w = self.worker(slot)
     with w.lock:
         self.stats['requests'] += 1
@@ -1022,22 +1253,31 @@ def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
 @patch_to(SandboxPool)
 def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = None,
                fds: list[int] = (), env: str | None = None) -> dict:
-    "A request to the process that spawns for `env` (the worker; with Docker: in `env`'s container)."
+    """A request to the process that spawns for `env` (the worker; with Docker: in `env`'s
+    container)."""
     try: return w.exchange(w.parent(env, start=True), msg, timeout, fds)
     except FrameError as e:
         how = w.death() if e.kind == 'crashed' else ''
         kind = 'resource_limit' if 'limit)' in how else e.kind
-        detail = f'{e}' + (f'; worker {how}' if how else '') + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
+        detail = (
+            f'{e}'
+            + (f'; worker {how}' if how else '')
+            + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
+        )
         self._replace(slot, kind)
         return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
+# %% ../../nbs/core/07_sandbox.ipynb #88fab523
 @patch_to(SandboxPool)
 def _failed(self, slot: int, w: _Worker, parent: socket.socket, pid: int, e: FrameError) -> dict:
-    "Process `pid` failed on its channel: its parent (the worker or a template) ends it and says how; the typed error."
-    try: end = w.exchange(parent, {'op': 'end', 'pid': pid, 'grace_s': 0.5 if e.kind == 'crashed' else 0}, timeout=5)['ok']
+    """Process `pid` failed on its channel: its parent (the worker or a template) ends it and says
+    how; the typed error."""
+    try: end = w.exchange(parent, {'op': 'end', 'pid': pid, 'grace_s': 0.5 if e.kind == 'crashed'
+                                   else 0}, timeout=5)['ok']
     except (FrameError, KeyError, TypeError):
         self._replace(slot, e.kind)
-        return {'error': {'type': e.kind, 'message': f'sandbox: {e}; the worker was replaced'}, 'replaced': True}
+        return {'error': {'type': e.kind, 'message': f'sandbox: {e}; the worker was replaced'},
+                'replaced': True}
     how = '' if end['killed'] else _with_limit(end['ended'])
     kind = 'resource_limit' if 'limit)' in how else e.kind
     self._count(kind)
@@ -1048,14 +1288,16 @@ def _failed(self, slot: int, w: _Worker, parent: socket.socket, pid: int, e: Fra
 # %% ../../nbs/core/07_sandbox.ipynb #56b4d931
 @patch_to(SandboxPool)
 def _free_process(self, w: _Worker) -> bool:
-    "Make room under the process limit: park the least recently used episode, else unload the least recently used environment."
+    """Make room under the process limit: park the least recently used episode, else unload the
+    least recently used environment."""
     if w.episodes: self._park(w, next(iter(w.episodes))); return True
     if w.templates: self._unload(w, next(iter(w.templates))); return True
     return False
 
 @patch_to(SandboxPool)
 def _park(self, w: _Worker, key: tuple[str, str]) -> None:
-    "End an episode's process (it exits when its channel closes); the backend replays the episode if it is used again."
+    """End an episode's process (it exits when its channel closes); the backend replays the episode
+    if it is used again."""
     ch = w.episodes.pop(key, None)
     if ch is not None: ch.sock.close()
 
@@ -1066,10 +1308,13 @@ def _unload(self, w: _Worker, env: str) -> None:
     if ch is not None: ch.sock.close()
     w.release(env)
 
+# %% ../../nbs/core/07_sandbox.ipynb #008877df
 @patch_to(SandboxPool)
-def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None, first: dict | None = None):
-    """A new process with a channel of its own, forked by the worker (`env=None`) or by `env`'s template, and sent `first`
-    at once (a small one before the fork's reply, so the two round trips overlap): `(channel, None)` or `(None, error reply)`."""
+def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None,
+             first: dict | None = None):
+    """A new process with a channel of its own, forked by the worker (`env=None`) or by `env`'s
+    template, and sent `first` at once (a small one before the fork's reply, so the two round trips
+    overlap): `(channel, None)` or `(None, error reply)`."""
     data = orjson.dumps(first) if first is not None else None
     for attempt in range(8):
         mine, theirs = socket.socketpair()
@@ -1082,11 +1327,14 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None, fir
                 try:
                     send_frame_with_fds(tpl.sock, msg, [theirs.fileno()])
                     theirs.close()
-                    if early: _write_bytes(mine.fileno(), data)          # read by the child once it exists
-                    reply = read_frame(tpl.sock.fileno(), 1 << 20, time.monotonic() + self.limits.call_timeout_s)
+                    # read by the child once it exists
+                    if early: _write_bytes(mine.fileno(), data)
+                    reply = read_frame(tpl.sock.fileno(), 1 << 20,
+                                       time.monotonic() + self.limits.call_timeout_s)
                 except (FrameError, OSError) as e:
                     failure = e if isinstance(e, FrameError) else FrameError('crashed', str(e))
-                    reply = self._failed(slot, w, w.parent(env), tpl.pid, failure)   # container still up
+                    # container still up
+                    reply = self._failed(slot, w, w.parent(env), tpl.pid, failure)
                     mine.close(); self._unload(w, env)
                     return None, reply
         finally: theirs.close()
@@ -1100,8 +1348,10 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None, fir
 
 # %% ../../nbs/core/07_sandbox.ipynb #f678fa75
 @patch_to(SandboxPool)
-def _on_child(self, slot: int, w: _Worker, ch: _Channel, parent: socket.socket, msg: dict, timeout: float | None, discard) -> dict:
-    "A request to a template or an episode process; `discard()` forgets the process when it failed or hit a limit."
+def _on_child(self, slot: int, w: _Worker, ch: _Channel, parent: socket.socket, msg: dict,
+              timeout: float | None, discard) -> dict:
+    """A request to a template or an episode process; `discard()` forgets the process when it failed
+    or hit a limit."""
     try: reply = w.exchange(ch.sock, msg, timeout)
     except FrameError as e:
         reply = self._failed(slot, w, parent, ch.pid, e); discard(); return reply
@@ -1128,30 +1378,38 @@ def _load(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict
     ch.info = reply['ok']; w.templates[env] = ch
     return reply
 
+# %% ../../nbs/core/07_sandbox.ipynb #c232c655
 @patch_to(SandboxPool)
 def _call(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict:
     env, method, args = msg['env'], msg['method'], msg.get('args', [])
     if env not in w.templates and method in ('open', 'seed_hashes'): return {'missing': 'env'}
     if method == 'seed_hashes':
         w.templates.move_to_end(env)
-        return self._on_child(slot, w, w.templates[env], w.parent(env), {'op': 'call', 'method': method, 'args': args}, timeout, lambda: self._unload(w, env))
+        return self._on_child(slot, w, w.templates[env], w.parent(env),
+                              {'op': 'call', 'method': method, 'args': args}, timeout,
+                              lambda: self._unload(w, env))
     key = (env, args[0])
     if method == 'close': self._park(w, key); return {'ok': None}
     if method == 'open': return self._open(slot, w, key, msg, timeout)
     ch = w.episodes.get(key)
     if ch is None: return {'missing': 'episode'}
     w.episodes.move_to_end(key); w.templates.move_to_end(env)
-    return self._on_child(slot, w, ch, w.templates[env].sock, msg, timeout, lambda: self._park(w, key))
+    return self._on_child(slot, w, ch, w.templates[env].sock, msg, timeout,
+                          lambda: self._park(w, key))
 
+# %% ../../nbs/core/07_sandbox.ipynb #f2aef7a7
 @patch_to(SandboxPool)
-def _open(self, slot: int, w: _Worker, key: tuple[str, str], msg: dict, timeout: float | None) -> dict:
+def _open(self, slot: int, w: _Worker, key: tuple[str, str], msg: dict,
+          timeout: float | None) -> dict:
     "A fresh process for the episode, forked from its environment's template, then `open` there."
-    if key in w.episodes: return {'error': {'type': 'internal_error', 'message': f'episode {key[1]!r} is already open'}}
+    if key in w.episodes: return {'error': {'type': 'internal_error',
+                                            'message': f'episode {key[1]!r} is already open'}}
     while len(w.episodes) >= self.limits.episodes: self._park(w, next(iter(w.episodes)))
     ch, err = self._fork_on(slot, w, {'op': 'fork'}, env=key[0], first=msg)
     if err: return err
     w.episodes[key] = ch; w.templates.move_to_end(key[0])
-    try: reply = read_frame(ch.sock.fileno(), self.limits.max_output_bytes + 4096, time.monotonic() + (timeout or self.limits.call_timeout_s))
+    try: reply = read_frame(ch.sock.fileno(), self.limits.max_output_bytes + 4096,
+                            time.monotonic() + (timeout or self.limits.call_timeout_s))
     except FrameError as e:
         self._park(w, key); return self._failed(slot, w, w.templates[key[0]].sock, ch.pid, e)
     if 'ok' not in reply or reply.get('recycle'): self._park(w, key)
@@ -1162,16 +1420,21 @@ def next_slot(self) -> int: return next(self._rr) % self.size
 
 @patch_to(SandboxPool)
 def run(self, code: str, func: str, timeout: float | None = None, **kwargs) -> dict:
-    "Run `func(**kwargs)` from `code` in a fresh process of a worker: `{'ok': result}` or `{'error': {'type', 'message'}}`."
-    return self.request(self.next_slot(), {'op': 'exec', 'code': code, 'func': func, 'kwargs': kwargs}, timeout)
+    """Run `func(**kwargs)` from `code` in a fresh process of a worker: `{'ok': result}` or
+    `{'error': {'type', 'message'}}`."""
+    return self.request(self.next_slot(), {'op': 'exec', 'code': code, 'func': func,
+                                           'kwargs': kwargs}, timeout)
 
 @patch_to(SandboxPool)
 def probe(self, slot: int = 0) -> dict: return self.request(slot, {'op': 'probe'})['ok']
 
+# %% ../../nbs/core/07_sandbox.ipynb #4217e3a3
 @patch_to(SandboxPool)
-def backend(self, folder: str | Path, toolkit: str, seed_state: dict, clock_start: str | None = None) -> SandboxBackend:
+def backend(self, folder: str | Path, toolkit: str, seed_state: dict,
+            clock_start: str | None = None) -> SandboxBackend:
     "An environment backend running `folder/tools.py` in this pool."
-    return SandboxBackend(self, Path(folder, 'tools.py').read_text(), toolkit, seed_state, clock_start)
+    return SandboxBackend(self, Path(folder, 'tools.py').read_text(), toolkit, seed_state,
+                          clock_start)
 
 @patch_to(SandboxPool)
 def close(self) -> None:
@@ -1194,29 +1457,42 @@ class _EpisodeRecord:
     open_args: list
     log: list = field(default_factory=list)
 
+# %% ../../nbs/core/07_sandbox.ipynb #f094c099
 class SandboxBackend:
-    "An `EnvBackend` whose tool code runs in a `SandboxPool`; same calls and results as `EnvRuntime`."
-    def __init__(self, pool: SandboxPool, code: str, toolkit: str, seed_state: dict, clock_start: str | None = None):
-        self.pool, self.code, self.toolkit, self.seed_state, self.clock_start = pool, code, toolkit, seed_state, clock_start
-        self.key = hashlib.sha256(orjson.dumps([code, toolkit, clock_start, seed_state], option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    """An `EnvBackend` whose tool code runs in a `SandboxPool`; same calls and results as
+    `EnvRuntime`."""
+    def __init__(self, pool: SandboxPool, code: str, toolkit: str, seed_state: dict,
+                 clock_start: str | None = None):
+        self.pool, self.code, self.toolkit, self.seed_state, self.clock_start = (
+            pool, code, toolkit, seed_state, clock_start
+        )
+        self.key = hashlib.sha256(orjson.dumps([code, toolkit, clock_start, seed_state],
+                                               option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
         self.episodes: dict[str, _EpisodeRecord] = {}
         self._info = self._load(0)
 
     def _load(self, slot: int) -> dict:
-        reply = self.pool.request(slot, {'op': 'load', 'env': self.key, 'code': self.code, 'toolkit': self.toolkit,
-                                         'seed_state': self.seed_state, 'clock_start': self.clock_start}, timeout=self.pool.limits.load_timeout_s)
+        reply = self.pool.request(slot, {'op': 'load', 'env': self.key, 'code': self.code,
+                                         'toolkit': self.toolkit, 'seed_state': self.seed_state,
+                                         'clock_start': self.clock_start},
+                                  timeout=self.pool.limits.load_timeout_s)
         if 'error' in reply:
             from envsynth.envs import EnvironmentLoadError
-            raise EnvironmentLoadError(f"loading tools code in the sandbox failed: {reply['error']['type']}: {reply['error']['message']}")
+            raise EnvironmentLoadError(
+                f"loading tools code in the sandbox failed: {reply['error']['type']}:"
+                f" {reply['error']['message']}"
+            )
         return reply['ok']
 
     def describe(self) -> dict: return self._info
 
     def _request(self, slot: int, method: str, args: list) -> dict:
-        return self.pool.request(slot, {'op': 'call', 'env': self.key, 'method': method, 'args': args})
+        return self.pool.request(slot, {'op': 'call', 'env': self.key, 'method': method,
+                                        'args': args})
 
     def _restore(self, slot: int, episode: str) -> None:
-        "Open `episode` again in a fresh process and replay its logged calls (its process was parked or failed)."
+        """Open `episode` again in a fresh process and replay its logged calls (its process was
+        parked or failed)."""
         rec = self.episodes[episode]
         if self._request(slot, 'open', rec.open_args).get('missing') == 'env':
             self._load(slot); self._request(slot, 'open', rec.open_args)
@@ -1226,13 +1502,17 @@ class SandboxBackend:
         for _ in range(4):
             reply = self._request(slot, method, list(args))
             if reply.get('missing') == 'env': self._load(slot); continue
-            if reply.get('missing') == 'episode' and episode in self.episodes: self._restore(slot, episode); continue
+            if reply.get('missing') == 'episode' and episode in self.episodes:
+                self._restore(slot, episode)
+                continue
             return reply
-        return {'error': {'type': 'crashed', 'message': 'sandbox: could not restore the episode on a fresh process'}}
+        return {'error': {'type': 'crashed',
+                          'message': 'sandbox: could not restore the episode on a fresh process'}}
 
 # %% ../../nbs/core/07_sandbox.ipynb #f491bde2
 @patch_to(SandboxBackend)
-def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None, clock_start: str | None = None) -> None:
+def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None,
+         clock_start: str | None = None) -> None:
     rec = _EpisodeRecord(self.pool.next_slot(), [episode_id, seed, initial_state, clock_start])
     reply = self._call(rec.slot, 'open', *rec.open_args)
     if 'error' in reply: raise RuntimeError(f"could not open episode: {reply['error']['message']}")
@@ -1244,23 +1524,29 @@ def step(self, episode_id: str, name: str, arguments: Any) -> dict:
     reply = self._call(rec.slot, 'step', episode_id, name, arguments, episode=episode_id)
     if 'ok' in reply and not reply.get('replaced'):
         rec.log.append((name, arguments)); return reply['ok']
-    if 'ok' in reply: return reply['ok']          # the call hit a limit: its process was discarded, the call is not replayed
+    # the call hit a limit: its process was discarded, the call is not replayed
+    if 'ok' in reply: return reply['ok']
     return {'error': reply['error']}
 
 @patch_to(SandboxBackend)
 def _value(self, episode_id: str, method: str, *args):
-    reply = self._call(self.episodes[episode_id].slot, method, episode_id, *args, episode=episode_id)
+    reply = self._call(self.episodes[episode_id].slot, method, episode_id, *args,
+                       episode=episode_id)
     if 'error' in reply: raise RuntimeError(f"sandbox {method} failed: {reply['error']['message']}")
     return reply['ok']
 
 @patch_to(SandboxBackend)
-def table_hashes(self, episode_id: str, fresh: bool = False) -> dict[str, str]: return self._value(episode_id, 'table_hashes', fresh)
+def table_hashes(self, episode_id: str, fresh: bool = False) -> dict[str, str]:
+    return self._value(episode_id, 'table_hashes', fresh)
 @patch_to(SandboxBackend)
 def dump(self, episode_id: str) -> dict: return self._value(episode_id, 'dump')
+
+# %% ../../nbs/core/07_sandbox.ipynb #832353dc
 @patch_to(SandboxBackend)
 def seed_hashes(self, fresh: bool = False) -> dict[str, str]:
     reply = self._call(0, 'seed_hashes', fresh)
-    if 'error' in reply: raise RuntimeError(f"sandbox seed_hashes failed: {reply['error']['message']}")
+    if 'error' in reply:
+        raise RuntimeError(f"sandbox seed_hashes failed: {reply['error']['message']}")
     return reply['ok']
 @patch_to(SandboxBackend)
 def close(self, episode_id: str) -> None:

@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterator, Literal
 import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_serializer, model_validator)
 
 # %% auto #0
 __all__ = ['Role', 'ErrorType', 'SUPERVISION_FIELDS', 'canonical_json', 'content_hash', 'ToolSchemaError',
@@ -26,14 +27,16 @@ def _normalize(obj: Any) -> Any:
         if not math.isfinite(obj): raise ValueError(f'cannot canonicalize non-finite float {obj!r}')
         return int(obj) if obj.is_integer() and abs(obj) < 2**53 else float(f'{obj:.12g}')
     if isinstance(obj, dict):
-        if not all(isinstance(k, str) for k in obj): raise TypeError(f'JSON object keys must be str, got {list(obj)!r}')
+        if not all(isinstance(k, str) for k in obj):
+            raise TypeError(f'JSON object keys must be str, got {list(obj)!r}')
         return {k: _normalize(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)): return [_normalize(v) for v in obj]
     if isinstance(obj, BaseModel): return _normalize(obj.model_dump(mode='json', exclude_none=True))
     raise TypeError(f'{type(obj).__name__} is not JSON-serializable: {obj!r:.80}')
 
 def _translation(groups: dict[str, bytes]) -> bytes:
-    "A `bytes.translate` table: each character of a key becomes that key's byte, everything else a space."
+    """A `bytes.translate` table: each character of a key becomes that key's byte, everything else a
+    space."""
     table = bytearray(b' ' * 256)
     for chars, to in groups.items():
         for ch in chars: table[ord(ch)] = to[0]
@@ -43,11 +46,13 @@ _NUMBER_SHAPE = _translation({'0': b'0', '123456789': b'1', '.': b'.', 'eE': b'e
                               ':,[]}': b'D'})
 _DIGIT_OR_DOT = _translation({'0123456789.': b'1'})
 
+# %% ../../nbs/core/00_schema.ipynb #67eb32fc
 def _floats_normal(obj: Any) -> bool:
-    """Whether `_normalize` would leave every number of `obj` as it is and the rest is plain JSON (str keys),
-    judged from orjson's text with C loops (`translate`, `in`): no integral float (`2.0`), none in exponent
-    notation (orjson always writes `e+`/`e-`), no run of 14+ digits and dots (13+ significant digits).
-    Text inside strings that looks like such a float only costs the slow path."""
+    """Whether `_normalize` would leave every number of `obj` as it is and the rest is plain JSON
+    (str keys), judged from orjson's text with C loops (`translate`, `in`): no integral float
+    (`2.0`), none in exponent notation (orjson always writes `e+`/`e-`), no run of 14+ digits and
+    dots (13+ significant digits). Text inside strings that looks like such a float only costs the
+    slow path."""
     try: raw = orjson.dumps(obj)
     except (TypeError, orjson.JSONEncodeError): return False
     shape = raw.translate(_NUMBER_SHAPE) + b'D'
@@ -57,13 +62,14 @@ def _floats_normal(obj: Any) -> bool:
 _CANONICAL = dict(sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
 
 def canonical_json(obj: Any, split_levels: int = 2) -> str:
-    """Deterministic JSON text of `obj`: sorted keys, compact, normalized floats, UTF-8 kept. When `obj`
-    as a whole may need normalizing, its items (down to `split_levels` levels) are written one by one,
-    so only those that may need it take the slow path (a message whose text quotes `500.0` does not
-    slow down the whole trajectory)."""
+    """Deterministic JSON text of `obj`: sorted keys, compact, normalized floats, UTF-8 kept. When
+    `obj` as a whole may need normalizing, its items (down to `split_levels` levels) are written one
+    by one, so only those that may need it take the slow path (a message whose text quotes `500.0`
+    does not slow down the whole trajectory)."""
     if _floats_normal(obj):          # `_normalize` would change nothing: skip its Python walk
         try: return json.dumps(obj, **_CANONICAL)
-        except (TypeError, ValueError): pass     # NaN (orjson writes null), unknown types: see below
+        # NaN (orjson writes null), unknown types: see below
+        except (TypeError, ValueError): pass
     elif split_levels > 0 and type(obj) is dict and all(type(k) is str for k in obj):
         items = (json.dumps(k, ensure_ascii=False) + ':' + canonical_json(obj[k], split_levels - 1)
                  for k in sorted(obj))
@@ -72,6 +78,7 @@ def canonical_json(obj: Any, split_levels: int = 2) -> str:
         return '[' + ','.join(canonical_json(v, split_levels - 1) for v in obj) + ']'
     return json.dumps(_normalize(obj), **_CANONICAL)
 
+# %% ../../nbs/core/00_schema.ipynb #ab6196aa
 def content_hash(obj: Any, n: int = 16) -> str:
     "First `n` hex digits of the SHA-256 of `canonical_json(obj)`."
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
@@ -84,7 +91,8 @@ _TOOL_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$')
 
 @lru_cache(maxsize=65536)
 def _metaschema_problem(params_json: str) -> str | None:
-    "Where and why a schema (as canonical JSON text) fails the draft 2020-12 metaschema; cached, since checking costs ~2 ms."
+    """Where and why a schema (as canonical JSON text) fails the draft 2020-12 metaschema; cached,
+    since checking costs ~2 ms."""
     try: Draft202012Validator.check_schema(json.loads(params_json))
     except SchemaError as e: return f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}"
     return None
@@ -92,29 +100,52 @@ def _metaschema_problem(params_json: str) -> str | None:
 def check_parameters_schema(params: Any, tool_name: str = '?') -> dict:
     "Validate a function's `parameters`: a JSON Schema (draft 2020-12) describing an object."
     if params is None: return {'type': 'object', 'properties': {}}
-    if not isinstance(params, dict): raise ToolSchemaError(f'tool {tool_name!r}: parameters must be a JSON object, got {type(params).__name__}')
+    if not isinstance(params, dict):
+        raise ToolSchemaError(
+            f'tool {tool_name!r}: parameters must be a JSON object, got {type(params).__name__}'
+        )
     problem = _metaschema_problem(json.dumps(params, sort_keys=True, default=str))
-    if problem: raise ToolSchemaError(f'tool {tool_name!r}: parameters is not a valid JSON Schema at {problem}')
+    if problem:
+        raise ToolSchemaError(
+            f'tool {tool_name!r}: parameters is not a valid JSON Schema at {problem}'
+        )
     if params.get('type', 'object') != 'object':
-        raise ToolSchemaError(f"tool {tool_name!r}: parameters must have type 'object', got {params.get('type')!r}")
+        raise ToolSchemaError(
+            f"tool {tool_name!r}: parameters must have type 'object', got {params.get('type')!r}"
+        )
     missing = [r for r in params.get('required', []) if r not in params.get('properties', {})]
-    if missing: raise ToolSchemaError(f'tool {tool_name!r}: required parameters {missing} are not in properties')
+    if missing:
+        raise ToolSchemaError(
+            f'tool {tool_name!r}: required parameters {missing} are not in properties'
+        )
     return params
 
 # %% ../../nbs/core/00_schema.ipynb #93b19074
 def check_output_schema(schema: Any, tool_name: str = '?') -> dict:
-    "Validate a tool's `output_schema`: a JSON Schema (draft 2020-12) given as a JSON object, of any type."
+    """Validate a tool's `output_schema`: a JSON Schema (draft 2020-12) given as a JSON object, of
+    any type."""
     if not isinstance(schema, dict):
-        raise ToolSchemaError(f'tool {tool_name!r}: output_schema must be a JSON Schema object, got {type(schema).__name__}')
+        raise ToolSchemaError(
+            f'tool {tool_name!r}: output_schema must be a JSON Schema object, got'
+            f' {type(schema).__name__}'
+        )
     problem = _metaschema_problem(json.dumps(schema, sort_keys=True, default=str))
-    if problem: raise ToolSchemaError(f'tool {tool_name!r}: output_schema is not a valid JSON Schema at {problem}')
-    missing = [r for r in schema.get('required', []) if 'properties' in schema and r not in schema['properties']]
-    if missing: raise ToolSchemaError(f'tool {tool_name!r}: output_schema requires {missing}, which are not in its properties')
+    if problem:
+        raise ToolSchemaError(
+            f'tool {tool_name!r}: output_schema is not a valid JSON Schema at {problem}'
+        )
+    missing = [r for r in schema.get('required', []) if 'properties' in schema
+               and r not in schema['properties']]
+    if missing:
+        raise ToolSchemaError(
+            f'tool {tool_name!r}: output_schema requires {missing}, which are not in its properties'
+        )
     return schema
 
 # %% ../../nbs/core/00_schema.ipynb #6901380f
 class FunctionSchema(BaseModel):
-    "The `function` part of an OpenAI tool: name, description, a JSON Schema for the arguments and, optionally, one for the result."
+    """The `function` part of an OpenAI tool: name, description, a JSON Schema for the arguments
+    and, optionally, one for the result."""
     model_config = ConfigDict(extra='allow', frozen=True)
     name: str
     description: str = ''
@@ -124,7 +155,11 @@ class FunctionSchema(BaseModel):
     @field_validator('name')
     @classmethod
     def _name(cls, v):
-        if not _TOOL_NAME.match(v): raise ToolSchemaError(f'invalid tool name {v!r}: use letters, digits, _ . - (max 128), not starting with a digit')
+        if not _TOOL_NAME.match(v):
+            raise ToolSchemaError(
+                f'invalid tool name {v!r}: use letters, digits, _ . - (max 128), not starting with'
+                ' a digit'
+            )
         return v
 
     @model_validator(mode='before')
@@ -133,7 +168,10 @@ class FunctionSchema(BaseModel):
         if not isinstance(data, dict) or 'outputSchema' not in data: return data
         data = dict(data); alias = data.pop('outputSchema')
         if data.get('output_schema') is not None and data['output_schema'] != alias:
-            raise ToolSchemaError(f"tool {data.get('name')!r}: outputSchema and output_schema are both given and differ")
+            raise ToolSchemaError(
+                f"tool {data.get('name')!r}: outputSchema and output_schema are both given and"
+                " differ"
+            )
         return {**data, 'output_schema': alias}
 
     @model_validator(mode='after')
@@ -144,8 +182,10 @@ class FunctionSchema(BaseModel):
 
     @model_serializer(mode='wrap')
     def _dump(self, handler):
-        out = handler(self)        # no output schema: no `output_schema` key, so such a tool dumps as it always has
-        if isinstance(out, dict) and 'output_schema' in out and out['output_schema'] is None: del out['output_schema']
+        # no output schema: no `output_schema` key, so such a tool dumps as it always has
+        out = handler(self)
+        if isinstance(out, dict) and 'output_schema' in out and out['output_schema'] is None:
+            del out['output_schema']
         return out
 
 # %% ../../nbs/core/00_schema.ipynb #18195e16
@@ -170,23 +210,33 @@ class Tool(BaseModel):
 
     @classmethod
     def parse(cls, obj: Any) -> Tool:
-        "A `Tool` from an OpenAI tool dict, a bare function dict, or an MCP tool dict; `ToolSchemaError` if impossible."
+        """A `Tool` from an OpenAI tool dict, a bare function dict, or an MCP tool dict;
+        `ToolSchemaError` if impossible."""
         if isinstance(obj, Tool): return obj
         if isinstance(obj, str):
-            try: obj = json.loads(obj)
-            except json.JSONDecodeError as e: raise ToolSchemaError(f'tool schema is not valid JSON: {e}') from None
-        if not isinstance(obj, dict): raise ToolSchemaError(f'tool schema must be a JSON object, got {type(obj).__name__}')
+            try:
+                obj = json.loads(obj)
+            except json.JSONDecodeError as e:
+                raise ToolSchemaError(f'tool schema is not valid JSON: {e}') from None
+        if not isinstance(obj, dict):
+            raise ToolSchemaError(f'tool schema must be a JSON object, got {type(obj).__name__}')
         fn = obj.get('function', obj) if obj.get('type', 'function') == 'function' else None
-        if not isinstance(fn, dict): raise ToolSchemaError(f"unsupported tool type {obj.get('type')!r} (only 'function')")
-        if 'name' not in fn: raise ToolSchemaError(f'tool schema has no name: {canonical_json(obj)[:120]}')
+        if not isinstance(fn, dict):
+            raise ToolSchemaError(f"unsupported tool type {obj.get('type')!r} (only 'function')")
+        if 'name' not in fn:
+            raise ToolSchemaError(f'tool schema has no name: {canonical_json(obj)[:120]}')
         fn = dict(fn)
         if 'inputSchema' in fn and 'parameters' not in fn: fn['parameters'] = fn.pop('inputSchema')
-        try: return cls(function=FunctionSchema(**fn))
-        except ValidationError as e: raise ToolSchemaError(_schema_problem(fn.get('name'), e)) from None
+        try:
+            return cls(function=FunctionSchema(**fn))
+        except ValidationError as e:
+            raise ToolSchemaError(_schema_problem(fn.get('name'), e)) from None
 
     def to_openai(self) -> dict:
-        "The tool as the dict the OpenAI API (and vLLM, and chat templates) expect: without the output schema."
-        return self.model_dump(mode='json', exclude_none=True, exclude={'function': {'output_schema'}})
+        """The tool as the dict the OpenAI API (and vLLM, and chat templates) expect: without the
+        output schema."""
+        return self.model_dump(mode='json', exclude_none=True,
+                               exclude={'function': {'output_schema'}})
 
 # %% ../../nbs/core/00_schema.ipynb #83722d3d
 class ArgumentError(BaseModel):
@@ -209,38 +259,66 @@ def _describe(err, params: dict) -> ArgumentError:
     if err.validator == 'additionalProperties' and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get('properties', {}))
         extra = sorted(set(err.instance) - set(allowed))
-        return ArgumentError(path=path, message=f'unexpected argument(s) {extra}; allowed: {allowed}')
+        return ArgumentError(path=path,
+                             message=f'unexpected argument(s) {extra}; allowed: {allowed}')
     if err.validator == 'required':
-        return ArgumentError(path=path, message=f'missing required argument: {err.message.split(" is a required")[0]}')
+        return ArgumentError(
+            path=path,
+            message=f'missing required argument: {err.message.split(" is a required")[0]}',
+        )
     if err.validator == 'type':
-        return ArgumentError(path=path, message=f'expected {err.validator_value}, got {type(err.instance).__name__} {json.dumps(err.instance)[:60]}')
+        return ArgumentError(
+            path=path,
+            message=(
+                f'expected {err.validator_value}, got {type(err.instance).__name__}'
+                f' {json.dumps(err.instance)[:60]}'
+            ),
+        )
     return ArgumentError(path=path, message=err.message)
 
 # %% ../../nbs/core/00_schema.ipynb #5a58c921
-def validate_arguments(tool: Tool, arguments: dict | str | None, strict: bool = False) -> list[ArgumentError]:
+def validate_arguments(tool: Tool, arguments: dict | str | None,
+                       strict: bool = False) -> list[ArgumentError]:
     """Problems with `arguments` for `tool` (empty list = valid). A JSON string is parsed first.
-    `strict=True` also rejects arguments the schema does not declare, as OpenAI's strict mode does."""
+    `strict=True` also rejects arguments the schema does not declare, as OpenAI's strict mode
+    does."""
     if arguments is None or arguments == '': arguments = {}
     if isinstance(arguments, str):
-        try: arguments = json.loads(arguments)
-        except json.JSONDecodeError as e: return [ArgumentError(path='', message=f'arguments are not valid JSON: {e.msg} at char {e.pos}')]
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as e:
+            return [
+                ArgumentError(
+                    path='', message=f'arguments are not valid JSON: {e.msg} at char {e.pos}'
+                )
+            ]
     if not isinstance(arguments, dict):
-        return [ArgumentError(path='', message=f'arguments must be a JSON object, got {type(arguments).__name__}')]
+        return [
+            ArgumentError(
+                path='', message=f'arguments must be a JSON object, got {type(arguments).__name__}'
+            )
+        ]
     params = tool.function.parameters
-    if strict and 'additionalProperties' not in params: params = {**params, 'additionalProperties': False}
+    if strict and 'additionalProperties' not in params:
+        params = {**params, 'additionalProperties': False}
     v = _validator(json.dumps(params, sort_keys=True))
-    errs = sorted(v.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errs = sorted(v.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)),
+                                                           e.message))
     return [_describe(e, params) for e in errs]
 
 # %% ../../nbs/core/00_schema.ipynb #fef294da
 _SIMPLE_TYPES = {'string': lambda v: type(v) is str, 'integer': lambda v: type(v) is int,
-                 'boolean': lambda v: type(v) is bool, 'number': lambda v: type(v) is int or type(v) is float,
+                 'boolean': lambda v: type(v) is bool,
+                 'number': lambda v: type(v) is int or type(v) is float,
                  'null': lambda v: v is None}
 _NOTE_KEYWORDS = {'description', 'default', 'title', 'examples'}
 
 def _value_checker(schema: Any) -> Callable[[Any], bool] | None:
-    "A check that is True only for values `schema` accepts; None if `schema` uses a keyword this does not know."
-    if not isinstance(schema, dict) or set(schema) - _NOTE_KEYWORDS - {'type', 'enum', 'anyOf', 'items'}:
+    """A check that is True only for values `schema` accepts; None if `schema` uses a keyword this
+    does not know."""
+    if not isinstance(schema, dict) or set(schema) - _NOTE_KEYWORDS - {
+        'type', 'enum', 'anyOf', 'items'
+    }:
         return None
     checks = []
     if 'anyOf' in schema:
@@ -263,9 +341,9 @@ def _value_checker(schema: Any) -> Callable[[Any], bool] | None:
 
 # %% ../../nbs/core/00_schema.ipynb #8c6e6715
 def argument_checker(parameters: dict) -> Callable[[dict], bool] | None:
-    """A fast check of a tool's arguments against its `parameters` schema: True means valid for sure,
-    False means run `validate_arguments` (which finds the problems, if any). None if the schema is beyond
-    what it compiles."""
+    """A fast check of a tool's arguments against its `parameters` schema: True means valid for
+    sure, False means run `validate_arguments` (which finds the problems, if any). None if the
+    schema is beyond what it compiles."""
     known = _NOTE_KEYWORDS | {'type', 'properties', 'required', 'additionalProperties'}
     if not isinstance(parameters, dict) or set(parameters) - known: return None
     extra = parameters.get('additionalProperties', True)
@@ -285,7 +363,8 @@ def argument_checker(parameters: dict) -> Callable[[dict], bool] | None:
 
 # %% ../../nbs/core/00_schema.ipynb #18ab1589
 def validate_output(tool: Tool, output: Any) -> list[ArgumentError]:
-    "Problems with `output` (a tool's result as a JSON value) against `tool`'s output schema; [] if valid or if there is none."
+    """Problems with `output` (a tool's result as a JSON value) against `tool`'s output schema; []
+    if valid or if there is none."""
     schema = tool.function.output_schema
     if schema is None: return []
     errs = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(output),
@@ -300,6 +379,7 @@ class FunctionCall(BaseModel):
     name: str
     arguments: str = '{}'   # JSON text, as in the OpenAI API
 
+# %% ../../nbs/core/00_schema.ipynb #7a265a69
 class ToolCall(BaseModel):
     "An OpenAI tool call: `{'id', 'type': 'function', 'function': {'name', 'arguments'}}`."
     id: str
@@ -312,17 +392,27 @@ class ToolCall(BaseModel):
     @property
     def args(self) -> dict:
         "The parsed arguments; `ToolCallError` if they are not a JSON object."
-        try: out = json.loads(self.function.arguments or '{}')
-        except json.JSONDecodeError as e: raise ToolCallError(f'call {self.id} to {self.name}: arguments are not valid JSON: {e}') from None
-        if not isinstance(out, dict): raise ToolCallError(f'call {self.id} to {self.name}: arguments must be a JSON object')
+        try:
+            out = json.loads(self.function.arguments or '{}')
+        except json.JSONDecodeError as e:
+            raise ToolCallError(
+                f'call {self.id} to {self.name}: arguments are not valid JSON: {e}'
+            ) from None
+        if not isinstance(out, dict):
+            raise ToolCallError(f'call {self.id} to {self.name}: arguments must be a JSON object')
         return out
 
     @classmethod
-    def make(cls, name: str, arguments: dict | None = None, id: str | None = None, index: int = 0) -> ToolCall:
+    def make(cls, name: str, arguments: dict | None = None, id: str | None = None,
+             index: int = 0) -> ToolCall:
         "A call to `name`; the id defaults to a hash of name, arguments and position in the turn."
         arguments = arguments or {}
-        cid = id or 'call_' + content_hash({'name': name, 'arguments': arguments, 'index': index}, 12)
-        return cls(id=cid, function=FunctionCall(name=name, arguments=json.dumps(arguments, ensure_ascii=False)))
+        cid = id or 'call_' + content_hash({'name': name, 'arguments': arguments, 'index': index},
+                                           12)
+        return cls(
+            id=cid,
+            function=FunctionCall(name=name, arguments=json.dumps(arguments, ensure_ascii=False)),
+        )
 
 # %% ../../nbs/core/00_schema.ipynb #332b35f3
 Role = Literal['system', 'user', 'assistant', 'tool']
@@ -340,27 +430,34 @@ class Message(BaseModel):
 
     @model_validator(mode='after')
     def _rules(self):
-        if self.tool_calls and self.role != 'assistant': raise ValueError(f'{self.role} message cannot carry tool_calls')
-        if self.role == 'tool' and not self.tool_call_id: raise ValueError('tool message needs tool_call_id')
-        if self.role != 'tool' and self.tool_call_id: raise ValueError(f'{self.role} message cannot have tool_call_id')
-        if self.role != 'tool' and self.error is not None: raise ValueError(f'{self.role} message cannot have an error flag')
+        if self.tool_calls and self.role != 'assistant':
+            raise ValueError(f'{self.role} message cannot carry tool_calls')
+        if self.role == 'tool' and not self.tool_call_id:
+            raise ValueError('tool message needs tool_call_id')
+        if self.role != 'tool' and self.tool_call_id:
+            raise ValueError(f'{self.role} message cannot have tool_call_id')
+        if self.role != 'tool' and self.error is not None:
+            raise ValueError(f'{self.role} message cannot have an error flag')
         if self.tool_calls == []: self.tool_calls = None
         return self
 
-    def to_openai(self) -> dict: return self.model_dump(mode='json', exclude_none=True, exclude={'error'})
+    def to_openai(self) -> dict: return self.model_dump(mode='json', exclude_none=True,
+                                                        exclude={'error'})
 
 # %% ../../nbs/core/00_schema.ipynb #8800c6cb
 def system(content: str) -> Message: return Message(role='system', content=content)
 def user(content: str) -> Message: return Message(role='user', content=content)
-def assistant(content: str | None = None, tool_calls: list[ToolCall] | None = None, reasoning: str | None = None) -> Message:
-    return Message(role='assistant', content=content, tool_calls=tool_calls, reasoning_content=reasoning)
+def assistant(content: str | None = None, tool_calls: list[ToolCall] | None = None,
+              reasoning: str | None = None) -> Message:
+    return Message(role='assistant', content=content, tool_calls=tool_calls,
+                   reasoning_content=reasoning)
 def tool_message(call: ToolCall, content: str) -> Message:
     return Message(role='tool', tool_call_id=call.id, name=call.name, content=content)
 
 # %% ../../nbs/core/00_schema.ipynb #29424225
-ErrorType = Literal['invalid_arguments', 'unknown_tool', 'invalid_json', 'timeout', 'execution_error',
-                    'internal_error', 'import_error', 'unavailable', 'sandbox_violation', 'resource_limit',
-                    'output_too_large', 'crashed']
+ErrorType = Literal['invalid_arguments', 'unknown_tool', 'invalid_json', 'timeout',
+                    'execution_error', 'internal_error', 'import_error', 'unavailable',
+                    'sandbox_violation', 'resource_limit', 'output_too_large', 'crashed']
 
 class ToolError(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -379,12 +476,17 @@ class ToolResult(BaseModel):
 
     def content(self) -> str:
         "What the model sees: the output as JSON text (strings as they are), or the error."
-        if self.error: return json.dumps({'error': self.error.type, 'message': self.error.message}, ensure_ascii=False)
-        return self.output if isinstance(self.output, str) else json.dumps(self.output, ensure_ascii=False, default=str)
+        if self.error: return json.dumps({'error': self.error.type, 'message': self.error.message},
+                                         ensure_ascii=False)
+        return (
+            self.output
+            if isinstance(self.output, str)
+            else json.dumps(self.output, ensure_ascii=False, default=str)
+        )
 
     def to_message(self) -> Message:
-        return Message(role='tool', tool_call_id=self.call_id, name=self.name, content=self.content(),
-                       error=True if self.error else None)
+        return Message(role='tool', tool_call_id=self.call_id, name=self.name,
+                       content=self.content(), error=True if self.error else None)
 
 # %% ../../nbs/core/00_schema.ipynb #4f3c9a47
 class Action(BaseModel):
@@ -393,7 +495,8 @@ class Action(BaseModel):
     name: str
     arguments: dict = Field(default_factory=dict)
 
-    def to_tool_call(self, index: int = 0) -> ToolCall: return ToolCall.make(self.name, self.arguments, index=index)
+    def to_tool_call(self, index: int = 0) -> ToolCall:
+        return ToolCall.make(self.name, self.arguments, index=index)
 
 # %% ../../nbs/core/00_schema.ipynb #93e854fc
 def _nonblank(what: str, v: str) -> str:
@@ -401,7 +504,8 @@ def _nonblank(what: str, v: str) -> str:
     return v
 
 class SubQuestion(BaseModel):
-    "One step of an ASTRA question decomposition: the sub-question, its hop, its dependencies and its gold answer."
+    """One step of an ASTRA question decomposition: the sub-question, its hop, its dependencies and
+    its gold answer."""
     model_config = ConfigDict(frozen=True)
     id: str
     question: str
@@ -413,11 +517,14 @@ class SubQuestion(BaseModel):
 
     @model_validator(mode='after')
     def _text(self):
-        _nonblank('sub-question id', self.id); _nonblank(f'sub-question {self.id!r}', self.question); return self
+        _nonblank('sub-question id', self.id)
+        _nonblank(f'sub-question {self.id!r}', self.question)
+        return self
 
 # %% ../../nbs/core/00_schema.ipynb #05de4d65
 class RubricItem(BaseModel):
-    "One item of a SynthAgent rubric: a sub-goal to reach, or an interaction the agent must have with the user."
+    """One item of a SynthAgent rubric: a sub-goal to reach, or an interaction the agent must have
+    with the user."""
     model_config = ConfigDict(frozen=True)
     kind: Literal['subgoal', 'interaction']
     text: str
@@ -426,7 +533,8 @@ class RubricItem(BaseModel):
     def _text(self): _nonblank(f'{self.kind} rubric item', self.text); return self
 
 class MaskedArgument(BaseModel):
-    "An argument of gold call `call_index` whose exact value does not matter: the trace reward does not compare it."
+    """An argument of gold call `call_index` whose exact value does not matter: the trace reward
+    does not compare it."""
     model_config = ConfigDict(frozen=True)
     call_index: int = Field(ge=0)
     tool: str
@@ -435,7 +543,8 @@ class MaskedArgument(BaseModel):
 
 # %% ../../nbs/core/00_schema.ipynb #4a4503b0
 def _dependency_cycle(deps: dict[str, list[str]]) -> list[str] | None:
-    "A cycle `[a, b, ..., a]` of the graph `deps` (node -> nodes it depends on), or None if it is a DAG."
+    """A cycle `[a, b, ..., a]` of the graph `deps` (node -> nodes it depends on), or None if it is
+    a DAG."""
     done, path = set(), []
     def visit(n):
         if n in path: return path[path.index(n):] + [n]
@@ -449,29 +558,45 @@ def _dependency_cycle(deps: dict[str, list[str]]) -> list[str] | None:
 # %% ../../nbs/core/00_schema.ipynb #f4d5ce4c
 def _check_sub_questions(subs: list[SubQuestion]):
     ids = [q.id for q in subs]
-    if dup := sorted({i for i in ids if ids.count(i) > 1}): raise ValueError(f'sub_questions: duplicate ids {dup}')
+    if dup := sorted({i for i in ids if ids.count(i) > 1}):
+        raise ValueError(f'sub_questions: duplicate ids {dup}')
     by_id = {q.id: q for q in subs}
     for q in subs:
         if unknown := [d for d in q.depends_on if d not in by_id]:
-            raise ValueError(f'sub-question {q.id!r} depends on unknown ids {unknown}; the ids are {ids}')
+            raise ValueError(
+                f'sub-question {q.id!r} depends on unknown ids {unknown}; the ids are {ids}'
+            )
     if cycle := _dependency_cycle({q.id: q.depends_on for q in subs}):
         raise ValueError(f"sub_questions: dependency cycle {' -> '.join(cycle)}")
     for q in subs:
         for d in q.depends_on:
             if by_id[d].hop >= q.hop:
-                raise ValueError(f'sub-question {q.id!r} (hop {q.hop}) depends on {d!r} (hop {by_id[d].hop}): a dependency must come at an earlier hop')
+                raise ValueError(
+                    f'sub-question {q.id!r} (hop {q.hop}) depends on {d!r} (hop {by_id[d].hop}): a'
+                    ' dependency must come at an earlier hop'
+                )
 
 # %% ../../nbs/core/00_schema.ipynb #d9d432a7
 def _check_masked_arguments(masked: list[MaskedArgument], gold: list[Action]):
     seen = set()
     for m in masked:
         where = f'masked argument {m.argument!r} of call {m.call_index}'
-        if m.call_index >= len(gold): raise ValueError(f'{where}: the task has only {len(gold)} gold actions')
+        if m.call_index >= len(gold):
+            raise ValueError(f'{where}: the task has only {len(gold)} gold actions')
         call = gold[m.call_index]
-        if m.tool != call.name: raise ValueError(f'{where}: names tool {m.tool!r}, but gold call {m.call_index} is {call.name!r}')
-        if m.argument not in call.arguments: raise ValueError(f'{where}: {call.name!r} is called without it; its arguments are {sorted(call.arguments)}')
+        if m.tool != call.name:
+            raise ValueError(
+                f'{where}: names tool {m.tool!r}, but gold call {m.call_index} is {call.name!r}'
+            )
+        if m.argument not in call.arguments:
+            raise ValueError(
+                f'{where}: {call.name!r} is called without it; its arguments are'
+                f' {sorted(call.arguments)}'
+            )
         if canonical_json(m.value) != canonical_json(call.arguments[m.argument]):
-            raise ValueError(f'{where}: value {m.value!r} is not the gold value {call.arguments[m.argument]!r}')
+            raise ValueError(
+                f'{where}: value {m.value!r} is not the gold value {call.arguments[m.argument]!r}'
+            )
         if (m.call_index, m.argument) in seen: raise ValueError(f'{where}: masked twice')
         seen.add((m.call_index, m.argument))
 
@@ -479,61 +604,81 @@ def _check_masked_arguments(masked: list[MaskedArgument], gold: list[Action]):
 def _check_supervision(t: Task):
     if t.sub_questions is not None: _check_sub_questions(t.sub_questions)
     if t.hidden_context is not None: _nonblank('hidden_context', t.hidden_context)
-    if t.rubric is not None and not any(r.kind == 'subgoal' for r in t.rubric): raise ValueError('rubric: a rubric needs at least one sub-goal')
+    if t.rubric is not None and not any(r.kind == 'subgoal' for r in t.rubric):
+        raise ValueError('rubric: a rubric needs at least one sub-goal')
     for i, b in enumerate(t.forbidden_behaviors or []): _nonblank(f'forbidden_behaviors[{i}]', b)
     if t.user_queries is not None:
-        if not t.user_queries: raise ValueError('user_queries is an empty list: give one query per turn, or None')
+        if not t.user_queries:
+            raise ValueError('user_queries is an empty list: give one query per turn, or None')
         for i, q in enumerate(t.user_queries): _nonblank(f'user_queries[{i}]', q)
         if t.user_queries[0] != t.instruction:
-            raise ValueError(f'user_queries[0] must be the instruction (the first turn), got {t.user_queries[0]!r:.80} for {t.instruction!r:.80}')
+            raise ValueError(
+                'user_queries[0] must be the instruction (the first turn), got'
+                f' {t.user_queries[0]!r:.80} for {t.instruction!r:.80}'
+            )
     if t.masked_arguments is not None: _check_masked_arguments(t.masked_arguments, t.gold_actions)
 
 # %% ../../nbs/core/00_schema.ipynb #22e0d1a8
-SUPERVISION_FIELDS = ('sub_questions', 'final_answer', 'hidden_context', 'rubric', 'forbidden_behaviors',
-                      'user_queries', 'masked_arguments')
+SUPERVISION_FIELDS = ('sub_questions', 'final_answer', 'hidden_context', 'rubric',
+                      'forbidden_behaviors', 'user_queries', 'masked_arguments')
 
+# %% ../../nbs/core/00_schema.ipynb #0251d67e
 class Task(BaseModel):
-    "A task: instruction, allowed tools, initial state, gold actions, gold end-state hash, and each paper's supervision."
+    """A task: instruction, allowed tools, initial state, gold actions, gold end-state hash, and
+    each paper's supervision."""
     id: str = ''
     env_id: str | None = None
     instruction: str
-    tools: list[str] | None = None           # tool names the agent may use (None = all of the environment)
+    # tool names the agent may use (None = all of the environment)
+    tools: list[str] | None = None
     initial_state: dict | None = None
     gold_actions: list[Action] = Field(default_factory=list)
     gold_state_hash: str | None = None
     user_context: dict = Field(default_factory=dict)
     metadata: dict = Field(default_factory=dict)
-    sub_questions: list[SubQuestion] | None = None           # ASTRA: the decomposition, a DAG over sub-question ids
+    # ASTRA: the decomposition, a DAG over sub-question ids
+    sub_questions: list[SubQuestion] | None = None
     final_answer: str | None = None                         # ASTRA: the gold answer
-    hidden_context: str | None = None                       # SynthAgent: known only to the simulated user
-    rubric: list[RubricItem] | None = None                  # SynthAgent: sub-goals and required user interactions
-    forbidden_behaviors: list[str] | None = None            # SynthAgent: any of them zeroes the reward
-    user_queries: list[str] | None = None                   # EnvFactory: one user query per turn; [0] = instruction
-    masked_arguments: list[MaskedArgument] | None = None    # EnvFactory: gold-call arguments the trace reward ignores
+    # SynthAgent: known only to the simulated user
+    hidden_context: str | None = None
+    # SynthAgent: sub-goals and required user interactions
+    rubric: list[RubricItem] | None = None
+    # SynthAgent: any of them zeroes the reward
+    forbidden_behaviors: list[str] | None = None
+    # EnvFactory: one user query per turn; [0] = instruction
+    user_queries: list[str] | None = None
+    # EnvFactory: gold-call arguments the trace reward ignores
+    masked_arguments: list[MaskedArgument] | None = None
 
     @model_validator(mode='after')
     def _id(self):
         _check_supervision(self)
-        if not self.id: self.id = 'task_' + content_hash(self.model_dump(mode='json', exclude={'id', 'metadata'}), 12)
+        if not self.id:
+            self.id = 'task_' + content_hash(
+                self.model_dump(mode='json', exclude={'id', 'metadata'}), 12
+            )
         return self
 
     @model_serializer(mode='wrap')
     def _dump(self, handler):
-        out = handler(self)          # unset supervision is left out: the dump (and the id) of a task without it is unchanged
+        # unset supervision is left out: the dump (and the id) of a task without it is unchanged
+        out = handler(self)
         if isinstance(out, dict):
             for k in SUPERVISION_FIELDS:
                 if k in out and out[k] is None: del out[k]
         return out
 
     def rubric_sections(self) -> dict[str, list[str]]:
-        "The rubric as SynthAgent's three sections, the fields of `envsynth.rewards.Rubric`: forbidden, subgoals, interactions."
+        """The rubric as SynthAgent's three sections, the fields of `envsynth.rewards.Rubric`:
+        forbidden, subgoals, interactions."""
         if self.rubric is None: raise ValueError(f'task {self.id} has no rubric')
         return {'forbidden': list(self.forbidden_behaviors or []),
                 'subgoals': [r.text for r in self.rubric if r.kind == 'subgoal'],
                 'interactions': [r.text for r in self.rubric if r.kind == 'interaction']}
 
     def masked_argument_names(self) -> list[list[str]]:
-        "For each gold action, the names of its masked arguments: the `masked` argument of `envsynth.rewards.trace_reward`."
+        """For each gold action, the names of its masked arguments: the `masked` argument of
+        `envsynth.rewards.trace_reward`."""
         out = [[] for _ in self.gold_actions]
         for m in self.masked_arguments or []: out[m.call_index].append(m.argument)
         return out
@@ -551,7 +696,10 @@ class Trajectory(BaseModel):
 
     @model_validator(mode='after')
     def _id(self):
-        if not self.id: self.id = 'traj_' + content_hash(self.model_dump(mode='json', exclude={'id', 'info', 'reward'}), 12)
+        if not self.id:
+            self.id = 'traj_' + content_hash(
+                self.model_dump(mode='json', exclude={'id', 'info', 'reward'}), 12
+            )
         return self
 
     def tool_calls(self) -> Iterator[ToolCall]:
@@ -564,13 +712,24 @@ def check_trajectory(traj: Trajectory) -> list[str]:
     for i, m in enumerate(traj.messages):
         if m.role == 'system' and i: problems.append(f'message {i}: system message after the start')
         if m.role == 'tool':
-            if m.tool_call_id not in pending: problems.append(f'message {i}: tool result for unknown or already answered call {m.tool_call_id!r}')
-            else: pending.pop(m.tool_call_id)
+            if m.tool_call_id not in pending:
+                problems.append(
+                    f'message {i}: tool result for unknown or already answered call'
+                    f' {m.tool_call_id!r}'
+                )
+            else:
+                pending.pop(m.tool_call_id)
             continue
-        if pending: problems.append(f'message {i}: calls {sorted(pending)} not answered before the next {m.role} message'); pending = {}
+        if pending:
+            problems.append(
+                f'message {i}: calls {sorted(pending)} not answered before the next {m.role}'
+                ' message'
+            )
+            pending = {}
         for c in m.tool_calls or []:
             if c.id in pending: problems.append(f'message {i}: duplicate tool call id {c.id!r}')
-            if offered and c.name not in offered: problems.append(f'message {i}: call to {c.name!r}, which is not an offered tool')
+            if offered and c.name not in offered:
+                problems.append(f'message {i}: call to {c.name!r}, which is not an offered tool')
             pending[c.id] = c.name
     if pending: problems.append(f'end: calls {sorted(pending)} never answered')
     return problems

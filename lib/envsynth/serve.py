@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse, asyncio, hmac, importlib, inspect, json, os, signal, socket, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from fastcore.basics import patch
 from .schema import Message, Tool, ToolSchemaError, content_hash
 from .formats import FormatError, from_openai_messages
 from .llm import LLMClient
@@ -20,45 +21,68 @@ __all__ = ['SERVABLE', 'MAX_BODY_BYTES', 'READ_TIMEOUT_S', 'PolicyError', 'as_po
 class PolicyError(TypeError):
     "An object the policy server cannot serve; raised when the server starts, never per request."
 
-SERVABLE = ('an object with `async act(messages, tools) -> PolicyTurn` (envsynth.rollout.Policy), an LLMClient, '
-            'an LLM backend (async `complete(ChatRequest)` and an `id`), or a class or zero-argument factory of one of these')
+SERVABLE = (
+    'an object with `async act(messages, tools) -> PolicyTurn` (envsynth.rollout.Policy), an'
+    ' LLMClient, an LLM backend (async `complete(ChatRequest)` and an `id`), or a class or'
+    ' zero-argument factory of one of these'
+)
 
 def _has_async(obj, name: str) -> bool:
     return not inspect.isclass(obj) and inspect.iscoroutinefunction(getattr(obj, name, None))
 
 def _is_backend(obj) -> bool:
-    return not isinstance(obj, LLMClient) and _has_async(obj, 'complete') and isinstance(getattr(obj, 'id', None), str)
+    return (
+        not isinstance(obj, LLMClient)
+        and _has_async(obj, 'complete')
+        and isinstance(getattr(obj, 'id', None), str)
+    )
 
 # %% ../../nbs/core/15_serve.ipynb #3232ab3b
-def as_policy(obj: Any, name: str | None = None, model: str = 'envsynth-policy', call: bool = True) -> Policy:
+def as_policy(obj: Any, name: str | None = None, model: str = 'envsynth-policy',
+              call: bool = True) -> Policy:
     "`obj` as a rollout `Policy` (see `SERVABLE`); `PolicyError` says why it cannot be served."
     what = name or f'{obj!r:.80}'
     if isinstance(obj, LLMClient): return LLMPolicy(obj)
     if _is_backend(obj): return LLMPolicy(LLMClient(obj, model))
     if _has_async(obj, 'act'):
-        try: inspect.signature(obj.act).bind([], [])
-        except TypeError as e: raise PolicyError(f'{what}: its act cannot be called as act(messages, tools): {e}') from None
-        except ValueError: pass                                   # no signature to check
+        try:
+            inspect.signature(obj.act).bind([], [])
+        except TypeError as e:
+            raise PolicyError(
+                f'{what}: its act cannot be called as act(messages, tools): {e}'
+            ) from None
+        except ValueError:
+            pass  # no signature to check
         return obj
     if not inspect.isclass(obj) and hasattr(obj, 'act'):
-        raise PolicyError(f'{what}: act must be a coroutine method (async def act(self, messages, tools) -> PolicyTurn)')
+        raise PolicyError(
+            f'{what}: act must be a coroutine method (async def act(self, messages, tools) ->'
+            ' PolicyTurn)'
+        )
     if inspect.iscoroutinefunction(obj):
         raise PolicyError(f'{what} is an async function, not a policy; serve {SERVABLE}')
     if call and callable(obj):
         try: made = obj()
         except Exception as e:
-            raise PolicyError(f'{what} is not a policy, and calling it with no arguments failed ({type(e).__name__}: {e}); serve {SERVABLE}') from None
+            raise PolicyError(
+                f'{what} is not a policy, and calling it with no arguments failed'
+                f' ({type(e).__name__}: {e}); serve {SERVABLE}'
+            ) from None
         return as_policy(made, f'{what}() (a {type(made).__name__})', model, call=False)
     raise PolicyError(f'{what} is not a policy; serve {SERVABLE}')
 
 # %% ../../nbs/core/15_serve.ipynb #4c5892cb
-_SAMPLING_KEYS = ('temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'seed', 'stop', 'tool_choice', 'n')
+_SAMPLING_KEYS = ('temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'seed', 'stop',
+                  'tool_choice', 'n')
 
 def parse_chat_request(body: Any) -> tuple[list[Message], list[Tool], dict]:
-    "Messages, tools and sampling parameters of a chat-completions request body; `ValueError` says what is wrong."
+    """Messages, tools and sampling parameters of a chat-completions request body; `ValueError` says
+    what is wrong."""
     if not isinstance(body, dict): raise ValueError('the request body must be a JSON object')
-    if body.get('stream'): raise ValueError('streaming is not supported by this server; send stream=false')
-    if not isinstance(body.get('messages'), list) or not body['messages']: raise ValueError('"messages" must be a non-empty list')
+    if body.get('stream'):
+        raise ValueError('streaming is not supported by this server; send stream=false')
+    if not isinstance(body.get('messages'), list) or not body['messages']:
+        raise ValueError('"messages" must be a non-empty list')
     messages = from_openai_messages(body['messages'])
     tools = []
     if body.get('tools') is not None:
@@ -69,20 +93,43 @@ def parse_chat_request(body: Any) -> tuple[list[Message], list[Tool], dict]:
 
 # %% ../../nbs/core/15_serve.ipynb #7657d80b
 def chat_completion(turn: PolicyTurn, model: str, completion_id: str) -> dict:
-    "`turn` as an OpenAI chat-completion body; `TypeError` unless it is a `PolicyTurn` holding an assistant message."
-    if not isinstance(turn, PolicyTurn) or not isinstance(turn.message, Message) or turn.message.role != 'assistant':
-        raise TypeError(f'the policy returned {turn!r:.300}, not a PolicyTurn with an assistant Message')
+    """`turn` as an OpenAI chat-completion body; `TypeError` unless it is a `PolicyTurn` holding an
+    assistant message."""
+    if (
+        not isinstance(turn, PolicyTurn)
+        or not isinstance(turn.message, Message)
+        or turn.message.role != 'assistant'
+    ):
+        raise TypeError(
+            f'the policy returned {turn!r:.300}, not a PolicyTurn with an assistant Message'
+        )
     msg = turn.message
     out = {k: v for k, v in msg.to_openai().items() if k != 'reasoning_content'}
     if msg.reasoning_content: out['reasoning_content'] = msg.reasoning_content
     out.setdefault('content', None)
-    return {'id': completion_id, 'object': 'chat.completion', 'created': int(time.time()), 'model': model,
-            'choices': [{'index': 0, 'message': out, 'logprobs': None, 'finish_reason': 'tool_calls' if msg.tool_calls else 'stop'}],
-            'usage': {'prompt_tokens': turn.prompt_tokens, 'completion_tokens': turn.completion_tokens,
-                      'total_tokens': turn.prompt_tokens + turn.completion_tokens}}
+    return {
+        'id': completion_id,
+        'object': 'chat.completion',
+        'created': int(time.time()),
+        'model': model,
+        'choices': [
+            {
+                'index': 0,
+                'message': out,
+                'logprobs': None,
+                'finish_reason': 'tool_calls' if msg.tool_calls else 'stop',
+            }
+        ],
+        'usage': {
+            'prompt_tokens': turn.prompt_tokens,
+            'completion_tokens': turn.completion_tokens,
+            'total_tokens': turn.prompt_tokens + turn.completion_tokens,
+        },
+    }
 
 # %% ../../nbs/core/15_serve.ipynb #1c97ecb5
-MAX_BODY_BYTES = 32 * 2**20      # a chat request with a long context is a few MB; more is refused (413)
+# a chat request with a long context is a few MB; more is refused (413)
+MAX_BODY_BYTES = 32 * 2**20
 READ_TIMEOUT_S = 60.0            # a client that sends nothing for this long is disconnected
 
 class RequestBodyError(ValueError):
@@ -92,11 +139,19 @@ class RequestBodyError(ValueError):
 def read_body(handler: BaseHTTPRequestHandler, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     "The body of `handler`'s request, read only if `Content-Length` says it fits in `max_bytes`."
     length = handler.headers.get('Content-Length')
-    if handler.headers.get('Transfer-Encoding'): raise RequestBodyError(411, 'send the body with a Content-Length (chunked bodies are not read)')
-    try: n = int(length or 0)
-    except ValueError: raise RequestBodyError(400, f'Content-Length {length!r} is not a number') from None
+    if handler.headers.get('Transfer-Encoding'):
+        raise RequestBodyError(
+            411, 'send the body with a Content-Length (chunked bodies are not read)'
+        )
+    try:
+        n = int(length or 0)
+    except ValueError:
+        raise RequestBodyError(400, f'Content-Length {length!r} is not a number') from None
     if n < 0: raise RequestBodyError(400, f'Content-Length {n} is negative')
-    if n > max_bytes: raise RequestBodyError(413, f'the request body has {n} bytes; this server reads at most {max_bytes}')
+    if n > max_bytes:
+        raise RequestBodyError(
+            413, f'the request body has {n} bytes; this server reads at most {max_bytes}'
+        )
     return handler.rfile.read(n)
 
 def is_loopback(host: str) -> bool:
@@ -106,14 +161,18 @@ def is_loopback(host: str) -> bool:
     try: return ipaddress.ip_address(host).is_loopback
     except ValueError: return False
 
-# %% ../../nbs/core/15_serve.ipynb #5164f0c6
+# %% ../../nbs/core/15_serve.ipynb #36f3911a
 class PolicyServer:
     "Serve `policy` (anything `as_policy` accepts) as `/v1/chat/completions` on `host:port`."
-    def __init__(self, policy: Any, host: str = '127.0.0.1', port: int = 0, model_name: str = 'envsynth-policy',
-                 timeout_s: float = 600.0, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+    def __init__(self, policy: Any, host: str = '127.0.0.1', port: int = 0,
+                 model_name: str = 'envsynth-policy', timeout_s: float = 600.0,
+                 api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
                  read_timeout_s: float = READ_TIMEOUT_S):
         if api_key is None and not is_loopback(host):
-            raise PolicyError(f'serving on {host} (beyond this machine) needs an API key: clients must send it as a bearer token')
+            raise PolicyError(
+                f'serving on {host} (beyond this machine) needs an API key: clients must send it as'
+                ' a bearer token'
+            )
         self.policy = as_policy(policy, model=model_name)
         self.api_key, self.max_body_bytes = api_key, max_body_bytes
         self.model_name, self.timeout_s, self.served, self.failed = model_name, timeout_s, 0, 0
@@ -123,39 +182,59 @@ class PolicyServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = 'HTTP/1.1'
-            timeout = read_timeout_s           # a client that stops sending is disconnected, not waited for
+            # a client that stops sending is disconnected, not waited for
+            timeout = read_timeout_s
             def log_message(self, *a): pass
             def setup(self):
                 super().setup(); self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             def _send(self, status: int, body: dict):
                 data = json.dumps(body, ensure_ascii=False).encode()
                 self.send_response(status); self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
             def _error(self, status, kind, message):
                 self._send(status, {'error': {'message': message, 'type': kind, 'code': status}})
             def _authorized(self) -> bool:
-                if server.api_key is None or hmac.compare_digest(self.headers.get('Authorization', ''), f'Bearer {server.api_key}'): return True
-                self._error(401, 'authentication_error', 'a valid API key is needed: send "Authorization: Bearer <key>"'); return False
+                if server.api_key is None or hmac.compare_digest(
+                    self.headers.get('Authorization', ''), f'Bearer {server.api_key}'
+                ):
+                    return True
+                self._error(
+                    401,
+                    'authentication_error',
+                    'a valid API key is needed: send "Authorization: Bearer <key>"',
+                )
+                return False
             def do_GET(self):
                 if self.path.rstrip('/') == '/health': return self._send(200, {'ok': True})
                 if not self._authorized(): return
                 if self.path.rstrip('/') in ('/v1/models', '/models'):
-                    return self._send(200, {'object': 'list', 'data': [{'id': server.model_name, 'object': 'model', 'owned_by': 'envsynth'}]})
+                    return self._send(200, {'object': 'list',
+                                            'data': [{'id': server.model_name, 'object': 'model',
+                                                      'owned_by': 'envsynth'}]})
                 self._error(404, 'not_found', f'no route {self.path}')
             def do_POST(self):
                 if not self._authorized(): return
-                try: raw = read_body(self, server.max_body_bytes)
-                except RequestBodyError as e: self.close_connection = True; return self._error(e.status, 'invalid_request_error', str(e))
-                except TimeoutError: self.close_connection = True; return
+                try:
+                    raw = read_body(self, server.max_body_bytes)
+                except RequestBodyError as e:
+                    self.close_connection = True
+                    return self._error(e.status, 'invalid_request_error', str(e))
+                except TimeoutError:
+                    self.close_connection = True
+                    return
                 if self.path.rstrip('/') not in ('/v1/chat/completions', '/chat/completions'):
                     return self._error(404, 'not_found', f'no route {self.path}')
                 try:
                     body = json.loads(raw or b'null')
                     messages, tools, sampling = parse_chat_request(body)
-                except (ValueError, FormatError, ToolSchemaError) as e:    # JSONDecodeError is a ValueError
+                # JSONDecodeError is a ValueError
+                except (ValueError, FormatError, ToolSchemaError) as e:
                     return self._error(400, 'invalid_request_error', str(e))
                 except RecursionError:
-                    return self._error(400, 'invalid_request_error', 'the request body is nested too deeply')
+                    return self._error(400, 'invalid_request_error',
+                                       'the request body is nested too deeply')
                 self._send(*server._answer(messages, tools, sampling, body.get('model')))
 
         class _Server(ThreadingHTTPServer):
@@ -164,80 +243,147 @@ class PolicyServer:
         self.httpd = _Server((host, port), _Handler)
         self.http_thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def _for_request(self, sampling: dict) -> Policy:
-        p = self.policy
-        return LLMPolicy(p.client, p.tag, **{**p.sampling, **sampling}) if sampling and isinstance(p, LLMPolicy) else p
+# %% ../../nbs/core/15_serve.ipynb #08febb6b
+@patch
+def _for_request(self: PolicyServer, sampling: dict) -> Policy:
+    p = self.policy
+    return (
+        LLMPolicy(p.client, p.tag, **{**p.sampling, **sampling})
+        if sampling and isinstance(p, LLMPolicy)
+        else p
+    )
 
-    def _answer(self, messages, tools, sampling, model) -> tuple[int, dict]:
-        try:
-            fut = asyncio.run_coroutine_threadsafe(self._for_request(sampling).act(messages, tools), self.loop)
-            try: turn = fut.result(timeout=self.timeout_s)
-            except TimeoutError: fut.cancel(); raise
-            body = chat_completion(turn, model or self.model_name, 'chatcmpl-' + content_hash([time.time_ns(), self.served, self.failed], 16))
-        except Exception as e:
-            self.failed += 1
-            kind = 'policy_timeout' if isinstance(e, TimeoutError) else type(e).__name__
-            return 500, {'error': {'message': f'{type(e).__name__}: {e}'[:2000], 'type': kind, 'code': 500}}
-        self.served += 1
-        return 200, body
+@patch
+def _answer(self: PolicyServer, messages, tools, sampling, model) -> tuple[int, dict]:
+    try:
+        fut = asyncio.run_coroutine_threadsafe(self._for_request(sampling).act(messages, tools),
+                                               self.loop)
+        try: turn = fut.result(timeout=self.timeout_s)
+        except TimeoutError: fut.cancel(); raise
+        body = chat_completion(
+            turn,
+            model or self.model_name,
+            'chatcmpl-' + content_hash([time.time_ns(), self.served, self.failed], 16),
+        )
+    except Exception as e:
+        self.failed += 1
+        kind = 'policy_timeout' if isinstance(e, TimeoutError) else type(e).__name__
+        return 500, {'error': {'message': f'{type(e).__name__}: {e}'[:2000], 'type': kind,
+                               'code': 500}}
+    self.served += 1
+    return 200, body
 
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f'http://{host}:{port}/v1'
+# %% ../../nbs/core/15_serve.ipynb #90d47e4b
+@patch(as_prop=True)
+def base_url(self: PolicyServer) -> str:
+    host, port = self.httpd.server_address[:2]
+    return f'http://{host}:{port}/v1'
 
-    def start(self) -> PolicyServer:
-        self.loop_thread.start(); self.http_thread.start(); return self
+@patch
+def start(self: PolicyServer) -> PolicyServer:
+    self.loop_thread.start(); self.http_thread.start(); return self
 
-    def stop(self):
-        self.httpd.shutdown(); self.httpd.server_close()
-        self.loop.call_soon_threadsafe(self.loop.stop); self.loop_thread.join(timeout=5)
+@patch
+def stop(self: PolicyServer):
+    self.httpd.shutdown(); self.httpd.server_close()
+    self.loop.call_soon_threadsafe(self.loop.stop); self.loop_thread.join(timeout=5)
 
-    def __enter__(self): return self.start()
-    def __exit__(self, *exc): self.stop()
+@patch
+def __enter__(self: PolicyServer): return self.start()
+
+@patch
+def __exit__(self: PolicyServer, *exc): self.stop()
 
 # %% ../../nbs/core/15_serve.ipynb #dff0a5ee
 def load_policy(spec: str | None, role: str = 'teacher', model: str = 'envsynth-policy') -> Policy:
-    "The policy named by `module:attribute` (checked by `as_policy`), or the settings' client for `role` when `spec` is None."
+    """The policy named by `module:attribute` (checked by `as_policy`), or the settings' client for
+    `role` when `spec` is None."""
     if spec is None:
         from envsynth.llm import make_client
         from envsynth.settings import get_settings
         if get_settings().llm.offline:
-            raise PolicyError('settings.ini names no [llm] endpoint; pass --policy module:attribute or set ENVSYNTH_LLM_ENDPOINT')
+            raise PolicyError(
+                'settings.ini names no [llm] endpoint; pass --policy module:attribute or set'
+                ' ENVSYNTH_LLM_ENDPOINT'
+            )
         return LLMPolicy(make_client(role))
     mod, sep, attr = spec.partition(':')
-    if not (sep and mod and attr): raise PolicyError(f'--policy must look like module:attribute, got {spec!r}')
+    if not (sep and mod and attr):
+        raise PolicyError(f'--policy must look like module:attribute, got {spec!r}')
     try:
         obj = importlib.import_module(mod)
-        for part in attr.split('.'): obj = getattr(obj, part)
-    except Exception as e: raise PolicyError(f'cannot load {spec!r}: {type(e).__name__}: {e}') from None
+        for part in attr.split('.'):
+            obj = getattr(obj, part)
+    except Exception as e:
+        raise PolicyError(f'cannot load {spec!r}: {type(e).__name__}: {e}') from None
     return as_policy(obj, spec, model)
 
 # %% ../../nbs/core/15_serve.ipynb #a8d708f6
 def serve_policy_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='envsynth serve-policy', description='Serve a policy as an OpenAI-compatible /v1/chat/completions endpoint.')
-    ap.add_argument('--policy', default=None, help='module:attribute of a policy (object or class), an LLMClient, a backend, or a factory')
+    ap = argparse.ArgumentParser(
+        prog='envsynth serve-policy',
+        description='Serve a policy as an OpenAI-compatible /v1/chat/completions endpoint.',
+    )
+    ap.add_argument(
+        '--policy',
+        default=None,
+        help=(
+            'module:attribute of a policy (object or class), an LLMClient, a backend, or a factory'
+        ),
+    )
     ap.add_argument('--role', default='teacher', help='settings role when --policy is not given')
-    ap.add_argument('--host', default='127.0.0.1'); ap.add_argument('--port', type=int, default=8000)
+    ap.add_argument('--host', default='127.0.0.1')
+    ap.add_argument('--port', type=int, default=8000)
     ap.add_argument('--model-name', default='envsynth-policy', help='the model id /v1/models lists')
-    ap.add_argument('--api-key-env', default=None, metavar='VAR',
-                    help='environment variable holding the API key clients must send (needed when --host is not loopback)')
+    ap.add_argument(
+        '--api-key-env',
+        default=None,
+        metavar='VAR',
+        help=(
+            'environment variable holding the API key clients must send (needed when --host is not'
+            ' loopback)'
+        ),
+    )
     return ap
 
 def _stop_on_sigterm(*_): raise KeyboardInterrupt
 
+# %% ../../nbs/core/15_serve.ipynb #a770d57d
 def main(argv: list[str] | None = None) -> int:
     """Serve a policy as an OpenAI-compatible /v1/chat/completions endpoint, until interrupted.
-    `envsynth serve-policy [--policy module:attribute] [--role teacher] [--host 127.0.0.1] [--port 8000] [--model-name NAME] [--api-key-env VAR]`."""
+    `envsynth serve-policy [--policy module:attribute] [--role teacher] [--host 127.0.0.1] [--port
+    8000] [--model-name NAME] [--api-key-env VAR]`."""
     args = serve_policy_parser().parse_args(argv)
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
-    if args.api_key_env and not api_key: print(f'envsynth serve-policy: error: ${args.api_key_env} is not set', file=sys.stderr); return 2
+    if args.api_key_env and not api_key:
+        print(f'envsynth serve-policy: error: ${args.api_key_env} is not set', file=sys.stderr)
+        return 2
     if api_key is None and not is_loopback(args.host):
-        print(f'envsynth serve-policy: error: serving on {args.host} (beyond this machine) needs an API key: pass --api-key-env VAR', file=sys.stderr); return 2
-    try: server = PolicyServer(load_policy(args.policy, args.role, args.model_name), args.host, args.port, args.model_name, api_key=api_key)
-    except PolicyError as e: print(f'envsynth serve-policy: error: {e}', file=sys.stderr); return 2
-    except OSError as e: print(f'envsynth serve-policy: error: cannot listen on {args.host}:{args.port}: {e}', file=sys.stderr); return 2
-    if threading.current_thread() is threading.main_thread(): signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        print(
+            f'envsynth serve-policy: error: serving on {args.host} (beyond this machine) needs an'
+            ' API key: pass --api-key-env VAR',
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        server = PolicyServer(
+            load_policy(args.policy, args.role, args.model_name),
+            args.host,
+            args.port,
+            args.model_name,
+            api_key=api_key,
+        )
+    except PolicyError as e:
+        print(f'envsynth serve-policy: error: {e}', file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(
+            f'envsynth serve-policy: error: cannot listen on {args.host}:{args.port}: {e}',
+            file=sys.stderr,
+        )
+        return 2
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     server.start()
     print(f'serving {args.policy or "the settings client"} at {server.base_url}', flush=True)
     try: threading.Event().wait()

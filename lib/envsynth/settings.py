@@ -20,7 +20,8 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra='forbid', validate_assignment=True)
 
 def _check_endpoint(url: str) -> str:
-    "`url` if empty (not set) or an http(s) URL with a host; else a `ValueError` that shows the expected form."
+    """`url` if empty (not set) or an http(s) URL with a host; else a `ValueError` that shows the
+    expected form."""
     parts = urlparse(url)
     if url and (parts.scheme not in ('http', 'https') or not parts.netloc):
         raise ValueError('endpoint must be an http(s) URL such as http://node12:8000/v1')
@@ -65,7 +66,8 @@ class LLMRoleConfig(BaseModel):
 
 # %% ../../nbs/core/16_settings.ipynb #2589baa7
 class LLMSettings(_Section):
-    "`[llm]`: the defaults of every role; `[llm.<role>]` sections are the fields named after the roles."
+    """`[llm]`: the defaults of every role; `[llm.<role>]` sections are the fields named after the
+    roles."""
     endpoint: str = ''                  # OpenAI-compatible base URL; '' = offline teacher
     api_key_env: str = 'OPENAI_API_KEY' # name of the env var holding the key
     model: str = 'offline-teacher'      # model name of every role that names none
@@ -84,12 +86,14 @@ class LLMSettings(_Section):
 
     @property
     def offline(self) -> bool:
-        "True when `[llm]` names no endpoint (a role may still name its own: check `role(name).offline`)."
+        """True when `[llm]` names no endpoint (a role may still name its own: check
+        `role(name).offline`)."""
         return not self.endpoint
 
     def role(self, role: str) -> LLMRoleConfig:
         "The settings `role` uses: its `[llm.<role>]` values, `[llm]`'s where it sets none."
-        if role not in LLM_ROLES: raise ValueError(f'unknown LLM role {role!r}; the roles are: {", ".join(LLM_ROLES)}')
+        if role not in LLM_ROLES:
+            raise ValueError(f'unknown LLM role {role!r}; the roles are: {", ".join(LLM_ROLES)}')
         own = getattr(self, role)
         value = lambda key: v if (v := getattr(own, key)) not in ('', None) else getattr(self, key)
         return LLMRoleConfig(role=role, **{key: value(key) for key in LLMRoleSettings.model_fields})
@@ -110,7 +114,8 @@ class SlurmSettings(_Section):
     gpu_type: str = ''
     gpus_per_node: int = 8
     time_limit: str = '24:00:00'
-    cpu_partition: str = ''             # CPU-only jobs (synthesis shards, --cpu-smoke); '' = `partition`
+    # CPU-only jobs (synthesis shards, --cpu-smoke); '' = `partition`
+    cpu_partition: str = ''
     container: str = ''                 # Apptainer image the jobs run in; '' = the venv below
     venv: str = '.venv'                 # venv the jobs run from (relative to the repository)
 
@@ -130,14 +135,17 @@ class Settings(_Section):
 # %% ../../nbs/core/16_settings.ipynb #5e61ac71
 SECTIONS = {'llm': LLMSettings, **{f'llm.{r}': LLMRoleSettings for r in LLM_ROLES},
             'embed': EmbedSettings, 'slurm': SlurmSettings, 'paths': PathSettings}
-LLM_SHORT_FORMS = {f'{r}_model': r for r in LLM_ROLES}   # [llm] judge_model = M  ==  [llm.judge] model = M
+# [llm] judge_model = M  ==  [llm.judge] model = M
+LLM_SHORT_FORMS = {f'{r}_model': r for r in LLM_ROLES}
 
 class SettingsError(ValueError):
     "A settings file or environment variable that cannot be used, with where it came from."
 
 def section_keys(section: str) -> list[str]:
-    "The keys `[section]` accepts (the `[llm.<role>]` sections are sections of their own, not keys of `[llm]`)."
-    if section == 'llm': return sorted((set(LLMSettings.model_fields) - set(LLM_ROLES)) | set(LLM_SHORT_FORMS))
+    """The keys `[section]` accepts (the `[llm.<role>]` sections are sections of their own, not keys
+    of `[llm]`)."""
+    if section == 'llm':
+        return sorted((set(LLMSettings.model_fields) - set(LLM_ROLES)) | set(LLM_SHORT_FORMS))
     return sorted(SECTIONS[section].model_fields)
 
 # %% ../../nbs/core/16_settings.ipynb #c26c3635
@@ -161,9 +169,15 @@ def _read_ini(path: Path) -> dict[str, dict[str, str]]:
     except configparser.Error as e: raise SettingsError(f'{path}: cannot parse: {e}') from e
     out = {}
     for sec in cp.sections():
-        if sec not in SECTIONS: raise SettingsError(f'{path}: unknown section [{sec}]; expected one of {sorted(SECTIONS)}')
+        if sec not in SECTIONS:
+            raise SettingsError(
+                f'{path}: unknown section [{sec}]; expected one of {sorted(SECTIONS)}'
+            )
         for key in cp[sec]:
-            if key not in section_keys(sec): raise SettingsError(f'{path}: unknown key {key!r} in [{sec}]; expected one of {section_keys(sec)}')
+            if key not in section_keys(sec):
+                raise SettingsError(
+                    f'{path}: unknown key {key!r} in [{sec}]; expected one of {section_keys(sec)}'
+                )
         out[sec] = {k: v.strip() for k, v in cp[sec].items()}
     return _expand_short_forms(out, path)
 
@@ -173,14 +187,18 @@ def _expand_short_forms(sections: dict[str, dict[str, str]], where) -> dict[str,
         value = sections.get('llm', {}).pop(key, '')
         if not value: continue
         own = sections.setdefault(f'llm.{role}', {})
-        if own.get('model'): raise SettingsError(f'{where}: [llm] {key} and [llm.{role}] model both set the {role} model; keep one')
+        if own.get('model'):
+            raise SettingsError(
+                f'{where}: [llm] {key} and [llm.{role}] model both set the {role} model; keep one'
+            )
         own['model'] = value
     return sections
 
 # %% ../../nbs/core/16_settings.ipynb #35c6c691
 def env_var(section: str, key: str) -> str:
     "The environment variable that overrides `[section] key`, e.g. `ENVSYNTH_LLM_JUDGE_ENDPOINT`."
-    if section not in SECTIONS or key not in section_keys(section): raise SettingsError(f'no setting [{section}] {key}')
+    if section not in SECTIONS or key not in section_keys(section):
+        raise SettingsError(f'no setting [{section}] {key}')
     return f"ENVSYNTH_{section.replace('.', '_')}_{key}".upper()
 
 def _env_overrides(environ: dict) -> dict[str, dict[str, str]]:
@@ -192,8 +210,10 @@ def _env_overrides(environ: dict) -> dict[str, dict[str, str]]:
         sec = next((s for s in longest_first if rest.startswith(s.replace('.', '_') + '_')), None)
         key = rest[len(sec) + 1:] if sec else None
         if sec is None or key not in section_keys(sec):
-            raise SettingsError(f'environment variable {name} names no setting; use ENVSYNTH_<SECTION>_<KEY> '
-                                f'with a section in {sorted(SECTIONS)} (a dot written as _)')
+            raise SettingsError(
+                f'environment variable {name} names no setting; use ENVSYNTH_<SECTION>_<KEY> '
+                f'with a section in {sorted(SECTIONS)} (a dot written as _)'
+            )
         out.setdefault(sec, {})[key] = value.strip()
     return out
 
@@ -203,16 +223,22 @@ def _nest(sections: dict[str, dict[str, str]]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for sec, kv in sections.items():
         head, _, role = sec.partition('.')
-        (out.setdefault(head, {}).setdefault(role, {}) if role else out.setdefault(head, {})).update(kv)
+        (out.setdefault(head, {}).setdefault(role, {}) if role
+         else out.setdefault(head, {})).update(kv)
     return out
 
 def _describe_error(err: dict) -> str:
     "One pydantic error as `[section] key = value: problem (variable NAME)`."
     loc = [str(part) for part in err['loc']]
     section, key, msg = '.'.join(loc[:-1]), loc[-1], err['msg'].removeprefix('Value error, ')
-    var = f' (variable {env_var(section, key)})' if section in SECTIONS and key in section_keys(section) else ''
+    var = (
+        f' (variable {env_var(section, key)})'
+        if section in SECTIONS and key in section_keys(section)
+        else ''
+    )
     return f'  [{section}] {key} = {err.get("input")!r}: {msg}{var}'
 
+# %% ../../nbs/core/16_settings.ipynb #f191dcd2
 def load_settings(path: str | Path | None = None, environ: dict | None = None) -> Settings:
     "Settings from `path` (default: `find_settings_file()`), overridden by `ENVSYNTH_*` variables."
     environ = dict(os.environ if environ is None else environ)
@@ -222,7 +248,9 @@ def load_settings(path: str | Path | None = None, environ: dict | None = None) -
     try: s = Settings(**_nest(merged), source=path)
     except ValidationError as e:
         where = f'{path} (or ENVSYNTH_* variables)' if path else 'ENVSYNTH_* variables'
-        raise SettingsError(f'invalid settings in {where}:\n' + '\n'.join(map(_describe_error, e.errors()))) from e
+        raise SettingsError(
+            f'invalid settings in {where}:\n' + '\n'.join(map(_describe_error, e.errors()))
+        ) from e
     base = path.parent.resolve() if path else Path.cwd()
     for name in PathSettings.model_fields:
         p = getattr(s.paths, name)

@@ -4,24 +4,25 @@
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #e510b411
 from __future__ import annotations
-import asyncio, hashlib, json, random, sys, time
+import asyncio, hashlib, json, random, re, sys, time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 from ..data import rl_row
 from ..env_library import list_environments, load_curated
 from ..envs import GoldActionError, with_gold_hash
 from ..rewards import state_hash_reward
 from ..rollout import OraclePolicy, ScriptedUser, env_system_prompt, rollout_env
-from ..schema import Action, Task
+from ..schema import Action, Task, Trajectory
 from .rl import (EPISODE_KEY, AdaptiveBatchFiller, RewardGroup, RLError, TokenPolicy, clipped_policy_loss, compute_score,
                                group_std, grpo_advantages, main_ppo_command, row_task, run_row_episode)
 
 # %% auto #0
-__all__ = ['ISSUE_MOVES', 'split_tasks', 'task_rows', 'RowSkill', 'row_tasks', 'BatchedSampler', 'load_policy_model', 'Rollout',
-           'rollout_rows', 'response_log_probs', 'policy_gradient_step', 'GRPOSettings', 'GRPOResult', 'train_grpo',
-           'evaluate_rows', 'measure_policy', 'oracle_conversations', 'oracle_sft_rows', 'sft_checkpoint',
-           'grpo_parser', 'main']
+__all__ = ['ISSUE_MOVES', 'RL_EXPERIMENT_SIZES', 'split_tasks', 'task_rows', 'RowSkill', 'row_tasks', 'BatchedSampler',
+           'load_policy_model', 'Rollout', 'rollout_rows', 'response_log_probs', 'policy_gradient_step', 'GRPOSettings',
+           'GRPOResult', 'train_grpo', 'evaluate_rows', 'measure_policy', 'oracle_conversations', 'oracle_sft_rows',
+           'sft_checkpoint', 'renamed_key', 'key_variants', 'rl_experiment', 'rl_table', 'rl_curves', 'grpo_parser',
+           'main']
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #d0c6e6e0
 def split_tasks(envs: Sequence[str], heldout_per_env: int = 2) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -313,14 +314,14 @@ async def evaluate_rows(model_dir: str | Path, rows: Sequence[dict], *, max_new_
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #c7aae6dd
 async def measure_policy(model_dir: str | Path, rows: Sequence[dict], *, samples: int = 8, seed: int = 0, max_new_tokens: int = 64,
-                         response_length: int = 512, max_turns: int = 6) -> dict:
+                         response_length: int = 512, max_turns: int = 6, device: str = 'cpu') -> dict:
     "Greedy and sampled (`samples` per row, temperature 1) mean reward and success of the model in `model_dir` on `rows`."
     import torch
     if samples < 1: raise RLError(f'samples must be >= 1, got {samples}')
     gen = dict(max_new_tokens=max_new_tokens, response_length=response_length, max_turns=max_turns)
-    greedy = await evaluate_rows(model_dir, rows, **gen)
+    greedy = await evaluate_rows(model_dir, rows, device=device, **gen)
     torch.manual_seed(seed)
-    model, tok = load_policy_model(model_dir)
+    model, tok = load_policy_model(model_dir, device)
     sampled = await rollout_rows([r for r in rows for _ in range(samples)], model, tok, temperature=1.0, **gen)
     mean = lambda xs: round(sum(xs) / len(xs), 4)
     return {'greedy_reward': mean([g['reward'] for g in greedy]), 'greedy_success': mean([g['success'] for g in greedy]),
@@ -351,10 +352,11 @@ def oracle_sft_rows(tasks: dict[str, list[str | Task]], tokenizer) -> list:
 def sft_checkpoint(train_tasks: dict[str, list[str | Task]], out_dir: str | Path, *, vocab_size: int = 2048,
                    hidden_size: int = 128, layers: int = 2, heads: int = 4, epochs: int = 12,
                    max_steps: int | None = None, batch_size: int = 1, learning_rate: float = 3e-3,
-                   seed: int = 0) -> Path:
+                   seed: int = 0, split_digits: bool = False, augment: Callable[[list], list] | None = None) -> Path:
     """The tiny SFT checkpoint RL starts from, made as `02_sft_learns` makes it (random Qwen3,
     tokenizer trained on the training conversations, `train_sft` on the oracle trajectories), here on
-    the training *tasks* only; reused when present."""
+    the training *tasks* only; reused when present. `augment` maps the oracle trajectories to the SFT set
+    (e.g. adds `key_variants`); `split_digits` is `build_tiny_qwen3_on`'s."""
     from envsynth.data import build_sft_rows, sft_text
     from envsynth.train.sft import build_tiny_qwen3_on, train_sft
     from transformers import AutoTokenizer
@@ -362,8 +364,10 @@ def sft_checkpoint(train_tasks: dict[str, list[str | Task]], out_dir: str | Path
     if (out / 'sft' / 'final' / 'config.json').exists(): return out / 'sft' / 'final'
     trajs = oracle_conversations(train_tasks)
     if not trajs: raise RLError(f'no oracle trajectories for the training tasks {train_tasks}')
+    if augment: trajs = augment(trajs)
     model_dir = build_tiny_qwen3_on([sft_text(t).text for t in trajs], out / 'tiny', vocab_size=vocab_size,
-                                    hidden_size=hidden_size, layers=layers, heads=heads, seed=seed)
+                                    hidden_size=hidden_size, layers=layers, heads=heads, seed=seed,
+                                    split_digits=split_digits)
     rows, _ = build_sft_rows(trajs, AutoTokenizer.from_pretrained(model_dir))
     result = train_sft(rows, model_dir, out / 'sft', 'tiny-cpu', epochs=epochs, max_steps=max_steps,
                        learning_rate=learning_rate, batch_size=batch_size, per_device_batch=batch_size,
@@ -372,6 +376,124 @@ def sft_checkpoint(train_tasks: dict[str, list[str | Task]], out_dir: str | Path
            'wall_s': result.wall_s, 'losses': result.losses}
     (out / 'sft_losses.json').write_text(json.dumps(log))
     return Path(result.final_dir)
+
+# %% ../../../nbs/train/05_rl_learns.ipynb #7ecd7833
+def renamed_key(traj: Trajectory, old: str, new: str) -> Trajectory:
+    "A copy of `traj` with the whole key `old` replaced by `new` in every message, call and answer."
+    pattern = rf'(?<![\w-]){re.escape(old)}(?![\w-])'
+    return Trajectory.model_validate_json(re.sub(pattern, new, traj.model_dump_json()))
+
+def key_variants(trajs: Sequence[Trajectory], keys: Sequence[str], n: int, avoid: Iterable[str],
+                 seed: int = 0) -> list[Trajectory]:
+    """`n` renamed copies of each trajectory: its row key `keys[i]` (`PREFIX-NUMBER`) becomes a fresh
+    `PREFIX-NUMBER` that is not in `avoid` (pass every key of the database)."""
+    if len(trajs) != len(keys): raise RLError(f'{len(trajs)} trajectories but {len(keys)} keys')
+    rng, taken, out = random.Random(seed), set(avoid) | set(keys), []
+    for traj, key in zip(trajs, keys):
+        if not (m := re.fullmatch(r'(.+)-(\d+)', key)): raise RLError(f'key {key!r} is not PREFIX-NUMBER')
+        for _ in range(n):
+            new = next(k for k in (f'{m[1]}-{rng.randint(1, 999)}' for _ in iter(int, 1)) if k not in taken)
+            out.append(renamed_key(traj, key, new))
+    return out
+
+# %% ../../../nbs/train/05_rl_learns.ipynb #687e3db6
+RL_EXPERIMENT_SIZES = {
+    'test': dict(sft=dict(vocab_size=1024, hidden_size=32, layers=1, heads=2, max_steps=2, batch_size=2,
+                          learning_rate=1e-2),
+                 grpo=dict(steps=1, prompts_per_step=1, group_size=2, max_new_tokens=8, max_turns=1, max_rounds=1),
+                 eval_samples=1, control_steps=1, task_limit=(6, 3), seeds='0', key_variants=1, split_digits=True),
+    'full': dict(sft=dict(vocab_size=1024, hidden_size=64, layers=2, heads=2, max_steps=200, batch_size=8,
+                          learning_rate=1e-2),
+                 grpo=dict(steps=12, prompts_per_step=4, group_size=8, learning_rate=1e-3, max_new_tokens=40,
+                           max_turns=1, max_rounds=2),
+                 eval_samples=2, control_steps=12, task_limit=None, seeds='0,1,2', key_variants=0, split_digits=False),
+    'gpu': dict(sft=dict(vocab_size=1024, hidden_size=256, layers=4, heads=4, max_steps=300, batch_size=16,
+                         learning_rate=1e-3),
+                grpo=dict(steps=30, prompts_per_step=8, group_size=8, learning_rate=1e-4, max_new_tokens=40,
+                          max_turns=1, max_rounds=3),
+                eval_samples=4, control_steps=30, task_limit=None, seeds='0,1,2', key_variants=8, split_digits=True),
+}
+
+# %% ../../../nbs/train/05_rl_learns.ipynb #fbf7b075
+def _settings(P: dict, seed: int = 0) -> GRPOSettings: return GRPOSettings(**P['grpo'], seed=seed)
+
+async def rl_experiment(P: dict, out_dir: str | Path, *, task_env: str = 'issue_tracker',
+                        skills: Sequence[RowSkill] = ISSUE_MOVES, key_argument: str = 'issue_key',
+                        heldout_fraction: float = 0.25, device: str = 'cpu', progress=None) -> dict:
+    """SFT, more SFT (the control) and GRPO per seed on `skills`' training tasks, each measured on the
+    held-out tasks and every third training task; `P` is one of `RL_EXPERIMENT_SIZES`."""
+    import platform, torch
+    from envsynth.train.sft import train_sft
+    from transformers import AutoTokenizer
+    out, t0, cpu0 = Path(out_dir), time.perf_counter(), time.process_time()
+    out.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda message: None)
+    train, held = row_tasks(task_env, skills, heldout_fraction)
+    if P['task_limit']: train, held = train[:P['task_limit'][0]], held[:P['task_limit'][1]]
+    train_rows, held_rows = task_rows({task_env: train}), task_rows({task_env: held})
+    eval_rows = {'train': train_rows[::3], 'heldout': held_rows}
+    db_keys = [t.gold_actions[0].arguments[key_argument] for t in train + held]
+    def augment(trajs: list) -> list:
+        keys = [t.gold_actions[0].arguments[key_argument] for t in train]
+        return trajs + key_variants(trajs, keys, P['key_variants'], avoid=db_keys, seed=0)
+    sft_dir = sft_checkpoint({task_env: train}, out, **P['sft'], split_digits=P['split_digits'],
+                             augment=augment if P['key_variants'] else None)
+    sft_log = json.loads((out / 'sft_losses.json').read_text())
+    gen = {k: P['grpo'][k] for k in ('max_new_tokens', 'max_turns')}
+    async def measure(model_dir) -> dict:
+        return {split: await measure_policy(model_dir, rows, samples=P['eval_samples'], seed=0, device=device, **gen)
+                for split, rows in eval_rows.items()}
+    results = {'params': P, 'env': task_env, 'device': device, 'torch': torch.__version__,
+               'gpu': torch.cuda.get_device_name(0) if device.startswith('cuda') else platform.processor() or 'cpu',
+               'train_tasks': [t.id for t in train], 'heldout_tasks': [t.id for t in held],
+               'sft_log': {k: v for k, v in sft_log.items() if k != 'losses'}, 'sft_losses': sft_log['losses']}
+    results['sft'] = await measure(sft_dir); say({'sft': results['sft']})
+    from envsynth.data import build_sft_rows
+    trajs = oracle_conversations({task_env: train})
+    sft_rows = build_sft_rows(augment(trajs) if P['key_variants'] else trajs, AutoTokenizer.from_pretrained(sft_dir))[0]
+    per_step = P['grpo']['prompts_per_step']
+    more = train_sft(sft_rows, sft_dir, out / 'sft-more', 'tiny-cpu', max_steps=P['control_steps'],
+                     batch_size=per_step, per_device_batch=per_step,
+                     learning_rate=_settings(P).learning_rate, save_steps=10_000)
+    results['control'] = await measure(more.final_dir); say({'control': results['control']})
+    results['runs'] = {}
+    for seed in [int(s) for s in str(P['seeds']).split(',') if s.strip()]:
+        res = await train_grpo(train_rows, sft_dir, out / f'rl-seed{seed}', _settings(P, seed), device=device)
+        results['runs'][seed] = {'history': res.history, 'wall_s': res.wall_s, **await measure(res.final_dir)}
+        results.update(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - cpu0)
+        (out / 'results.json').write_text(json.dumps(results, indent=1)); say({seed: results['runs'][seed]['heldout']})
+    return results
+
+# %% ../../../nbs/train/05_rl_learns.ipynb #ff24b554
+def rl_table(results: dict):
+    "SFT, the control and each GRPO seed (with their mean and std) on held-out and training tasks: a DataFrame."
+    import pandas as pd
+    cols = [(split, k) for split in ('heldout', 'train')
+            for k in ('greedy_success', 'sampled_success', 'greedy_reward', 'sampled_reward')]
+    pick = lambda scores: {c: scores[c[0]][c[1]] for c in cols}
+    seeds = [f'GRPO seed {s}' for s in results['runs']]
+    table = pd.DataFrame({'SFT': pick(results['sft']), 'SFT + more SFT': pick(results['control']),
+                          **{name: pick(r) for name, r in zip(seeds, results['runs'].values())}}).T
+    table.loc['GRPO mean'] = table.loc[seeds].mean()
+    table.loc['GRPO std'] = table.loc[seeds].std(ddof=0)
+    table.columns = pd.MultiIndex.from_tuples(cols)
+    return table.round(3)
+
+# %% ../../../nbs/train/05_rl_learns.ipynb #06c6074b
+def rl_curves(results: dict):
+    "Mean reward, success and informative groups per GRPO step, one line per seed and their mean: a figure."
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
+    titles = {'reward': 'mean reward (ASTRA F1)', 'success': 'success (gold state)',
+              'informative_groups': 'groups with reward std > 0'}
+    runs = list(results['runs'].items())
+    for ax, key in zip(axes, titles):
+        for seed, r in runs: ax.plot([h[key] for h in r['history']], marker='.', alpha=0.6, label=f'seed {seed}')
+        steps = len(runs[0][1]['history'])
+        ax.plot([sum(r['history'][i][key] for _, r in runs) / len(runs) for i in range(steps)], 'k-', label='mean')
+        ax.set(xlabel='GRPO step', title=titles[key])
+    axes[0].legend(); fig.tight_layout()
+    return fig
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #754acd94
 def grpo_parser():
@@ -385,9 +507,15 @@ def grpo_parser():
     t.add_argument('--heldout-per-env', type=int, default=2, help='tasks per environment kept out of training')
     t.add_argument('--tasks', choices=('curated', 'issue-moves'), default='curated',
                    help="curated: the training tasks of --envs; issue-moves: the training tasks of ISSUE_MOVES (issue_tracker)")
+    t.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     t.add_argument('--data-source', default='astra', help='reward route of compute_score (astra, envfactory, envsynth, ...)')
     for k, v in asdict(GRPOSettings(steps=2, prompts_per_step=2, max_new_tokens=48, max_turns=3)).items():
         t.add_argument('--' + k.replace('_', '-'), type=type(v), default=v)
+    e = sub.add_parser('experiment', help='the SFT / more SFT / GRPO comparison of RL_EXPERIMENT_SIZES[--size]')
+    e.add_argument('--size', choices=sorted(RL_EXPERIMENT_SIZES), required=True)
+    e.add_argument('--out', required=True, help='output folder: results.json, the checkpoints')
+    e.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
+    e.add_argument('--seeds', default=None, help="comma-separated GRPO seeds (default: the size's)")
     v = sub.add_parser('verl-command', help="print verl's main_ppo command line for a preset, one argument per line (writes the job files)")
     v.add_argument('--preset', required=True); v.add_argument('--job-dir', required=True); v.add_argument('--model', required=True)
     v.add_argument('--train-files', required=True); v.add_argument('--val-files', required=True)
@@ -395,7 +523,7 @@ def grpo_parser():
     return ap
 
 def main(argv: Sequence[str] | None = None) -> int:
-    "`python -m envsynth.train.grpo train ...` | `verl-command ...`; returns the exit status."
+    "`python -m envsynth.train.grpo train ...` | `experiment ...` | `verl-command ...`; returns the exit status."
     import sys
     args = grpo_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
@@ -404,11 +532,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print('\n'.join(main_ppo_command(args.preset, args.job_dir, model=args.model, train_files=args.train_files, val_files=args.val_files,
                                              n_gpus=args.n_gpus, nnodes=args.nnodes, python=args.python)))
             return 0
+        if args.command == 'experiment':
+            P = {**RL_EXPERIMENT_SIZES[args.size], **({'seeds': args.seeds} if args.seeds else {})}
+            say = lambda record: print(json.dumps(record), flush=True)
+            asyncio.run(rl_experiment(P, args.out, device=args.device, progress=say))
+            print(f'experiment {args.size}: {Path(args.out) / "results.json"}')
+            return 0
         if args.tasks == 'issue-moves': train = {'issue_tracker': row_tasks('issue_tracker', ISSUE_MOVES)[0]}
         else: train, _ = split_tasks([e for e in args.envs.split(',') if e], args.heldout_per_env)
         settings = GRPOSettings(**{k: getattr(args, k) for k in asdict(GRPOSettings())})
         result = asyncio.run(train_grpo(task_rows(train, data_source=args.data_source), args.model, args.out, settings,
-                                        progress=lambda r: print(json.dumps(r), flush=True)))
+                                        device=args.device, progress=lambda r: print(json.dumps(r), flush=True)))
         (Path(args.out) / 'grpo_result.json').write_text(json.dumps(asdict(result), indent=1))
         print(f'GRPO: {len(result.history)} steps in {result.wall_s:.1f}s -> {result.final_dir}')
         return 0

@@ -213,8 +213,10 @@ class KeepRecentTrainingState(TrainerCallback):
 
 # %% ../../../nbs/train/00_sft.ipynb #79a363ca
 def build_tiny_qwen3_on(texts: Iterable[str], out_dir: str | Path, vocab_size: int = 2048, hidden_size: int = 128,
-                        layers: int = 2, heads: int = 4, max_positions: int = 4096, seed: int = 0) -> Path:
-    "A random-weight Qwen3 with a byte-level BPE tokenizer trained on `texts` (Qwen special tokens, Hermes template)."
+                        layers: int = 2, heads: int = 4, max_positions: int = 4096, seed: int = 0,
+                        split_digits: bool = False) -> Path:
+    """A random-weight Qwen3 with a byte-level BPE tokenizer trained on `texts` (Qwen special tokens, Hermes
+    template); `split_digits` makes every digit its own token, as Qwen's own tokenizer does."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -222,7 +224,10 @@ def build_tiny_qwen3_on(texts: Iterable[str], out_dir: str | Path, vocab_size: i
     if not texts: raise SFTError('no texts to train the tokenizer on')
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer, raw.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level]) \
+        if split_digits else byte_level
+    raw.decoder = decoders.ByteLevel()
     raw.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL_TOKENS,
                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token='<|im_end|>', pad_token='<|endoftext|>',

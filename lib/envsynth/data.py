@@ -53,9 +53,10 @@ def _last_user_query(messages: list[Message]) -> int:
                 and not is_tool_response_turn(m)), default=-1)
 
 # %% ../../nbs/core/06_data.ipynb #1a1bb8f1
-def sft_text(traj: Trajectory, reasoning: Reasoning = 'all') -> SFTText:
+def sft_text(traj: Trajectory, reasoning: Reasoning = 'all', empty_think: bool = False) -> SFTText:
     """Render `traj` with `render_hermes` and find the character span of every supervised assistant
-    turn."""
+    turn; `empty_think` renders Qwen3's non-thinking mode, as the RL prompts do with the same
+    flag."""
     check_sft_trajectory(traj)
     msgs, context_only = list(traj.messages), []
     # reasoning left out of the text: the turn is context, not a target
@@ -64,8 +65,10 @@ def sft_text(traj: Trajectory, reasoning: Reasoning = 'all') -> SFTText:
         for i, m in enumerate(msgs):
             if m.role == 'assistant' and i < last and m.reasoning_content:
                 msgs[i] = m.model_copy(update={'reasoning_content': None}); context_only.append(i)
-    text = render_hermes(msgs, traj.tools)
-    if text != render_hermes(traj.messages, traj.tools, reasoning=reasoning):
+    text = render_hermes(msgs, traj.tools, empty_think=empty_think)
+    rendered = render_hermes(traj.messages, traj.tools, reasoning=reasoning,
+                             empty_think=empty_think)
+    if text != rendered:
         raise DataExportError(
             f'trajectory {traj.id}: the rendering with reasoning={reasoning!r} could not be'
             ' reproduced'
@@ -73,8 +76,9 @@ def sft_text(traj: Trajectory, reasoning: Reasoning = 'all') -> SFTText:
     spans, turns = [], []
     for i, m in enumerate(msgs):
         if m.role != 'assistant' or i in context_only: continue
-        start = len(render_hermes(msgs[:i], traj.tools)) + len(ASSISTANT_HEADER)
-        body = render_assistant_turn(m) + IM_END
+        prefix = render_hermes(msgs[:i], traj.tools, empty_think=empty_think)
+        start = len(prefix) + len(ASSISTANT_HEADER)
+        body = render_assistant_turn(m, empty_think=empty_think) + IM_END
         if text[start - len(ASSISTANT_HEADER):start + len(body)] != ASSISTANT_HEADER + body:
             raise DataExportError(
                 f'trajectory {traj.id}: assistant turn {i} is not where the rendering puts it'
@@ -110,10 +114,11 @@ def _offsets(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     return list(enc['input_ids']), [tuple(o) for o in enc['offset_mapping']]
 
-def tokenize_sft(traj: Trajectory, tokenizer, reasoning: Reasoning = 'all') -> SFTRow:
+def tokenize_sft(traj: Trajectory, tokenizer, reasoning: Reasoning = 'all',
+                 empty_think: bool = False) -> SFTRow:
     """The whole conversation as one row; a token is supervised if any of its characters lies in an
     assistant span."""
-    st = sft_text(traj, reasoning)
+    st = sft_text(traj, reasoning, empty_think)
     ids, offsets = _offsets(tokenizer, st.text)
     im_end = tokenizer.convert_tokens_to_ids(IM_END)
     starts, ends = [a for a, _ in offsets], [b for _, b in offsets]
@@ -160,13 +165,14 @@ def fit_length(row: SFTRow, max_length: int | None,
 # %% ../../nbs/core/06_data.ipynb #52f0fb81
 def build_sft_rows(trajs: Iterable[Trajectory], tokenizer, max_length: int | None = None,
                    overflow: Overflow = 'truncate', reasoning: Reasoning = 'all',
-                   invalid: Literal['raise', 'skip'] = 'raise') -> tuple[list[SFTRow], dict]:
+                   invalid: Literal['raise', 'skip'] = 'raise',
+                   empty_think: bool = False) -> tuple[list[SFTRow], dict]:
     "SFT rows of `trajs`, and the counts: inputs, kept, truncated (among kept), dropped by reason."
     rows, stats = [], {'inputs': 0, 'kept': 0, 'truncated': 0, 'dropped': {}}
     def drop(reason): stats['dropped'][reason] = stats['dropped'].get(reason, 0) + 1
     for traj in trajs:
         stats['inputs'] += 1
-        try: row = tokenize_sft(traj, tokenizer, reasoning)
+        try: row = tokenize_sft(traj, tokenizer, reasoning, empty_think)
         except DataExportError:
             if invalid == 'raise': raise
             drop('invalid'); continue

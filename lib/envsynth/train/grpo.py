@@ -520,6 +520,9 @@ def grpo_parser():
     v.add_argument('--preset', required=True); v.add_argument('--job-dir', required=True); v.add_argument('--model', required=True)
     v.add_argument('--train-files', required=True); v.add_argument('--val-files', required=True)
     v.add_argument('--n-gpus', type=int, default=8); v.add_argument('--nnodes', type=int, default=1); v.add_argument('--python', default='python')
+    v.add_argument('--env-root', default=None,
+                   help="folder of the rows' environment folders (ASTRA's extra_info.env_folder), loaded in the sandbox")
+    v.add_argument('--empty-think', action='store_true', help="Qwen3's non-thinking prompts (an empty think block)")
     return ap
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -530,7 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == 'verl-command':
             from envsynth.train.rl import main_ppo_command
             print('\n'.join(main_ppo_command(args.preset, args.job_dir, model=args.model, train_files=args.train_files, val_files=args.val_files,
-                                             n_gpus=args.n_gpus, nnodes=args.nnodes, python=args.python)))
+                                             n_gpus=args.n_gpus, nnodes=args.nnodes, python=args.python,
+                                             env_root=args.env_root, empty_think=args.empty_think)))
             return 0
         if args.command == 'experiment':
             P = {**RL_EXPERIMENT_SIZES[args.size], **({'seeds': args.seeds} if args.seeds else {})}

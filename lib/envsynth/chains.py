@@ -24,11 +24,14 @@ class ProposedChains(BaseModel):
     "A model's answer: plausible tool chains for one server."
     chains: list[list[str]]
 
-CHAIN_PROMPT = ('Here are the tools of one server. Propose up to {n} realistic chains of 2-5 tool calls that one user task could '
-                'need, in call order, where later calls use what earlier calls return. Answer as JSON {{"chains": [[tool names...]]}}.\n\n{tools}')
+CHAIN_PROMPT = ('Here are the tools of one server. Propose up to {n} realistic chains of 2-5 tool '
+                'calls that one user task could need, in call order, where later calls use what '
+                'earlier calls return. Answer as JSON {{"chains": [[tool names...]]}}.\n\n{tools}')
 
-def offline_chain_proposer(tools: list[CorpusTool], graph: nx.DiGraph, n: int = 8, seed: int = 0) -> ProposedChains:
-    "The offline teacher's proposal: short walks along the server's dependency edges, seeded by the server name."
+def offline_chain_proposer(tools: list[CorpusTool], graph: nx.DiGraph, n: int = 8,
+                           seed: int = 0) -> ProposedChains:
+    """The offline teacher's proposal: short walks along the server's dependency edges,
+    seeded by the server name."""
     keys = {t.key for t in tools}
     sub = graph.subgraph(keys)
     walks = random_walks(sub, n_walks=n, min_len=2, max_len=4, seed=seed)
@@ -36,23 +39,31 @@ def offline_chain_proposer(tools: list[CorpusTool], graph: nx.DiGraph, n: int = 
 
 def propose_chains(corpus: ToolCorpus, graph: nx.DiGraph, n: int = 8) -> dict[str, list[list[str]]]:
     "Chains per server from the offline proposer (deterministic; seeded by the server name)."
-    return {server: offline_chain_proposer(tools, graph, n, seed=int.from_bytes(server.encode()[:8].ljust(8, b'\0'), 'little')).chains
+    return {server: offline_chain_proposer(tools, graph, n, seed=int.from_bytes(
+                        server.encode()[:8].ljust(8, b'\0'), 'little')).chains
             for server, tools in sorted(corpus.servers().items())}
 
 async def llm_propose_chains(corpus: ToolCorpus, client, n: int = 8) -> dict[str, list[list[str]]]:
-    "Chains per server from a model (`envsynth.llm.LLMClient`: cached, concurrent, validated); a server whose answer fails validation gets []."
+    """Chains per server from a model (`envsynth.llm.LLMClient`: cached, concurrent, validated); a
+    server whose answer fails validation gets []."""
     import asyncio
     from envsynth.llm import StructuredOutputError, TransientError, TransportError
     async def one(tools):
         listing = '\n'.join(f'- {t.name}: {t.tool.function.description}' for t in tools)
-        try: res = await client.chat([{'role': 'user', 'content': CHAIN_PROMPT.format(n=n, tools=listing)}], response_model=ProposedChains, tag='graph.propose_chains')
-        except (StructuredOutputError, TransientError, TransportError): return []   # counted in the client's ledger: fail closed
+        try:
+            res = await client.chat(
+                [{'role': 'user', 'content': CHAIN_PROMPT.format(n=n, tools=listing)}],
+                response_model=ProposedChains, tag='graph.propose_chains')
+        except (StructuredOutputError, TransientError, TransportError):
+            return []   # counted in the client's ledger: fail closed
         return res.parsed.chains
     servers = sorted(corpus.servers().items())
     return dict(zip([s for s, _ in servers], await asyncio.gather(*(one(t) for _, t in servers))))
 
-def transition_graph(corpus: ToolCorpus, chains: dict[str, list[list[str]]]) -> tuple[nx.DiGraph, Counter]:
-    "Weighted transition graph from proposed chains (weight = number of chains with that step) and counts of skipped steps."
+def transition_graph(corpus: ToolCorpus,
+                     chains: dict[str, list[list[str]]]) -> tuple[nx.DiGraph, Counter]:
+    """Weighted transition graph from proposed chains (weight = number of chains with that step) and
+    counts of skipped steps."""
     g, skipped = nx.DiGraph(), Counter()
     for t in corpus: g.add_node(t.key, server=t.server, benchmark=t.benchmark, name=t.name)
     for server, cs in sorted(chains.items()):
@@ -71,20 +82,26 @@ class WalkStats:
     dropped: Counter = field(default_factory=Counter)
 
 def random_walks(g: nx.DiGraph, n_walks: int, min_len: int = 2, max_len: int = 5, seed: int = 0,
-                 max_per_server: int | None = None, verify: Callable[[list[str]], str | None] | None = None,
+                 max_per_server: int | None = None,
+                 verify: Callable[[list[str]], str | None] | None = None,
                  max_tries: int | None = None, stats: WalkStats | None = None,
                  stop: Literal['target_length', 'dead_end'] = 'target_length') -> list[list[str]]:
-    """Up to `n_walks` distinct, acyclic, weight-biased walks of `min_len`..`max_len` nodes (deterministic for a seed).
-    `stop='target_length'`: each walk draws a length in `min_len`..`max_len` and stops there (or earlier at a dead end);
-    `stop='dead_end'`: each walk goes on until `max_len` nodes or a node with no edge to an unvisited node."""
-    if stop not in ('target_length', 'dead_end'): raise ValueError(f"stop must be 'target_length' or 'dead_end', got {stop!r}")
+    """Up to `n_walks` distinct, acyclic, weight-biased walks of `min_len`..`max_len` nodes
+    (deterministic for a seed).
+    `stop='target_length'`: each walk draws a length in `min_len`..`max_len` and stops there (or
+    earlier at a dead end);
+    `stop='dead_end'`: each walk goes on until `max_len` nodes or a node with no edge to an
+    unvisited node."""
+    if stop not in ('target_length', 'dead_end'):
+        raise ValueError(f"stop must be 'target_length' or 'dead_end', got {stop!r}")
     rng, stats = random.Random(seed), stats if stats is not None else WalkStats()
     starts = sorted(n for n in g.nodes if g.out_degree(n) > 0)
     out, seen, per_server = [], set(), Counter()
     for _ in range(max_tries or n_walks * 20):
         if len(out) >= n_walks or not starts: break
         node = rng.choice(starts); server = g.nodes[node].get('server')
-        if max_per_server and per_server[server] >= max_per_server: stats.dropped['server_cap'] += 1; continue
+        if max_per_server and per_server[server] >= max_per_server:
+            stats.dropped['server_cap'] += 1; continue
         target, walk = rng.randint(min_len, max_len) if stop == 'target_length' else max_len, [node]
         while len(walk) < target:
             nxt = sorted((v, d.get('weight', 1.0)) for v, d in g[walk[-1]].items() if v not in walk)
@@ -100,10 +117,12 @@ def random_walks(g: nx.DiGraph, n_walks: int, min_len: int = 2, max_len: int = 5
 
 # %% ../../nbs/core/09c_chains.ipynb #f3e55e7b
 ParamKind = Literal['external', 'internal']
-_ID_LIKE = re.compile(r'(^id$|_id$|_ids$|token|handle|uuid|_key$|_ref$|cursor|^ticket$|session)', re.I)
+_ID_LIKE = re.compile(
+    r'(^id$|_id$|_ids$|token|handle|uuid|_key$|_ref$|cursor|^ticket$|session)', re.I)
 
 def classify_parameters(corpus: ToolCorpus, graph: nx.DiGraph) -> dict[tuple[str, str], ParamKind]:
-    "`{(tool key, parameter): 'external' | 'internal'}` by rule: an id-like parameter that some tool produces is internal."
+    """`{(tool key, parameter): 'external' | 'internal'}` by rule: an id-like parameter that some
+    tool produces is internal."""
     supplied = defaultdict(set)
     for u, v, d in graph.edges(data=True):
         for p in d.get('params', []): supplied[v].add(p)
@@ -115,48 +134,64 @@ class InternalParams(BaseModel):
     internal: list[str]
 
 async def llm_classify_parameters(corpus: ToolCorpus, client) -> dict[tuple[str, str], ParamKind]:
-    "The same classification by a model (cached through `envsynth.llm`); a tool whose answer fails validation counts all-external."
+    """The same classification by a model (cached through `envsynth.llm`); a tool whose answer fails
+    validation counts all-external."""
     import asyncio
     from envsynth.llm import StructuredOutputError, TransientError, TransportError
     async def one(t):
         props = t.tool.function.parameters.get('properties') or {}
         if not props: return {}
         try:
-            res = await client.chat([{'role': 'user', 'content': f'Tool {t.name}: {t.tool.function.description}\nParameters: {json.dumps(props)}\n'
-                                      'Which parameters can only come from another tool\'s output (internal), not from the user (external)? '
-                                      'Answer as JSON {"internal": [names]}.'}], response_model=InternalParams, tag='graph.classify_parameters')
+            res = await client.chat(
+                [{'role': 'user',
+                  'content': f'Tool {t.name}: {t.tool.function.description}\n'
+                             f'Parameters: {json.dumps(props)}\n'
+                             'Which parameters can only come from another tool\'s output '
+                             '(internal), not from the user (external)? '
+                             'Answer as JSON {"internal": [names]}.'}],
+                response_model=InternalParams, tag='graph.classify_parameters')
             internal = set(res.parsed.internal)
-        except (StructuredOutputError, TransientError, TransportError): internal = set()   # counted in the ledger
+        except (StructuredOutputError, TransientError, TransportError):
+            internal = set()   # counted in the ledger
         return {(t.key, p): 'internal' if p in internal else 'external' for p in props}
     out = {}
     for part in await asyncio.gather(*(one(t) for t in corpus)): out.update(part)
     return out
 
-def _required(corpus_by_key: dict, key: str) -> list[str]: return list(corpus_by_key[key].tool.function.parameters.get('required') or [])
+def _required(corpus_by_key: dict, key: str) -> list[str]:
+    return list(corpus_by_key[key].tool.function.parameters.get('required') or [])
 
-def chain_satisfiable(chain: list[str], graph: nx.DiGraph, kinds: dict, corpus_by_key: dict) -> list[tuple[str, str]]:
-    "The (tool, parameter) pairs of `chain` whose required internal input no earlier tool supplies (empty = satisfiable)."
+def chain_satisfiable(chain: list[str], graph: nx.DiGraph, kinds: dict,
+                      corpus_by_key: dict) -> list[tuple[str, str]]:
+    """The (tool, parameter) pairs of `chain` whose required internal input no earlier tool supplies
+    (empty = satisfiable)."""
     bad = []
     for i, key in enumerate(chain):
         for p in _required(corpus_by_key, key):
             if kinds.get((key, p)) != 'internal': continue
-            if not any(graph.has_edge(prev, key) and p in graph[prev][key].get('params', []) for prev in chain[:i]): bad.append((key, p))
+            if not any(graph.has_edge(prev, key) and p in graph[prev][key].get('params', [])
+                       for prev in chain[:i]): bad.append((key, p))
     return bad
 
 # %% ../../nbs/core/09c_chains.ipynb #f23daa91
-def sample_topology_chain(graph: nx.DiGraph, kinds: dict, corpus_by_key: dict, rng: random.Random, target: str | None = None,
-                          max_len: int = 6, max_depth: int = 4, extend: tuple[int, int] = (0, 2)) -> list[str] | None:
-    "A chain ending with (or growing from) `target` whose required inputs are all satisfiable; None if it cannot be resolved."
+def sample_topology_chain(graph: nx.DiGraph, kinds: dict, corpus_by_key: dict, rng: random.Random,
+                          target: str | None = None, max_len: int = 6, max_depth: int = 4,
+                          extend: tuple[int, int] = (0, 2)) -> list[str] | None:
+    """A chain ending with (or growing from) `target` whose required inputs are all satisfiable;
+    None if it cannot be resolved."""
     def producers(key, p, avoid):
-        return sorted((u, d['weight']) for u, _, d in graph.in_edges(key, data=True) if p in d.get('params', []) and u not in avoid)
+        return sorted((u, d['weight']) for u, _, d in graph.in_edges(key, data=True)
+                      if p in d.get('params', []) and u not in avoid)
     def resolve(key, chain, depth, path=()) -> bool:
-        "Put producers of `key`'s missing internal inputs into `chain` (in call order); False if impossible."
+        """Put producers of `key`'s missing internal inputs into `chain` (in call
+        order); False if impossible."""
         for p in _required(corpus_by_key, key):
             if kinds.get((key, p)) != 'internal': continue
-            if any(graph.has_edge(prev, key) and p in graph[prev][key].get('params', []) for prev in chain): continue
+            if any(graph.has_edge(prev, key) and p in graph[prev][key].get('params', [])
+                   for prev in chain): continue
             cands = producers(key, p, set(chain) | set(path) | {key})
             if not cands or depth >= max_depth: return False
-            for _ in range(3):                                   # a few producers before giving up on this input
+            for _ in range(3):                  # a few producers before giving up on this input
                 prod = rng.choices([u for u, _ in cands], weights=[w for _, w in cands])[0]
                 trial = list(chain)
                 if resolve(prod, trial, depth + 1, (*path, key)) and prod not in trial:
@@ -173,7 +208,8 @@ def sample_topology_chain(graph: nx.DiGraph, kinds: dict, corpus_by_key: dict, r
         rng.shuffle(nxt)
         for v in nxt:
             trial = list(chain)
-            if resolve(v, trial, 0) and v not in trial and len(trial) < max_len: chain = trial + [v]; break
+            if resolve(v, trial, 0) and v not in trial and len(trial) < max_len:
+                chain = trial + [v]; break
     return chain
 
 # %% ../../nbs/core/09c_chains.ipynb #3a2b73b0
@@ -181,16 +217,19 @@ BANDS = ('high', 'medium', 'low')
 
 @dataclass
 class ToolPool:
-    "Distractor pool: keys, normalized tool embeddings and each tool's domain (its server, or a Louvain domain)."
+    """Distractor pool: keys, normalized tool embeddings and each tool's domain (its
+    server, or a Louvain domain)."""
     keys: list[str]
     vectors: np.ndarray
     domains: list[Any]
     def __post_init__(self): self.index = {k: i for i, k in enumerate(self.keys)}
 
-def similarity_bands(pool: ToolPool, in_scope: list[str], high: float = 0.85, low: float = 0.4) -> dict[str, set[str]]:
+def similarity_bands(pool: ToolPool, in_scope: list[str], high: float = 0.85,
+                     low: float = 0.4) -> dict[str, set[str]]:
     "ASTRA Eq. 26-28: the pooled candidate sets per band for the in-scope tools."
     idx = [pool.index[k] for k in in_scope]
-    excluded = set(idx) | {j for j, d in enumerate(pool.domains) if d in {pool.domains[i] for i in idx}}
+    excluded = set(idx) | {j for j, d in enumerate(pool.domains)
+                           if d in {pool.domains[i] for i in idx}}
     keep = np.array([j not in excluded for j in range(len(pool.keys))])
     bands = {b: set() for b in BANDS}
     for i in idx:
@@ -198,19 +237,24 @@ def similarity_bands(pool: ToolPool, in_scope: list[str], high: float = 0.85, lo
         others = np.ones(len(s), bool); others[i] = False
         lo_, hi_ = s[others].min(), s[others].max()
         norm = (s - lo_) / (hi_ - lo_) if hi_ > lo_ else np.zeros_like(s)
-        for b, mask in (('high', norm > high), ('medium', (norm >= low) & (norm <= high)), ('low', norm < low)):
+        for b, mask in (('high', norm > high), ('medium', (norm >= low) & (norm <= high)),
+                        ('low', norm < low)):
             bands[b].update(pool.keys[j] for j in np.nonzero(mask & keep)[0])
     return bands
 
-def mix_distractors(pool: ToolPool, in_scope: list[str], k_per_band: int = 2, seed: int = 0, high: float = 0.85, low: float = 0.4) -> dict[str, list[str]]:
-    "Up to `k_per_band` distractors from each band, sampled without repeats across bands (deterministic for a seed)."
-    rng, bands, chosen, out = random.Random(seed), similarity_bands(pool, in_scope, high, low), set(), {}
+def mix_distractors(pool: ToolPool, in_scope: list[str], k_per_band: int = 2, seed: int = 0,
+                    high: float = 0.85, low: float = 0.4) -> dict[str, list[str]]:
+    """Up to `k_per_band` distractors from each band, sampled without repeats across bands
+    (deterministic for a seed)."""
+    rng, bands, chosen, out = (
+        random.Random(seed), similarity_bands(pool, in_scope, high, low), set(), {})
     for b in BANDS:
         cands = sorted(bands[b] - chosen)
         out[b] = rng.sample(cands, min(k_per_band, len(cands))); chosen.update(out[b])
     return out
 
-def random_distractors(pool: ToolPool, in_scope: list[str], seed: int = 0, n_range: tuple[int, int] = (5, 9)) -> list[str]:
+def random_distractors(pool: ToolPool, in_scope: list[str], seed: int = 0,
+                       n_range: tuple[int, int] = (5, 9)) -> list[str]:
     "The ablation baseline: 5-9 random tools from other domains."
     rng = random.Random(seed)
     doms = {pool.domains[pool.index[k]] for k in in_scope}

@@ -38,44 +38,60 @@ class ToolCorpus:
     dropped: Counter = field(default_factory=Counter)
     def __len__(self): return len(self.tools)
     def __iter__(self): return iter(self.tools)
-    def __add__(self, other: ToolCorpus) -> ToolCorpus: return ToolCorpus(self.tools + other.tools, self.dropped + other.dropped)
+    def __add__(self, other: ToolCorpus) -> ToolCorpus:
+        return ToolCorpus(self.tools + other.tools, self.dropped + other.dropped)
     def servers(self) -> dict[str, list[CorpusTool]]:
         out = defaultdict(list)
         for t in self.tools: out[t.server].append(t)
         return dict(out)
-    def training_tools(self) -> list[CorpusTool]: return [t for t in self.tools if t.benchmark is None]
+    def training_tools(self) -> list[CorpusTool]:
+        return [t for t in self.tools if t.benchmark is None]
     def by_key(self) -> dict[str, CorpusTool]: return {t.key: t for t in self.tools}
 
 # %% ../../nbs/core/09a_corpora.ipynb #599245a5
-_TB_TYPES = {'STRING': 'string', 'NUMBER': 'number', 'INTEGER': 'integer', 'BOOLEAN': 'boolean', 'ARRAY': 'array',
-             'OBJECT': 'object', 'ENUM': 'string', 'DATE': 'string', 'FLOAT': 'number', 'INT': 'integer', 'STR': 'string'}
+_TB_TYPES = {'STRING': 'string', 'NUMBER': 'number', 'INTEGER': 'integer', 'BOOLEAN': 'boolean',
+             'ARRAY': 'array', 'OBJECT': 'object', 'ENUM': 'string', 'DATE': 'string',
+             'FLOAT': 'number', 'INT': 'integer', 'STR': 'string'}
 
-def _clean_name(name: str) -> str: return re.sub(r'[^A-Za-z0-9_.\-]', '_', name.strip())[:128] or '_'
+def _clean_name(name: str) -> str:
+    return re.sub(r'[^A-Za-z0-9_.\-]', '_', name.strip())[:128] or '_'
 
 def normalize_tool(raw: dict) -> Tool:
     "An OpenAI, bare-function, MCP or ToolBench-style tool description as a checked `Tool`."
-    if not isinstance(raw, dict): raise ToolSchemaError(f'a tool must be a JSON object, got {type(raw).__name__}')
-    if raw.get('type') == 'function' and isinstance(raw.get('function'), dict): return Tool.parse(raw)
+    if not isinstance(raw, dict):
+        raise ToolSchemaError(f'a tool must be a JSON object, got {type(raw).__name__}')
+    if raw.get('type') == 'function' and isinstance(raw.get('function'), dict):
+        return Tool.parse(raw)
     if 'required_parameters' in raw or 'optional_parameters' in raw or 'api_name' in raw:
         props, required = {}, []
         for group, req in (('required_parameters', True), ('optional_parameters', False)):
             for p in raw.get(group) or []:
-                if not isinstance(p, dict) or not p.get('name'): raise ToolSchemaError(f'{group} entry without a name: {p!r:.80}')
+                if not isinstance(p, dict) or not p.get('name'):
+                    raise ToolSchemaError(f'{group} entry without a name: {p!r:.80}')
                 t = _TB_TYPES.get(str(p.get('type', 'STRING')).upper())
-                if t is None: raise ToolSchemaError(f"parameter {p['name']!r}: unknown type {p.get('type')!r}")
+                if t is None:
+                    raise ToolSchemaError(f"parameter {p['name']!r}: "
+                                          f"unknown type {p.get('type')!r}")
                 props[p['name']] = {'type': t, 'description': str(p.get('description') or '')}
                 if req: required.append(p['name'])
         name = raw.get('api_name') or raw.get('name') or ''
         desc = raw.get('api_description') or raw.get('description') or ''
-        return Tool.parse({'type': 'function', 'function': {'name': _clean_name(name), 'description': desc,
-                                                            'parameters': {'type': 'object', 'properties': props, 'required': required}}})
+        return Tool.parse({'type': 'function',
+                           'function': {'name': _clean_name(name), 'description': desc,
+                                        'parameters': {'type': 'object', 'properties': props,
+                                                       'required': required}}})
     params = raw.get('parameters', raw.get('inputSchema', raw.get('input_schema')))
     if 'name' not in raw: raise ToolSchemaError(f'tool without a name: {raw!r:.80}')
-    return Tool.parse({'type': 'function', 'function': {'name': raw['name'], 'description': raw.get('description') or '', 'parameters': params}})
+    return Tool.parse({'type': 'function',
+                       'function': {'name': raw['name'],
+                                    'description': raw.get('description') or '',
+                                    'parameters': params}})
 
 # %% ../../nbs/core/09a_corpora.ipynb #6e31013a
-def _add(corpus: ToolCorpus, raw: Any, server: str, source: str, benchmark: str | None = None) -> None:
-    try: corpus.tools.append(CorpusTool(tool=raw if isinstance(raw, Tool) else normalize_tool(raw), server=server, source=source, benchmark=benchmark))
+def _add(corpus: ToolCorpus, raw: Any, server: str, source: str,
+         benchmark: str | None = None) -> None:
+    try: corpus.tools.append(CorpusTool(tool=raw if isinstance(raw, Tool) else normalize_tool(raw),
+                                        server=server, source=source, benchmark=benchmark))
     except ToolSchemaError: corpus.dropped['invalid_schema'] += 1
 
 def corpus_from_environments(root: str | Path | None = None) -> ToolCorpus:
@@ -86,14 +102,18 @@ def corpus_from_environments(root: str | Path | None = None) -> ToolCorpus:
     return c
 
 def corpus_from_mcp(client, server: str | None = None) -> ToolCorpus:
-    "The tools of a connected `envsynth.mcp.MCPClient` (its schema problems counted as invalid_schema)."
-    c = ToolCorpus(dropped=Counter({'invalid_schema': len(client.problems)}) if client.problems else Counter())
+    """The tools of a connected `envsynth.mcp.MCPClient` (its schema problems
+    counted as invalid_schema)."""
+    c = ToolCorpus(dropped=Counter({'invalid_schema': len(client.problems)}) if client.problems
+                   else Counter())
     for t in client.tools: _add(c, t, server or client.server_name, 'mcp')
     return c
 
-def corpus_from_file(path: str | Path, source: str = 'file', benchmark: str | None = None) -> ToolCorpus:
-    """Tools from a JSON or JSONL file: a list of tools, or of servers `{'server' | 'name', 'tools': [...]}`.
-    Tools outside a server record belong to a server named after the file."""
+def corpus_from_file(path: str | Path, source: str = 'file',
+                     benchmark: str | None = None) -> ToolCorpus:
+    """Tools from a JSON or JSONL file: a list of tools, or of servers
+    `{'server' | 'name', 'tools': [...]}`. Tools outside a server record belong
+    to a server named after the file."""
     path, c = Path(path), ToolCorpus()
     text = path.read_text()
     try: records = json.loads(text)
@@ -115,14 +135,18 @@ def corpus_from_file(path: str | Path, source: str = 'file', benchmark: str | No
 BFCL_WHEEL = 'bfcl-eval==2026.3.23'
 
 def download_wheel(requirement: str, cache_dir: str | Path) -> Path:
-    "The wheel of `requirement` (`name==version`) in `cache_dir`, downloaded with pip (no dependencies) on first use."
+    """The wheel of `requirement` (`name==version`) in `cache_dir`, downloaded with pip (no
+    dependencies) on first use."""
     name, _, version = requirement.partition('==')
     cache_dir = Path(cache_dir); cache_dir.mkdir(parents=True, exist_ok=True)
     pattern = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version or '*'}-*.whl"
     if not (found := sorted(cache_dir.glob(pattern))):
-        subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--quiet', '-d', str(cache_dir), requirement], check=True)
+        subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--quiet',
+                        '-d', str(cache_dir), requirement], check=True)
         found = sorted(cache_dir.glob(pattern))
-    if not found: raise FileNotFoundError(f'pip download {requirement} left no wheel matching {pattern} in {cache_dir}')
+    if not found:
+        raise FileNotFoundError(f'pip download {requirement} left no wheel matching '
+                                f'{pattern} in {cache_dir}')
     return found[-1]
 
 def download_bfcl_wheel(cache_dir: str | Path) -> Path:
@@ -134,17 +158,19 @@ def _bfcl_docs(name: str, data: str) -> Iterable[dict]:
         try: d = json.loads(line)
         except json.JSONDecodeError: continue
         if isinstance(d, dict) and 'function' in d:
-            yield from (f for f in (d['function'] if isinstance(d['function'], list) else [d['function']]) if isinstance(f, dict))
+            yield from (f for f in (d['function'] if isinstance(d['function'], list)
+                                    else [d['function']]) if isinstance(f, dict))
         elif isinstance(d, dict) and 'name' in d: yield d
 
 def corpus_from_bfcl(source: str | Path) -> ToolCorpus:
-    """BFCL function docs from the wheel (`.whl`), or from a JSON file `{category: [docs]}`; server = the data file's stem.
-    Every tool is marked `benchmark='bfcl'`."""
+    """BFCL function docs from the wheel (`.whl`), or from a JSON file `{category: [docs]}`;
+    server = the data file's stem. Every tool is marked `benchmark='bfcl'`."""
     source, c = Path(source), ToolCorpus()
     if source.suffix == '.whl':
         z = zipfile.ZipFile(source)
         files = [(Path(n).stem, z.read(n).decode()) for n in sorted(z.namelist())
-                 if n.startswith('bfcl_eval/data/') and n.endswith('.json') and not {'possible_answer', 'unused_datasets'} & set(n.split('/'))]
+                 if n.startswith('bfcl_eval/data/') and n.endswith('.json')
+                 and not {'possible_answer', 'unused_datasets'} & set(n.split('/'))]
         groups = [(stem, list(_bfcl_docs(stem, data))) for stem, data in files]
     else: groups = sorted(json.loads(source.read_text()).items())
     seen = set()
@@ -153,7 +179,8 @@ def corpus_from_bfcl(source: str | Path) -> ToolCorpus:
             if (stem, d.get('name')) in seen: c.dropped['duplicate'] += 1; continue
             seen.add((stem, d.get('name')))
             try: _add(c, bfcl_function_to_tool(d), stem, 'bfcl', benchmark='bfcl')
-            except (ToolSchemaError, ValueError, KeyError, TypeError): c.dropped['invalid_schema'] += 1
+            except (ToolSchemaError, ValueError, KeyError, TypeError):
+                c.dropped['invalid_schema'] += 1
     return c
 
 # %% ../../nbs/core/09a_corpora.ipynb #362cf3cb
@@ -162,16 +189,19 @@ _VAGUE = re.compile(r'^(no description|todo|tbd|n/?a|none|test|description)\.?$'
 def vague_description(tool: Tool, min_words: int = 4) -> bool:
     "A description too short or generic to tell a model what the tool does."
     d = (tool.function.description or '').strip()
-    return len(d.split()) < min_words or bool(_VAGUE.match(d)) or d.lower().replace(' ', '_') == tool.name.lower()
+    return (len(d.split()) < min_words or bool(_VAGUE.match(d))
+            or d.lower().replace(' ', '_') == tool.name.lower())
 
-def filter_corpus(corpus: ToolCorpus, min_server_tools: int = 3, min_description_words: int = 4) -> ToolCorpus:
+def filter_corpus(corpus: ToolCorpus, min_server_tools: int = 3,
+                  min_description_words: int = 4) -> ToolCorpus:
     "ASTRA's corpus filters; the result's `dropped` adds the reasons to the loaders'."
     out, seen = ToolCorpus(dropped=Counter(corpus.dropped)), set()
     kept = []
     for t in corpus:
         if t.key in seen: out.dropped['duplicate'] += 1; continue
         seen.add(t.key)
-        if vague_description(t.tool, min_description_words): out.dropped['vague_description'] += 1; continue
+        if vague_description(t.tool, min_description_words):
+            out.dropped['vague_description'] += 1; continue
         kept.append(t)
     sizes = Counter(t.server for t in kept)
     for t in kept:
@@ -183,40 +213,63 @@ def filter_corpus(corpus: ToolCorpus, min_server_tools: int = 3, min_description
 _DOMAINS = {
     'commerce': ['customer', 'order', 'invoice', 'product', 'cart', 'coupon', 'refund', 'shipment'],
     'travel': ['trip', 'hotel', 'room', 'guest', 'itinerary', 'visa', 'transfer', 'voucher'],
-    'health': ['patient', 'appointment', 'prescription', 'clinic', 'doctor', 'claim', 'vaccine', 'lab_result'],
-    'devops': ['server', 'deployment', 'incident', 'alert', 'pipeline', 'repository', 'secret', 'cluster'],
-    'education': ['student', 'course', 'assignment', 'grade', 'teacher', 'classroom', 'exam', 'enrollment'],
-    'finance': ['account', 'transaction', 'card', 'loan', 'budget', 'payee', 'statement', 'portfolio'],
-    'media': ['playlist', 'track', 'album', 'artist', 'podcast', 'episode', 'subscription', 'channel'],
-    'property': ['building', 'unit', 'tenant', 'lease', 'work_order', 'inspection', 'vendor', 'meter'],
-    'logistics': ['warehouse', 'pallet', 'carrier', 'route', 'driver', 'vehicle', 'delivery', 'depot'],
-    'hr': ['employee', 'team', 'timesheet', 'leave_request', 'payslip', 'review', 'position', 'candidate'],
+    'health': ['patient', 'appointment', 'prescription', 'clinic',
+               'doctor', 'claim', 'vaccine', 'lab_result'],
+    'devops': ['server', 'deployment', 'incident', 'alert',
+               'pipeline', 'repository', 'secret', 'cluster'],
+    'education': ['student', 'course', 'assignment', 'grade',
+                  'teacher', 'classroom', 'exam', 'enrollment'],
+    'finance': ['account', 'transaction', 'card', 'loan',
+                'budget', 'payee', 'statement', 'portfolio'],
+    'media': ['playlist', 'track', 'album', 'artist',
+              'podcast', 'episode', 'subscription', 'channel'],
+    'property': ['building', 'unit', 'tenant', 'lease',
+                 'work_order', 'inspection', 'vendor', 'meter'],
+    'logistics': ['warehouse', 'pallet', 'carrier', 'route',
+                  'driver', 'vehicle', 'delivery', 'depot'],
+    'hr': ['employee', 'team', 'timesheet', 'leave_request',
+           'payslip', 'review', 'position', 'candidate'],
 }
-_VERBS = [('get', 'Get the details of a {e}'), ('list', 'List the {e}s that match the filters'), ('create', 'Create a new {e}'),
-          ('update', 'Update fields of an existing {e}'), ('cancel', 'Cancel a {e} that is still open'), ('search', 'Search {e}s by text'),
-          ('archive', 'Archive an old {e}'), ('assign', 'Assign a {e} to an owner'), ('export', 'Export a {e} as a file'),
-          ('count', 'Count the {e}s in a period'), ('approve', 'Approve a pending {e}'), ('summarize', 'Summarize the history of a {e}')]
-_ATTRS = [('name', 'string', 'display name of the {e}'), ('status', 'string', 'status of the {e}'), ('start_date', 'string', 'first day, YYYY-MM-DD'),
-          ('end_date', 'string', 'last day, YYYY-MM-DD'), ('amount', 'number', 'amount in the account currency'), ('note', 'string', 'free-text note'),
-          ('limit', 'integer', 'maximum number of results'), ('email', 'string', 'contact email address'), ('priority', 'string', 'priority level'),
-          ('quantity', 'integer', 'number of items'), ('city', 'string', 'city name'), ('tags', 'array', 'labels to attach')]
+_VERBS = [('get', 'Get the details of a {e}'), ('list', 'List the {e}s that match the filters'),
+          ('create', 'Create a new {e}'), ('update', 'Update fields of an existing {e}'),
+          ('cancel', 'Cancel a {e} that is still open'), ('search', 'Search {e}s by text'),
+          ('archive', 'Archive an old {e}'), ('assign', 'Assign a {e} to an owner'),
+          ('export', 'Export a {e} as a file'), ('count', 'Count the {e}s in a period'),
+          ('approve', 'Approve a pending {e}'), ('summarize', 'Summarize the history of a {e}')]
+_ATTRS = [('name', 'string', 'display name of the {e}'), ('status', 'string', 'status of the {e}'),
+          ('start_date', 'string', 'first day, YYYY-MM-DD'),
+          ('end_date', 'string', 'last day, YYYY-MM-DD'),
+          ('amount', 'number', 'amount in the account currency'),
+          ('note', 'string', 'free-text note'), ('limit', 'integer', 'maximum number of results'),
+          ('email', 'string', 'contact email address'), ('priority', 'string', 'priority level'),
+          ('quantity', 'integer', 'number of items'), ('city', 'string', 'city name'),
+          ('tags', 'array', 'labels to attach')]
 
 def synthetic_corpus(n_tools: int, seed: int = 0) -> ToolCorpus:
     "`n_tools` generated tools in servers of 3-12 tools (deterministic for a seed)."
     rng, c, i = random.Random(seed), ToolCorpus(), 0
     while len(c) < n_tools:
         domain = rng.choice(sorted(_DOMAINS)); ents = _DOMAINS[domain]
-        server = f'{domain}-{rng.choice(["hub", "desk", "cloud", "api", "suite", "ops"])}-{i:05d}'; i += 1
-        for _ in range(min(rng.randint(3, 12), n_tools - len(c)) if n_tools - len(c) >= 3 else n_tools - len(c)):
+        server = f'{domain}-{rng.choice(["hub", "desk", "cloud", "api", "suite", "ops"])}-{i:05d}'
+        i += 1
+        for _ in range(min(rng.randint(3, 12), n_tools - len(c)) if n_tools - len(c) >= 3
+                       else n_tools - len(c)):
             e = rng.choice(ents); verb, tmpl = rng.choice(_VERBS)
             props, req = {}, []
             for other in rng.sample(ents, rng.randint(1, 3)):
-                props[f'{other}_id'] = {'type': 'string', 'description': f'identifier of the {other.replace("_", " ")}'}
+                props[f'{other}_id'] = {
+                    'type': 'string', 'description': f'identifier of the {other.replace("_", " ")}'}
                 if other == e or rng.random() < 0.5: req.append(f'{other}_id')
             for name, typ, d in rng.sample(_ATTRS, rng.randint(1, 5)):
-                props[name] = {'type': typ, 'description': d.format(e=e.replace('_', ' '))} | ({'items': {'type': 'string'}} if typ == 'array' else {})
+                props[name] = ({'type': typ, 'description': d.format(e=e.replace('_', ' '))}
+                               | ({'items': {'type': 'string'}} if typ == 'array' else {}))
             name = f'{verb}_{e}'
-            desc = f"{tmpl.format(e=e.replace('_', ' '))} in the {server.split('-')[1]} {domain} service ({rng.choice(['v1', 'v2', 'beta', 'internal', 'public'])} endpoint #{rng.randint(1, 999)})."
-            if any(t.name == name and t.server == server for t in c.tools[-12:]): name = f'{name}_{rng.randint(2, 99)}'
-            _add(c, {'name': name, 'description': desc, 'parameters': {'type': 'object', 'properties': props, 'required': req}}, server, 'synthetic')
+            desc = (f"{tmpl.format(e=e.replace('_', ' '))} in the {server.split('-')[1]} {domain} "
+                    f"service ({rng.choice(['v1', 'v2', 'beta', 'internal', 'public'])} endpoint "
+                    f"#{rng.randint(1, 999)}).")
+            if any(t.name == name and t.server == server for t in c.tools[-12:]):
+                name = f'{name}_{rng.randint(2, 99)}'
+            _add(c, {'name': name, 'description': desc,
+                     'parameters': {'type': 'object', 'properties': props, 'required': req}},
+                 server, 'synthetic')
     return c

@@ -25,27 +25,32 @@ class FormatError(ValueError):
 IM_START, IM_END = '<|im_start|>', '<|im_end|>'
 EMPTY_THINK = '<think>\n\n</think>\n\n'     # Qwen3's think block of a turn that does not think
 TOOLS_PREAMBLE = ('# Tools\n\nYou may call one or more functions to assist with the user query.\n\n'
-                  'You are provided with function signatures within <tools></tools> XML tags:\n<tools>')
-TOOLS_POSTAMBLE = ('\n</tools>\n\nFor each function call, return a json object with function name and arguments '
-                   'within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
-                   '"arguments": <args-json-object>}\n</tool_call>')
+                  'You are provided with function signatures within '
+                  '<tools></tools> XML tags:\n<tools>')
+TOOLS_POSTAMBLE = ('\n</tools>\n\nFor each function call, return a json object with function name '
+                   'and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n'
+                   '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>')
 
 def _dumps(obj) -> str: return json.dumps(obj, ensure_ascii=False)   # transformers' `tojson`
 
 def render_tools_block(tools: Iterable[Tool | dict]) -> str:
     "The tool declaration that opens the system turn."
-    return TOOLS_PREAMBLE + ''.join('\n' + _dumps(Tool.parse(t).to_openai()) for t in tools) + TOOLS_POSTAMBLE
+    return (TOOLS_PREAMBLE + ''.join('\n' + _dumps(Tool.parse(t).to_openai()) for t in tools)
+            + TOOLS_POSTAMBLE)
 
 def render_tool_call(call: ToolCall) -> str:
-    "One `<tool_call>` block; arguments are inserted as the JSON text they are (never re-serialized)."
-    return f'<tool_call>\n{{"name": {_dumps(call.name)}, "arguments": {call.function.arguments or "{}"}}}\n</tool_call>'
+    """One `<tool_call>` block; arguments are inserted as the JSON text they are
+    (never re-serialized)."""
+    return (f'<tool_call>\n{{"name": {_dumps(call.name)}, '
+            f'"arguments": {call.function.arguments or "{}"}}}\n</tool_call>')
 
 # %% ../../nbs/core/01_formats.ipynb #90be242d
 def render_assistant_turn(m: Message, reasoning: bool = True, empty_think: bool = False) -> str:
     """The text of assistant message `m` after its `<|im_start|>assistant\\n` header, without
     `<|im_end|>`; a turn without (kept) reasoning opens with `EMPTY_THINK` when `empty_think`
     (Qwen3's non-thinking mode, below)."""
-    if m.role != 'assistant': raise FormatError(f'render_assistant_turn needs an assistant message, got {m.role!r}')
+    if m.role != 'assistant':
+        raise FormatError(f'render_assistant_turn needs an assistant message, got {m.role!r}')
     thinks = reasoning and m.reasoning_content
     if thinks: out = f'<think>\n{m.reasoning_content.strip()}\n</think>\n\n'
     else: out = EMPTY_THINK if empty_think else ''
@@ -68,7 +73,8 @@ def render_hermes(messages: list[Message], tools: Iterable[Tool | dict] | None =
     `empty_think` renders Qwen3's non-thinking mode (an empty think block in every turn without
     reasoning and at the end of the generation prompt)."""
     messages, tools = list(messages), list(tools or [])
-    last_user = max([i for i, m in enumerate(messages) if m.role == 'user' and not is_tool_response_turn(m)], default=-1)
+    last_user = max([i for i, m in enumerate(messages)
+                     if m.role == 'user' and not is_tool_response_turn(m)], default=-1)
     out, i = [], 0
     if tools:
         head = messages[0].content + '\n\n' if messages and messages[0].role == 'system' else ''
@@ -79,14 +85,16 @@ def render_hermes(messages: list[Message], tools: Iterable[Tool | dict] | None =
         if m.role == 'tool':
             group = []
             while i < len(messages) and messages[i].role == 'tool':
-                group.append(f'\n<tool_response>\n{messages[i].content or ""}\n</tool_response>'); i += 1
+                group.append(f'\n<tool_response>\n{messages[i].content or ""}\n</tool_response>')
+                i += 1
             out.append(f'{IM_START}user{"".join(group)}{IM_END}\n'); continue
         if m.role == 'assistant':
             keep = reasoning == 'all' or i > last_user
             turn = render_assistant_turn(m, keep, empty_think)
             out.append(f'{IM_START}assistant\n{turn}{IM_END}\n')
         else:
-            if m.role == 'system' and i: raise FormatError(f'message {i}: a system message is only allowed first')
+            if m.role == 'system' and i:
+                raise FormatError(f'message {i}: a system message is only allowed first')
             out.append(f'{IM_START}{m.role}\n{m.content or ""}{IM_END}\n')
         i += 1
     if add_generation_prompt:
@@ -105,7 +113,8 @@ class ParsedAssistant(BaseModel):
     def ok(self) -> bool: return not self.problems
 
     def to_message(self) -> Message:
-        return Message(role='assistant', content=self.content, tool_calls=self.tool_calls or None, reasoning_content=self.reasoning)
+        return Message(role='assistant', content=self.content, tool_calls=self.tool_calls or None,
+                       reasoning_content=self.reasoning)
 
 # %% ../../nbs/core/01_formats.ipynb #ab6c5e8f
 def split_think(text: str | None) -> tuple[str | None, str | None]:
@@ -116,18 +125,23 @@ def split_think(text: str | None) -> tuple[str | None, str | None]:
 
 # %% ../../nbs/core/01_formats.ipynb #bb4db8d2
 _CALL_BLOCK = re.compile(r'<tool_call>(.*?)</tool_call>', re.DOTALL)
-_STRAY_TAGS = ('<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>', IM_START, IM_END)
+_STRAY_TAGS = ('<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>',
+               IM_START, IM_END)
 
 def _read_call_body(body: str, where: str) -> tuple[dict | None, str | None]:
     "The `{name, arguments}` object of one call block, or a problem."
     try: obj = json.loads(body)
-    except json.JSONDecodeError as e: return None, f'{where}: invalid JSON ({e.msg} at char {e.pos}): {body.strip()[:80]!r}'
-    if not isinstance(obj, dict): return None, f'{where}: expected a JSON object, got {type(obj).__name__}'
+    except json.JSONDecodeError as e:
+        return None, f'{where}: invalid JSON ({e.msg} at char {e.pos}): {body.strip()[:80]!r}'
+    if not isinstance(obj, dict):
+        return None, f'{where}: expected a JSON object, got {type(obj).__name__}'
     name, args = obj.get('name'), obj.get('arguments', {})
     if not isinstance(name, str) or not name: return None, f'{where}: missing or non-string "name"'
-    if 'arguments' not in obj and 'parameters' in obj: return None, f'{where}: uses "parameters" instead of "arguments"'
+    if 'arguments' not in obj and 'parameters' in obj:
+        return None, f'{where}: uses "parameters" instead of "arguments"'
     if isinstance(args, str): return None, f'{where}: "arguments" is a JSON string, not an object'
-    if not isinstance(args, dict): return None, f'{where}: "arguments" must be an object, got {type(args).__name__}'
+    if not isinstance(args, dict):
+        return None, f'{where}: "arguments" must be an object, got {type(args).__name__}'
     extra = sorted(set(obj) - {'name', 'arguments'})
     if extra: return None, f'{where}: unexpected keys {extra}'
     return {'name': name, 'arguments': args}, None
@@ -137,7 +151,8 @@ def parse_assistant_text(text: str | None, tools: Iterable[Tool] | None = None,
                          mode: Literal['lenient', 'strict'] = 'lenient') -> ParsedAssistant:
     "Read a Hermes/Qwen3 assistant turn; never raises on malformed text (see `problems`)."
     if text is None: return ParsedAssistant()
-    if not isinstance(text, str): return ParsedAssistant(problems=[f'expected text, got {type(text).__name__}'])
+    if not isinstance(text, str):
+        return ParsedAssistant(problems=[f'expected text, got {type(text).__name__}'])
     problems = ['<think> is never closed'] if '<think>' in text and '</think>' not in text else []
     reasoning, text = split_think(text)
     bodies, spans = [], []
@@ -147,8 +162,10 @@ def parse_assistant_text(text: str | None, tools: Iterable[Tool] | None = None,
     for a, b in spans: rest += text[last:a]; last = b
     tail = text[last:]
     if '<tool_call>' in tail:          # an unterminated final block: vLLM accepts it, verl does not
-        cut = tail.index('<tool_call>'); bodies.append((tail[cut + len('<tool_call>'):], f'tool call {len(bodies)}'))
-        problems.append(f'tool call {len(bodies) - 1}: <tool_call> is never closed'); tail = tail[:cut]
+        cut = tail.index('<tool_call>')
+        bodies.append((tail[cut + len('<tool_call>'):], f'tool call {len(bodies)}'))
+        problems.append(f'tool call {len(bodies) - 1}: <tool_call> is never closed')
+        tail = tail[:cut]
     rest += tail
     for tag in _STRAY_TAGS:
         if tag in rest: problems.append(f'stray {tag} outside a tool call block')
@@ -158,33 +175,42 @@ def parse_assistant_text(text: str | None, tools: Iterable[Tool] | None = None,
         obj, problem = _read_call_body(body, where)
         if problem: problems.append(problem); continue
         if by_name is not None:
-            if obj['name'] not in by_name: problems.append(f"{where}: unknown tool {obj['name']!r}"); continue
+            if obj['name'] not in by_name:
+                problems.append(f"{where}: unknown tool {obj['name']!r}"); continue
             errs = validate_arguments(by_name[obj['name']], obj['arguments'])
-            if errs: problems.append(f"{where} to {obj['name']}: " + '; '.join(map(str, errs))); continue
+            if errs:
+                problems.append(f"{where} to {obj['name']}: " + '; '.join(map(str, errs))); continue
         calls.append(ToolCall.make(obj['name'], obj['arguments'], index=len(calls)))
     if mode == 'strict' and problems: calls = []
-    return ParsedAssistant(content=rest.strip() or None, reasoning=reasoning, tool_calls=calls, problems=problems)
+    return ParsedAssistant(content=rest.strip() or None, reasoning=reasoning, tool_calls=calls,
+                           problems=problems)
 
 # %% ../../nbs/core/01_formats.ipynb #100eb6f7
-_TURN = re.compile(re.escape(IM_START) + r'(system|user|assistant)\n(.*?)' + re.escape(IM_END) + r'\n?', re.DOTALL)
+_TURN = re.compile(re.escape(IM_START) + r'(system|user|assistant)\n(.*?)' + re.escape(IM_END)
+                   + r'\n?', re.DOTALL)
 _RESPONSE = re.compile(r'\n?<tool_response>\n(.*?)\n</tool_response>', re.DOTALL)
 
 def _read_tools_block(text: str) -> tuple[str | None, list[Tool]]:
     head, sep, rest = text.partition(TOOLS_PREAMBLE)
     if not sep: return text, []
     body, sep2, _ = rest.partition(TOOLS_POSTAMBLE)
-    if not sep2: raise FormatError('system turn: <tools> block is not closed by the standard postamble')
+    if not sep2:
+        raise FormatError('system turn: <tools> block is not closed by the standard postamble')
     tools = []
     for k, line in enumerate(l for l in body.split('\n') if l.strip()):
         try: tools.append(Tool.parse(line))
-        except ToolSchemaError as e: raise FormatError(f'system turn: tool {k} in <tools>: {e}') from None
+        except ToolSchemaError as e:
+            raise FormatError(f'system turn: tool {k} in <tools>: {e}') from None
     return (head[:-2] if head.endswith('\n\n') else head) or None, tools
 
-def parse_hermes(text: str, mode: Literal['lenient', 'strict'] = 'strict') -> tuple[list[Message], list[Tool]]:
+def parse_hermes(text: str,
+                 mode: Literal['lenient', 'strict'] = 'strict') -> tuple[list[Message], list[Tool]]:
     "Messages and tools of a Qwen3/Hermes chat text; `FormatError` says what is wrong."
     messages, tools, pos, pending = [], [], 0, []
     for m in _TURN.finditer(text):
-        if m.start() != pos: raise FormatError(f'char {pos}: text outside <|im_start|>...<|im_end|> turns: {text[pos:m.start()][:60]!r}')
+        if m.start() != pos:
+            raise FormatError(f'char {pos}: text outside <|im_start|>...<|im_end|> turns: '
+                              f'{text[pos:m.start()][:60]!r}')
         pos, (role, body) = m.end(), m.groups()
         if role == 'system' and not messages:
             content, tools = _read_tools_block(body)
@@ -196,10 +222,13 @@ def parse_hermes(text: str, mode: Literal['lenient', 'strict'] = 'strict') -> tu
             messages.append(parsed.to_message()); pending = list(parsed.tool_calls)
         elif role == 'user' and body.startswith('<tool_response>'):
             results = _RESPONSE.findall(body)
-            if _RESPONSE.sub('', body).strip(): raise FormatError(f'turn {len(messages)}: text mixed with <tool_response> blocks')
+            if _RESPONSE.sub('', body).strip():
+                raise FormatError(f'turn {len(messages)}: text mixed with <tool_response> blocks')
             if len(results) != len(pending):
-                raise FormatError(f'turn {len(messages)}: {len(results)} tool responses answer {len(pending)} tool calls')
-            messages += [Message(role='tool', tool_call_id=c.id, name=c.name, content=r) for c, r in zip(pending, results)]
+                raise FormatError(f'turn {len(messages)}: {len(results)} tool responses answer '
+                                  f'{len(pending)} tool calls')
+            messages += [Message(role='tool', tool_call_id=c.id, name=c.name, content=r)
+                         for c, r in zip(pending, results)]
             pending = []
         else: messages.append(Message(role=role, content=body))
     if text[pos:] not in ('', f'{IM_START}assistant\n'):
@@ -220,15 +249,17 @@ def _text_of(content, where: str) -> str | None:
         parts = []
         for p in content:
             if isinstance(p, dict) and p.get('type') == 'text': parts.append(p.get('text', ''))
-            else: raise FormatError(f'{where}: only text content parts are supported, got {p.get("type") if isinstance(p, dict) else p!r}')
+            else: raise FormatError(f'{where}: only text content parts are supported, '
+                                    f'got {p.get("type") if isinstance(p, dict) else p!r}')
         return ''.join(parts)
     raise FormatError(f'{where}: content must be a string or a list of parts')
 
 def from_openai_message(obj, where: str = 'message') -> Message:
     "An envsynth `Message` from an OpenAI message dict or SDK object."
     d = dict(_as_dict(obj))
-    if d.get('function_call'): raise FormatError(f'{where}: legacy function_call is not supported; use tool_calls')
-    for k in _IGNORED_NONE: 
+    if d.get('function_call'):
+        raise FormatError(f'{where}: legacy function_call is not supported; use tool_calls')
+    for k in _IGNORED_NONE:
         if not d.get(k): d.pop(k, None)
     if d.get('refusal'): raise FormatError(f'{where}: the model refused: {d["refusal"]!r}')
     d['content'] = _text_of(d.get('content'), where)
@@ -264,23 +295,29 @@ def _literal(node, where: str):
 def _jsonable(v, where):
     if isinstance(v, (tuple, list)): return [_jsonable(x, where) for x in v]
     if isinstance(v, dict): return {str(k): _jsonable(x, where) for k, x in v.items()}
-    if isinstance(v, (set, frozenset, bytes, complex)): raise FormatError(f'{where}: {type(v).__name__} has no JSON form')
+    if isinstance(v, (set, frozenset, bytes, complex)):
+        raise FormatError(f'{where}: {type(v).__name__} has no JSON form')
     return v
 
 # %% ../../nbs/core/01_formats.ipynb #f244d8c0
 def parse_bfcl_call(src: str, tools: Iterable[Tool] | None = None, index: int = 0) -> ToolCall:
-    "One BFCL call string as a `ToolCall`; `FormatError` if it is not a call with literal arguments."
+    """One BFCL call string as a `ToolCall`; `FormatError` if it is not a call
+    with literal arguments."""
     try: tree = ast.parse(src.strip(), mode='eval')
-    except SyntaxError as e: raise FormatError(f'{src[:80]!r}: not Python call syntax ({e.msg})') from None
+    except SyntaxError as e:
+        raise FormatError(f'{src[:80]!r}: not Python call syntax ({e.msg})') from None
     node = tree.body
     if not isinstance(node, ast.Call): raise FormatError(f'{src[:80]!r}: not a function call')
     name = _dotted(node.func)
     args = {}
     if node.args:
         tool = {t.name: t for t in tools or []}.get(name)
-        if tool is None: raise FormatError(f'{src[:80]!r}: positional arguments need the schema of {name!r}')
+        if tool is None:
+            raise FormatError(f'{src[:80]!r}: positional arguments need the schema of {name!r}')
         order = list(tool.function.parameters.get('properties', {}))
-        if len(node.args) > len(order): raise FormatError(f'{src[:80]!r}: {len(node.args)} positional arguments, {name} has {len(order)} parameters')
+        if len(node.args) > len(order):
+            raise FormatError(f'{src[:80]!r}: {len(node.args)} positional arguments, {name} has '
+                              f'{len(order)} parameters')
         for p, a in zip(order, node.args): args[p] = _literal(a, f'{name} argument {p}')
     for kw in node.keywords:
         if kw.arg is None: raise FormatError(f'{src[:80]!r}: **kwargs is not supported')
@@ -295,8 +332,10 @@ def parse_bfcl_calls(src: str | list[str], tools: Iterable[Tool] | None = None) 
     s = src.strip()
     if s.startswith('['):
         try: node = ast.parse(s, mode='eval').body
-        except SyntaxError as e: raise FormatError(f'{s[:80]!r}: not a Python list of calls ({e.msg})') from None
-        if not isinstance(node, ast.List): raise FormatError(f'{s[:80]!r}: expected a list of calls')
+        except SyntaxError as e:
+            raise FormatError(f'{s[:80]!r}: not a Python list of calls ({e.msg})') from None
+        if not isinstance(node, ast.List):
+            raise FormatError(f'{s[:80]!r}: expected a list of calls')
         return [parse_bfcl_call(ast.unparse(e), tools, i) for i, e in enumerate(node.elts)]
     return [parse_bfcl_call(s, tools)]
 
@@ -310,9 +349,10 @@ def to_bfcl_calls(calls: Iterable[ToolCall]) -> str:
     return '[' + ', '.join(to_bfcl_call(c) for c in calls) + ']'
 
 # %% ../../nbs/core/01_formats.ipynb #7eafd157
-_BFCL_TYPES = {'dict': 'object', 'float': 'number', 'tuple': 'array', 'list': 'array', 'int': 'integer',
-               'bool': 'boolean', 'str': 'string', 'String': 'string', 'long': 'integer', 'double': 'number',
-               'char': 'string', 'byte': 'integer', 'short': 'integer', 'Boolean': 'boolean'}
+_BFCL_TYPES = {'dict': 'object', 'float': 'number', 'tuple': 'array', 'list': 'array',
+               'int': 'integer', 'bool': 'boolean', 'str': 'string', 'String': 'string',
+               'long': 'integer', 'double': 'number', 'char': 'string', 'byte': 'integer',
+               'short': 'integer', 'Boolean': 'boolean'}
 
 def _std_schema(s):
     if isinstance(s, list): return [_std_schema(x) for x in s]
@@ -327,8 +367,10 @@ def _std_schema(s):
 
 def bfcl_function_to_tool(doc: dict) -> Tool:
     "A BFCL function doc as an envsynth `Tool`; `ToolSchemaError` if it cannot be mapped."
-    if not isinstance(doc, dict) or 'name' not in doc: raise ToolSchemaError(f'not a BFCL function doc: {str(doc)[:80]}')
-    fn = {'name': doc['name'], 'description': doc.get('description', ''), 'parameters': _std_schema(doc.get('parameters') or {'type': 'dict', 'properties': {}})}
+    if not isinstance(doc, dict) or 'name' not in doc:
+        raise ToolSchemaError(f'not a BFCL function doc: {str(doc)[:80]}')
+    fn = {'name': doc['name'], 'description': doc.get('description', ''),
+          'parameters': _std_schema(doc.get('parameters') or {'type': 'dict', 'properties': {}})}
     if 'response' in doc: fn['response'] = _std_schema(doc['response'])
     return Tool.parse(fn)
 
@@ -338,11 +380,13 @@ def to_tau2_messages(messages: Iterable[Message]) -> list[dict]:
     out = []
     for m in messages:
         if m.role == 'tool':
-            out.append({'role': 'tool', 'id': m.tool_call_id, 'content': m.content, 'requestor': 'assistant', 'error': bool(m.error)})
+            out.append({'role': 'tool', 'id': m.tool_call_id, 'content': m.content,
+                        'requestor': 'assistant', 'error': bool(m.error)})
             continue
         d = {'role': m.role, 'content': m.content}
         if m.tool_calls:
-            d['tool_calls'] = [{'id': c.id, 'name': c.name, 'arguments': c.args, 'requestor': 'assistant'} for c in m.tool_calls]
+            d['tool_calls'] = [{'id': c.id, 'name': c.name, 'arguments': c.args,
+                                'requestor': 'assistant'} for c in m.tool_calls]
         if m.reasoning_content: d['raw_data'] = {'reasoning_content': m.reasoning_content}
         out.append(d)
     return out
@@ -354,33 +398,46 @@ class Tau2Conversion(BaseModel):
 
 # %% ../../nbs/core/01_formats.ipynb #679770e6
 def from_tau2_messages(objs: Iterable[dict]) -> Tau2Conversion:
-    "envsynth messages (the agent's view) from tau2 message dicts; `FormatError` on malformed input."
+    """envsynth messages (the agent's view) from tau2 message dicts;
+    `FormatError` on malformed input."""
     messages, names, dropped, user_calls = [], {}, 0, set()
     for i, d in enumerate(objs):
         if hasattr(d, 'model_dump'): d = d.model_dump(mode='json')
-        if not isinstance(d, dict) or 'role' not in d: raise FormatError(f'message {i}: not a tau2 message: {str(d)[:80]}')
+        if not isinstance(d, dict) or 'role' not in d:
+            raise FormatError(f'message {i}: not a tau2 message: {str(d)[:80]}')
         role = d['role']
-        if role == 'tool' and 'tool_messages' in d:      # tau2's MultiToolMessage: several results at once
-            for t in d['tool_messages']: messages, dropped = _tau2_tool(t, i, names, user_calls, messages, dropped)
+        # tau2's MultiToolMessage: several results at once
+        if role == 'tool' and 'tool_messages' in d:
+            for t in d['tool_messages']:
+                messages, dropped = _tau2_tool(t, i, names, user_calls, messages, dropped)
             continue
         if role == 'tool':
             messages, dropped = _tau2_tool(d, i, names, user_calls, messages, dropped); continue
-        if role not in ('system', 'user', 'assistant'): raise FormatError(f'message {i}: unknown role {role!r}')
+        if role not in ('system', 'user', 'assistant'):
+            raise FormatError(f'message {i}: unknown role {role!r}')
         calls = []
         for k, c in enumerate(d.get('tool_calls') or []):
-            if not isinstance(c, dict) or not isinstance(c.get('name'), str) or not isinstance(c.get('arguments', {}), dict):
-                raise FormatError(f'message {i}: tool call {k} needs a name and an arguments object')
-            if role == 'user' or c.get('requestor') == 'user': user_calls.add(c.get('id')); dropped += 1; continue
-            call = ToolCall.make(c['name'], c.get('arguments') or {}, id=c.get('id') or None, index=k)
+            if (not isinstance(c, dict) or not isinstance(c.get('name'), str)
+                    or not isinstance(c.get('arguments', {}), dict)):
+                raise FormatError(f'message {i}: tool call {k} needs a name and an '
+                                  'arguments object')
+            if role == 'user' or c.get('requestor') == 'user':
+                user_calls.add(c.get('id')); dropped += 1; continue
+            call = ToolCall.make(c['name'], c.get('arguments') or {},
+                                 id=c.get('id') or None, index=k)
             names[call.id] = call.name; calls.append(call)
-        if role == 'user' and d.get('tool_calls') and not d.get('content'): continue   # a user action, not a message
-        reasoning = (d.get('raw_data') or {}).get('reasoning_content') if role == 'assistant' else None
-        messages.append(Message(role=role, content=d.get('content'), tool_calls=calls or None, reasoning_content=reasoning))
+        if role == 'user' and d.get('tool_calls') and not d.get('content'):
+            continue   # a user action, not a message
+        reasoning = ((d.get('raw_data') or {}).get('reasoning_content') if role == 'assistant'
+                     else None)
+        messages.append(Message(role=role, content=d.get('content'), tool_calls=calls or None,
+                                reasoning_content=reasoning))
     return Tau2Conversion(messages=messages, dropped_user_tool_messages=dropped)
 
 def _tau2_tool(d, i, names, user_calls, messages, dropped):
     if d.get('requestor') == 'user' or d.get('id') in user_calls: return messages, dropped + 1
-    if d.get('id') not in names: raise FormatError(f'message {i}: tool message answers unknown call id {d.get("id")!r}')
-    messages.append(Message(role='tool', tool_call_id=d['id'], name=names[d['id']], content=d.get('content'),
-                            error=True if d.get('error') else None))
+    if d.get('id') not in names:
+        raise FormatError(f'message {i}: tool message answers unknown call id {d.get("id")!r}')
+    messages.append(Message(role='tool', tool_call_id=d['id'], name=names[d['id']],
+                            content=d.get('content'), error=True if d.get('error') else None))
     return messages, dropped

@@ -22,25 +22,30 @@ __all__ = ['OutputField', 'json_types', 'output_fields', 'tool_entities', 'link_
 # %% ../../nbs/core/09b_graph.ipynb #f58df673
 @dataclass
 class OutputField:
-    "One field of a tool's declared output: its path (`user.id`, `orders[].id`), its name, the object it sits in (None: the tool's result), its schema."
+    """One field of a tool's declared output: its path (`user.id`, `orders[].id`), its name, the
+    object it sits in (None: the tool's result), its schema."""
     path: str
     name: str
     owner: str | None
     schema: dict
 
-def _snake(name: str) -> str: return re.sub(r'[^a-z0-9]+', '_', re.sub(r'([a-z0-9])([A-Z])', r'\1_\2', name).lower()).strip('_')
+def _snake(name: str) -> str:
+    return re.sub(r'[^a-z0-9]+', '_',
+                  re.sub(r'([a-z0-9])([A-Z])', r'\1_\2', name).lower()).strip('_')
 
 def _singular(word: str) -> str:
     if word.endswith('ies') and len(word) > 4: return word[:-3] + 'y'
-    return word[:-1] if word.endswith('s') and not word.endswith(('ss', 'us', 'is')) and len(word) > 2 else word
+    return (word[:-1] if word.endswith('s') and not word.endswith(('ss', 'us', 'is'))
+            and len(word) > 2 else word)
 
 def _norm(name: str) -> str:
     "A name as matching sees it: snake case, its last word singular (`userIds` -> `user_id`)."
     *head, last = _snake(name).split('_')
     return '_'.join([*head, _singular(last)])
 
-_GENERIC_NAMES = {_norm(n) for n in ['id', 'name', 'type', 'status', 'value', 'data', 'result', 'item', 'key', 'code',
-                                     'title', 'description', 'message', 'count', 'total', 'uuid', 'output', 'response']}
+_GENERIC_NAMES = {_norm(n) for n in ['id', 'name', 'type', 'status', 'value', 'data', 'result',
+                                     'item', 'key', 'code', 'title', 'description', 'message',
+                                     'count', 'total', 'uuid', 'output', 'response']}
 
 # %% ../../nbs/core/09b_graph.ipynb #07bbd584
 def json_types(schema: dict) -> frozenset[str]:
@@ -58,20 +63,27 @@ def json_types(schema: dict) -> frozenset[str]:
 
 # %% ../../nbs/core/09b_graph.ipynb #811d6a43
 def output_fields(tool: Tool, max_depth: int = 4) -> list[OutputField]:
-    "The fields of `tool.function.output_schema`, nested objects and array items included; [] when the tool declares none."
+    """The fields of `tool.function.output_schema`, nested objects and array items included; [] when
+    the tool declares none."""
     schema = getattr(tool.function, 'output_schema', None)
     if schema is None: return []
     out = []
     def check(s, path):
-        if not isinstance(s, dict): raise ToolSchemaError(f"tool {tool.name!r}: output_schema{' at ' + path if path else ''} must be a JSON Schema object, got {type(s).__name__}")
-        if not isinstance(s.get('properties', {}), dict): raise ToolSchemaError(f"tool {tool.name!r}: output_schema{' at ' + path if path else ''}: properties must be an object")
+        if not isinstance(s, dict):
+            raise ToolSchemaError(f"tool {tool.name!r}: "
+                                  f"output_schema{' at ' + path if path else ''} must be a JSON "
+                                  f"Schema object, got {type(s).__name__}")
+        if not isinstance(s.get('properties', {}), dict):
+            raise ToolSchemaError(f"tool {tool.name!r}: "
+                                  f"output_schema{' at ' + path if path else ''}: "
+                                  "properties must be an object")
     def children(s, path, name, owner, depth):
         "The fields under `s` (the field `path`, called `name`, inside `owner`)."
         check(s, path)
         if depth >= max_depth: return
         inner = None if name is None or _norm(name) in _GENERIC_NAMES else _norm(name)
         for prop, sub in s.get('properties', {}).items():
-            if sub is False: continue                                  # JSON Schema's `false`: the field never appears
+            if sub is False: continue         # JSON Schema's `false`: the field never appears
             sub = {} if sub is True else sub
             out.append(OutputField(f'{path}.{prop}' if path else prop, prop, inner, sub))
             children(sub, out[-1].path, prop, inner, depth + 1)
@@ -79,7 +91,8 @@ def output_fields(tool: Tool, max_depth: int = 4) -> list[OutputField]:
             out.append(OutputField(f'{path}[]', inner or 'result', owner, s['items']))
             children(s['items'], out[-1].path, inner, owner, depth + 1)
     check(schema, '')
-    if 'properties' not in schema and 'object' not in json_types(schema):      # a bare value or a list is one field, `result`
+    # a bare value or a list is one field, `result`
+    if 'properties' not in schema and 'object' not in json_types(schema):
         out.append(OutputField('result', 'result', None, schema))
         children(schema, 'result', None, None, 1)
     else: children(schema, '', None, None, 0)
@@ -87,7 +100,8 @@ def output_fields(tool: Tool, max_depth: int = 4) -> list[OutputField]:
 
 # %% ../../nbs/core/09b_graph.ipynb #b93d5374
 def tool_entities(tool_name: str) -> list[str]:
-    "What a tool is about, from its name without a leading verb: `get_user_profile` -> ['user_profile', 'user', 'profile']."
+    """What a tool is about, from its name without a leading verb: `get_user_profile` ->
+    ['user_profile', 'user', 'profile']."""
     words = [_singular(w) for w in _snake(tool_name).split('_') if w]
     words = words[1:] if len(words) > 1 else words
     return list(dict.fromkeys(['_'.join(words), *words]))
@@ -98,10 +112,12 @@ def link_names(name: str, owners: Iterable[str]) -> set[str]:
     return {f'{o}_{n}' for o in owners if o} | ({n} if n not in _GENERIC_NAMES else set())
 
 # %% ../../nbs/core/09b_graph.ipynb #4c2187ba
-def _items(schema: dict) -> dict: return schema['items'] if isinstance(schema.get('items'), dict) else {}
+def _items(schema: dict) -> dict:
+    return schema['items'] if isinstance(schema.get('items'), dict) else {}
 
 def types_compatible(source: dict, target: dict) -> bool:
-    "Can a value of JSON Schema `source` (an output field) fill a parameter of JSON Schema `target`?"
+    """Can a value of JSON Schema `source` (an output field) fill a parameter
+    of JSON Schema `target`?"""
     s, t = json_types(source), json_types(target)
     if not s or not t: return True
     shared = (s & t) | ({'number'} if 'integer' in s and 'number' in t else set())
@@ -118,8 +134,9 @@ def param_text(name: str, schema: dict) -> str:
 
 @dataclass
 class ToolEmbeddings:
-    """Normalized embeddings: one row per tool (`tools`), one per input parameter (`params`, with its tool index and name),
-    one per declared output field (`outputs`, with its tool index and `OutputField`; None when not embedded)."""
+    """Normalized embeddings: one row per tool (`tools`), one per input parameter (`params`, with
+    its tool index and name), one per declared output field (`outputs`, with its tool index and
+    `OutputField`; None when not embedded)."""
     keys: list[str]
     tools: np.ndarray
     params: np.ndarray
@@ -131,24 +148,31 @@ class ToolEmbeddings:
 
 # %% ../../nbs/core/09b_graph.ipynb #5fb3da00
 def embed_corpus(corpus: ToolCorpus, embedder) -> ToolEmbeddings:
-    "Embed every tool's text, every input parameter and every declared output field (texts de-duplicated by the embedder)."
+    """Embed every tool's text, every input parameter and every declared output field (texts
+    de-duplicated by the embedder)."""
     tool_texts = [tool_text(t.tool) for t in corpus]
     ptexts, ptool, pname = [], [], []
     for i, t in enumerate(corpus):
         for name, schema in (t.tool.function.parameters.get('properties') or {}).items():
-            ptexts.append(param_text(name, schema if isinstance(schema, dict) else {})); ptool.append(i); pname.append(name)
+            ptexts.append(param_text(name, schema if isinstance(schema, dict) else {}))
+            ptool.append(i); pname.append(name)
     vecs = embedder.encode(tool_texts + ptexts)
     fields = [(i, f) for i, t in enumerate(corpus) for f in output_fields(t.tool)]
-    outs = embedder.encode([param_text(f.path, f.schema) for _, f in fields]) if fields else np.zeros((0, vecs.shape[1]), vecs.dtype)
-    return ToolEmbeddings([t.key for t in corpus], vecs[:len(tool_texts)], vecs[len(tool_texts):], np.array(ptool, dtype=np.int64), pname,
-                          outs, np.array([i for i, _ in fields], dtype=np.int64), [f for _, f in fields])
+    outs = (embedder.encode([param_text(f.path, f.schema) for _, f in fields]) if fields
+            else np.zeros((0, vecs.shape[1]), vecs.dtype))
+    return ToolEmbeddings([t.key for t in corpus], vecs[:len(tool_texts)], vecs[len(tool_texts):],
+                          np.array(ptool, dtype=np.int64), pname, outs,
+                          np.array([i for i, _ in fields], dtype=np.int64), [f for _, f in fields])
 
 # %% ../../nbs/core/09b_graph.ipynb #799a06e3
-def topk_similar(queries: np.ndarray, keys: np.ndarray, k: int | None, threshold: float = -1.0, block: int = 256,
-                 exclude: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each query row, its `k` most similar key rows with similarity >= `threshold` (rows are L2-normalized;
-    `k=None`: every key row above the threshold, no cut).
-    `exclude(query_idx, key_idx) -> bool mask` removes pairs (e.g. a parameter and its own tool). Returns (q, key, sim) arrays."""
+def topk_similar(queries: np.ndarray, keys: np.ndarray, k: int | None,
+                 threshold: float = -1.0, block: int = 256,
+                 exclude: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each query row, its `k` most similar key rows with similarity >= `threshold` (rows are
+    L2-normalized; `k=None`: every key row above the threshold, no cut).
+    `exclude(query_idx, key_idx) -> bool mask` removes pairs (e.g. a parameter and its own tool).
+    Returns (q, key, sim) arrays."""
     qs, ks, ss = [], [], []
     if k is not None and k < 1: raise ValueError(f'k must be >= 1 or None (no cut), got {k}')
     k = len(keys) if k is None else min(k, len(keys))
@@ -158,22 +182,28 @@ def topk_similar(queries: np.ndarray, keys: np.ndarray, k: int | None, threshold
         if exclude is not None:
             rows, cols = np.nonzero(exclude(qi[:, None], np.arange(len(keys))[None, :]))
             sims[rows, cols] = -np.inf
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < len(keys) else np.tile(np.arange(len(keys)), (len(sims), 1))
+        top = (np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < len(keys)
+               else np.tile(np.arange(len(keys)), (len(sims), 1)))
         vals = np.take_along_axis(sims, top, axis=1)
         keep = vals >= threshold
         qs.append(np.repeat(qi, k)[keep.ravel()]); ks.append(top[keep]); ss.append(vals[keep])
-    return (np.concatenate(qs), np.concatenate(ks), np.concatenate(ss)) if qs else (np.array([], int), np.array([], int), np.array([]))
+    return ((np.concatenate(qs), np.concatenate(ks), np.concatenate(ss)) if qs
+            else (np.array([], int), np.array([], int), np.array([])))
 
 # %% ../../nbs/core/09b_graph.ipynb #40e7b3f6
-def _topk_per_server(queries, q_server, keys, k_server, k, threshold, q_owner, k_owner=None, compatible=None):
-    """`topk_similar` restricted to pairs of the same server (one small product per server), excluding each query's owner
-    (`k_owner`: the owner of each key, default the key itself) and the pairs `compatible(query_idx, key_idx)` rejects."""
+def _topk_per_server(queries, q_server, keys, k_server, k, threshold, q_owner,
+                     k_owner=None, compatible=None):
+    """`topk_similar` restricted to pairs of the same server (one small product per server),
+    excluding each query's owner (`k_owner`: the owner of each key, default the key itself) and the
+    pairs `compatible(query_idx, key_idx)` rejects."""
     qs, ks, ss = [], [], []
     min_keys = 2 if k_owner is None else 1
     k_owner = np.arange(len(keys)) if k_owner is None else k_owner
     q_order, k_order = np.argsort(q_server, kind='stable'), np.argsort(k_server, kind='stable')
-    q_bounds = np.searchsorted(q_server[q_order], np.unique(k_server), side='left'), np.searchsorted(q_server[q_order], np.unique(k_server), side='right')
-    k_bounds = np.searchsorted(k_server[k_order], np.unique(k_server), side='left'), np.searchsorted(k_server[k_order], np.unique(k_server), side='right')
+    q_bounds = (np.searchsorted(q_server[q_order], np.unique(k_server), side='left'),
+                np.searchsorted(q_server[q_order], np.unique(k_server), side='right'))
+    k_bounds = (np.searchsorted(k_server[k_order], np.unique(k_server), side='left'),
+                np.searchsorted(k_server[k_order], np.unique(k_server), side='right'))
     for (qa, qb, ka, kb) in zip(*q_bounds, *k_bounds):
         if qa == qb or kb - ka < min_keys: continue
         qi, ki = q_order[qa:qb], k_order[ka:kb]
@@ -183,37 +213,51 @@ def _topk_per_server(queries, q_server, keys, k_server, k, threshold, q_owner, k
         q, kk, s = topk_similar(queries[qi], keys[ki], k, threshold, exclude=exclude)
         keep = np.isfinite(s)
         qs.append(qi[q[keep]]); ks.append(ki[kk[keep]]); ss.append(s[keep])
-    return (np.concatenate(qs), np.concatenate(ks), np.concatenate(ss)) if qs else (np.array([], int), np.array([], int), np.array([]))
+    return ((np.concatenate(qs), np.concatenate(ks), np.concatenate(ss)) if qs
+            else (np.array([], int), np.array([], int), np.array([])))
 
 # %% ../../nbs/core/09b_graph.ipynb #01280227
 def _type_shape(schema: dict) -> tuple:
     "What `types_compatible` reads of a schema: its JSON types, and its items' shape."
-    return tuple(sorted(json_types(schema))), (_type_shape(schema['items']) if isinstance(schema.get('items'), dict) else None)
+    return tuple(sorted(json_types(schema))), (_type_shape(schema['items'])
+                                               if isinstance(schema.get('items'), dict) else None)
 
-def _type_table(sources: list[dict], targets: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "A code per schema (by type shape) for `sources` and `targets`, and the `types_compatible` table between the codes."
+def _type_table(sources: list[dict],
+                targets: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A code per schema (by type shape) for `sources` and `targets`, and the `types_compatible`
+    table between the codes."""
     def codes(schemas):
         reps = {}
-        return np.array([reps.setdefault(_type_shape(s), (len(reps), s))[0] for s in schemas], dtype=np.int64), [s for _, s in reps.values()]
+        return (np.array([reps.setdefault(_type_shape(s), (len(reps), s))[0] for s in schemas],
+                         dtype=np.int64),
+                [s for _, s in reps.values()])
     (sc, sreps), (tc, treps) = codes(sources), codes(targets)
-    return sc, tc, np.array([[types_compatible(a, b) for b in treps] for a in sreps], dtype=bool).reshape(len(sreps), len(treps))
+    return sc, tc, np.array([[types_compatible(a, b) for b in treps] for a in sreps],
+                            dtype=bool).reshape(len(sreps), len(treps))
 
 # %% ../../nbs/core/09b_graph.ipynb #2aa4dc1a
-def _name_links(corpus: ToolCorpus, emb: ToolEmbeddings, same_server: bool) -> Iterable[tuple[int, int]]:
-    "(output field row, parameter row) pairs whose `link_names` meet; within a server if `same_server`."
+def _name_links(corpus: ToolCorpus, emb: ToolEmbeddings,
+                same_server: bool) -> Iterable[tuple[int, int]]:
+    """(output field row, parameter row) pairs whose `link_names` meet; within a
+    server if `same_server`."""
     tools, by_name = list(corpus), defaultdict(list)
     for p, (j, name) in enumerate(zip(emb.param_tool.tolist(), emb.param_name)):
-        for n in link_names(name, tool_entities(tools[j].name)): by_name[(tools[j].server if same_server else None, n)].append(p)
+        for n in link_names(name, tool_entities(tools[j].name)):
+            by_name[(tools[j].server if same_server else None, n)].append(p)
     for f, (i, of) in enumerate(zip(emb.output_tool.tolist(), emb.output_fields)):
         names = link_names(of.name, [of.owner] if of.owner else tool_entities(tools[i].name))
-        yield from ((f, p) for p in sorted({p for n in names for p in by_name.get((tools[i].server if same_server else None, n), ())}))
+        yield from ((f, p) for p in sorted({p for n in names for p in by_name.get(
+            (tools[i].server if same_server else None, n), ())}))
 
 # %% ../../nbs/core/09b_graph.ipynb #2b6118ea
-def _output_links(corpus: ToolCorpus, emb: ToolEmbeddings, threshold: float, k: int, scope: str, block: int) -> dict:
+def _output_links(corpus: ToolCorpus, emb: ToolEmbeddings, threshold: float, k: int,
+                  scope: str, block: int) -> dict:
     "`{(producer row, consumer row): {(field path, parameter): score}}` for the `outputs` mode."
     tools = list(corpus)
-    pschemas = [(tools[j].tool.function.parameters.get('properties') or {}).get(n) for j, n in zip(emb.param_tool.tolist(), emb.param_name)]
-    fcode, pcode, table = _type_table([f.schema for f in emb.output_fields], [s if isinstance(s, dict) else {} for s in pschemas])
+    pschemas = [(tools[j].tool.function.parameters.get('properties') or {}).get(n)
+                for j, n in zip(emb.param_tool.tolist(), emb.param_name)]
+    fcode, pcode, table = _type_table([f.schema for f in emb.output_fields],
+                                      [s if isinstance(s, dict) else {} for s in pschemas])
     links = defaultdict(dict)
     def add(f, p, score):
         i, j = int(emb.output_tool[f]), int(emb.param_tool[p])
@@ -225,49 +269,69 @@ def _output_links(corpus: ToolCorpus, emb: ToolEmbeddings, threshold: float, k: 
     if scope == 'server':
         server_ids = {s: n for n, s in enumerate(sorted({t.server for t in tools}))}
         server = np.array([server_ids[t.server] for t in tools], dtype=np.int64)
-        q, kk, s = _topk_per_server(emb.outputs, server[emb.output_tool], emb.params, server[emb.param_tool], k, threshold, emb.output_tool, emb.param_tool, fits)
-    else: q, kk, s = topk_similar(emb.outputs, emb.params, k, threshold, block, lambda f, p: (emb.output_tool[f] == emb.param_tool[p]) | ~fits(f, p))
+        q, kk, s = _topk_per_server(emb.outputs, server[emb.output_tool], emb.params,
+                                    server[emb.param_tool], k, threshold, emb.output_tool,
+                                    emb.param_tool, fits)
+    else: q, kk, s = topk_similar(
+        emb.outputs, emb.params, k, threshold, block,
+        lambda f, p: (emb.output_tool[f] == emb.param_tool[p]) | ~fits(f, p))
     for f, p, sim in zip(q.tolist(), kk.tolist(), s.tolist()): add(f, p, round(sim, 6))
     return links
 
 # %% ../../nbs/core/09b_graph.ipynb #20e47c6c
-def dependency_graph(corpus: ToolCorpus, emb: ToolEmbeddings, mode: Literal['io', 'params', 'outputs'] = 'io', threshold: float = 0.5,
-                     k: int | None = 8, scope: Literal['all', 'server'] = 'all', block: int = 256) -> nx.DiGraph:
-    """Tool graph from parameter similarity or from declared outputs (see above); deterministic for the same corpus and
-    embeddings. `k` caps the neighbours kept per tool (or per parameter / output field); `k=None` keeps every pair above
-    `threshold`, as Eq. 1 states it."""
-    if mode not in ('io', 'params', 'outputs'): raise ValueError(f"mode must be 'io', 'params' or 'outputs', got {mode!r}")
-    if scope not in ('all', 'server'): raise ValueError(f"scope must be 'all' or 'server', got {scope!r}")
-    if emb.keys != [t.key for t in corpus]: raise ValueError('the embeddings are not those of this corpus: build them with embed_corpus(corpus, ...)')
+def dependency_graph(corpus: ToolCorpus, emb: ToolEmbeddings,
+                     mode: Literal['io', 'params', 'outputs'] = 'io', threshold: float = 0.5,
+                     k: int | None = 8, scope: Literal['all', 'server'] = 'all',
+                     block: int = 256) -> nx.DiGraph:
+    """Tool graph from parameter similarity or from declared outputs (see above); deterministic for
+    the same corpus and embeddings. `k` caps the neighbours kept per tool (or per parameter / output
+    field); `k=None` keeps every pair above `threshold`, as Eq. 1 states it."""
+    if mode not in ('io', 'params', 'outputs'):
+        raise ValueError(f"mode must be 'io', 'params' or 'outputs', got {mode!r}")
+    if scope not in ('all', 'server'):
+        raise ValueError(f"scope must be 'all' or 'server', got {scope!r}")
+    if emb.keys != [t.key for t in corpus]:
+        raise ValueError('the embeddings are not those of this corpus: build them with '
+                         'embed_corpus(corpus, ...)')
     g = nx.DiGraph()
     for t in corpus: g.add_node(t.key, server=t.server, benchmark=t.benchmark, name=t.name)
     server_ids = {}
     servers = np.array([server_ids.setdefault(t.server, len(server_ids)) for t in corpus])
     if mode == 'outputs':
-        if emb.outputs is None: raise ValueError("mode='outputs' needs embeddings of the output fields: build them with embed_corpus")
+        if emb.outputs is None:
+            raise ValueError("mode='outputs' needs embeddings of the output fields: "
+                             "build them with embed_corpus")
         for (i, j), ls in sorted(_output_links(corpus, emb, threshold, k, scope, block).items()):
-            g.add_edge(emb.keys[i], emb.keys[j], weight=max(ls.values()), params=sorted({p for _, p in ls}), links=sorted(ls))
+            g.add_edge(emb.keys[i], emb.keys[j], weight=max(ls.values()),
+                       params=sorted({p for _, p in ls}), links=sorted(ls))
     elif mode == 'io':
-        if scope == 'server': pq, ti, sim = _topk_per_server(emb.params, servers[emb.param_tool], emb.tools, servers, k, threshold, emb.param_tool)
-        else: pq, ti, sim = topk_similar(emb.params, emb.tools, k, threshold, block, lambda pi, ti: emb.param_tool[pi] == ti)
+        if scope == 'server':
+            pq, ti, sim = _topk_per_server(emb.params, servers[emb.param_tool], emb.tools, servers,
+                                           k, threshold, emb.param_tool)
+        else: pq, ti, sim = topk_similar(emb.params, emb.tools, k, threshold, block,
+                                         lambda pi, ti: emb.param_tool[pi] == ti)
         best: dict[tuple[int, int], tuple[float, set]] = {}
         for p, i, s in zip(pq.tolist(), ti.tolist(), sim.tolist()):
             j = int(emb.param_tool[p]); w, ps = best.get((i, j), (0.0, set()))
             best[(i, j)] = (max(w, s), ps | {emb.param_name[p]})
-        for (i, j), (w, ps) in sorted(best.items()): g.add_edge(emb.keys[i], emb.keys[j], weight=round(w, 6), params=sorted(ps))
+        for (i, j), (w, ps) in sorted(best.items()):
+            g.add_edge(emb.keys[i], emb.keys[j], weight=round(w, 6), params=sorted(ps))
     else:
         sums = np.zeros_like(emb.tools); np.add.at(sums, emb.param_tool, emb.params)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         phi = np.where(norms > 0, sums / np.maximum(norms, 1e-12), 0).astype(np.float32)
         has = norms[:, 0] > 0
         if scope == 'server':
-            qi, kj, sim = _topk_per_server(phi, servers, phi, servers, k, threshold, np.arange(len(phi)))
+            qi, kj, sim = _topk_per_server(phi, servers, phi, servers, k, threshold,
+                                           np.arange(len(phi)))
             ok = has[kj]; qi, kj, sim = qi[ok], kj[ok], sim[ok]
-        else: qi, kj, sim = topk_similar(phi, phi, k, threshold, block, lambda a, b: (a == b) | ~has[b])
+        else: qi, kj, sim = topk_similar(phi, phi, k, threshold, block,
+                                         lambda a, b: (a == b) | ~has[b])
         for i, j, s in sorted(zip(qi.tolist(), kj.tolist(), sim.tolist())):
             if not has[i]: continue
             for a, b in ((i, j), (j, i)):
-                if not g.has_edge(emb.keys[a], emb.keys[b]) or g[emb.keys[a]][emb.keys[b]]['weight'] < s:
+                if (not g.has_edge(emb.keys[a], emb.keys[b])
+                        or g[emb.keys[a]][emb.keys[b]]['weight'] < s):
                     g.add_edge(emb.keys[a], emb.keys[b], weight=round(s, 6), params=[])
     return g
 
@@ -332,7 +396,8 @@ def _split_oversize(u: nx.Graph, nodes: list[str], max_size: int, resolution: fl
 
 def _merge_undersize(u: nx.Graph, groups: list[list[str]], min_size: int,
                      max_size: int) -> list[list[str]]:
-    "Step 2: each group under `min_size`, smallest first, joins its most tied neighbour if both fit."
+    """Step 2: each group under `min_size`, smallest first, joins its most tied
+    neighbour if both fit."""
     members = dict(enumerate(groups))
     label = {n: i for i, g in members.items() for n in g}
     todo = [(len(g), g[0], i) for i, g in members.items() if len(g) < min_size]
@@ -364,11 +429,11 @@ class BoundedDomains:
 def bounded_domains(g: nx.Graph, min_size: int, max_size: int, resolution: float = 1.0,
                     seed: int = 0, max_resolution: float = 64.0) -> BoundedDomains:
     """Louvain domains of `g` (undirected, weighted as in `detect_domains`) of
-    `min_size`..`max_size` tools each. Oversize communities are split by Louvain on their induced subgraph (recursively;
-    the resolution doubles while one does not split, breadth-first pieces past `max_resolution`);
-    undersize ones merge into the neighbour they share the most edge weight with when both fit;
-    tools still in an undersize group are `left_out`. Deterministic for the same graph and `seed`,
-    whatever order `g` was built in."""
+    `min_size`..`max_size` tools each. Oversize communities are split by Louvain on their induced
+    subgraph (recursively; the resolution doubles while one does not split, breadth-first pieces
+    past `max_resolution`); undersize ones merge into the neighbour they share the most edge weight
+    with when both fit; tools still in an undersize group are `left_out`. Deterministic for the same
+    graph and `seed`, whatever order `g` was built in."""
     if not 1 <= min_size <= max_size:
         raise ValueError(f'need 1 <= min_size <= max_size, got {min_size} and {max_size}')
     u = _undirected(g)
@@ -380,12 +445,15 @@ def bounded_domains(g: nx.Graph, min_size: int, max_size: int, resolution: float
 
 # %% ../../nbs/core/09b_graph.ipynb #b6a2fa14
 class EdgeReview(BaseModel):
-    "A model's review of one domain's edges: pairs `[from_tool_key, to_tool_key]` to add and to remove."
+    """A model's review of one domain's edges: pairs `[from_tool_key,
+    to_tool_key]` to add and to remove."""
     add: list[tuple[str, str]] = []
     remove: list[tuple[str, str]] = []
 
-async def llm_refine_edges(graph: nx.DiGraph, domains: dict[str, int], client, max_tools: int = 40) -> Counter:
-    "Let a model add and remove dependency edges within each domain of at most `max_tools` tools; returns counts of what changed."
+async def llm_refine_edges(graph: nx.DiGraph, domains: dict[str, int], client,
+                           max_tools: int = 40) -> Counter:
+    """Let a model add and remove dependency edges within each domain of at most `max_tools` tools;
+    returns counts of what changed."""
     import asyncio
     from envsynth.llm import LLMError
     members = defaultdict(list)
@@ -393,19 +461,26 @@ async def llm_refine_edges(graph: nx.DiGraph, domains: dict[str, int], client, m
     async def review(nodes):
         listing = '\n'.join(f"- {n}: {graph.nodes[n].get('name', n)}" for n in nodes)
         edges = [[u, v] for u, v in graph.subgraph(nodes).edges]
-        try: return (await client.chat([{'role': 'user', 'content': 'Tools of one domain:\n' + listing + f'\nCurrent dependency edges (A feeds B): {json.dumps(edges)}\n'
-                                         'Which edges are missing, and which are wrong? Answer as JSON {"add": [[A, B]], "remove": [[A, B]]}.'}],
-                                        response_model=EdgeReview, tag='graph.refine_edges')).parsed
-        except LLMError: return None          # fail closed: any model failure counts the domain as not reviewed
+        try: return (await client.chat(
+                [{'role': 'user',
+                  'content': 'Tools of one domain:\n' + listing
+                             + f'\nCurrent dependency edges (A feeds B): {json.dumps(edges)}\n'
+                             'Which edges are missing, and which are wrong? '
+                             'Answer as JSON {"add": [[A, B]], "remove": [[A, B]]}.'}],
+                response_model=EdgeReview, tag='graph.refine_edges')).parsed
+        except LLMError:
+            return None          # fail closed: any model failure counts the domain as not reviewed
     todo = [nodes for _, nodes in sorted(members.items()) if 1 < len(nodes) <= max_tools]
     counts = Counter()
     for nodes, rev in zip(todo, await asyncio.gather(*(review(n) for n in todo))):
         if rev is None: counts['failed_domains'] += 1; continue
         inside = set(nodes)
         for u, v in rev.remove:
-            if graph.has_edge(u, v) and u in inside and v in inside: graph.remove_edge(u, v); counts['removed'] += 1
+            if graph.has_edge(u, v) and u in inside and v in inside:
+                graph.remove_edge(u, v); counts['removed'] += 1
             else: counts['ignored'] += 1
         for u, v in rev.add:
-            if u in inside and v in inside and u != v and not graph.has_edge(u, v): graph.add_edge(u, v, weight=1.0, params=[], source='llm'); counts['added'] += 1
+            if u in inside and v in inside and u != v and not graph.has_edge(u, v):
+                graph.add_edge(u, v, weight=1.0, params=[], source='llm'); counts['added'] += 1
             else: counts['ignored'] += 1
     return counts

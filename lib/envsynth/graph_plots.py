@@ -11,20 +11,27 @@ import networkx as nx
 __all__ = ['plot_graph_report']
 
 # %% ../../nbs/core/09d_graph_plots.ipynb #86a452dc
-def plot_graph_report(graph: nx.DiGraph, domains: dict[str, int], chains: list[list[str]], band_sizes: dict[str, int], domain: int | None = None):
-    "A five-panel matplotlib figure: degrees, domain sizes, one domain's subgraph, chain lengths, band sizes."
+def plot_graph_report(graph: nx.DiGraph, domains: dict[str, int], chains: list[list[str]],
+                      band_sizes: dict[str, int], domain: int | None = None):
+    """A five-panel matplotlib figure: degrees, domain sizes, one domain's subgraph,
+    chain lengths, band sizes."""
     import matplotlib; import matplotlib.pyplot as plt
     fig, ax = plt.subplots(1, 5, figsize=(22, 4))
     deg = [d for _, d in graph.degree()]
-    ax[0].hist(deg, bins=range(0, max(deg, default=0) + 2), color='tab:blue'); ax[0].set(title='degree distribution', xlabel='degree', ylabel='tools')
+    ax[0].hist(deg, bins=range(0, max(deg, default=0) + 2), color='tab:blue')
+    ax[0].set(title='degree distribution', xlabel='degree', ylabel='tools')
     sizes = sorted(Counter(domains.values()).values(), reverse=True)
-    ax[1].bar(range(len(sizes)), sizes, color='tab:green'); ax[1].set(title=f'{len(sizes)} domains (Louvain)', xlabel='domain rank', ylabel='tools')
+    ax[1].bar(range(len(sizes)), sizes, color='tab:green')
+    ax[1].set(title=f'{len(sizes)} domains (Louvain)', xlabel='domain rank', ylabel='tools')
     d = domain if domain is not None else 0
     sub = graph.subgraph(sorted(n for n, x in domains.items() if x == d))
-    nx.draw_networkx(sub, pos=nx.spring_layout(sub, seed=0), ax=ax[2], node_size=60, font_size=6, arrowsize=6,
-                     labels={n: n.split('/', 1)[1] for n in sub.nodes}); ax[2].set(title=f'domain {d}'); ax[2].axis('off')
+    nx.draw_networkx(sub, pos=nx.spring_layout(sub, seed=0), ax=ax[2], node_size=60, font_size=6,
+                     arrowsize=6, labels={n: n.split('/', 1)[1] for n in sub.nodes})
+    ax[2].set(title=f'domain {d}'); ax[2].axis('off')
     lens = Counter(len(c) for c in chains)
-    ax[3].bar(sorted(lens), [lens[k] for k in sorted(lens)], color='tab:orange'); ax[3].set(title='sampled chain lengths', xlabel='tools per chain')
-    ax[4].bar(list(band_sizes), list(band_sizes.values()), color='tab:purple'); ax[4].set(title='distractor candidates per band')
+    ax[3].bar(sorted(lens), [lens[k] for k in sorted(lens)], color='tab:orange')
+    ax[3].set(title='sampled chain lengths', xlabel='tools per chain')
+    ax[4].bar(list(band_sizes), list(band_sizes.values()), color='tab:purple')
+    ax[4].set(title='distractor candidates per band')
     fig.tight_layout()
     return fig

@@ -17,7 +17,8 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from .pipeline import report_failure
 from .schema import Message, Tool, ToolCall, canonical_json, validate_arguments
-from .formats import FormatError, from_openai_message, from_openai_response, parse_assistant_text, split_think
+from .formats import (FormatError, from_openai_message, from_openai_response,
+                              parse_assistant_text, split_think)
 
 # %% auto #0
 __all__ = ['Responder', 'LLMError', 'TransientError', 'TransportError', 'RequestError', 'StructuredOutputError', 'CacheMiss',
@@ -29,7 +30,9 @@ __all__ = ['Responder', 'LLMError', 'TransientError', 'TransportError', 'Request
 class LLMError(RuntimeError):
     "A model call that produced no usable answer."
     kind = 'error'
-    answered = False      # True: the model answered, and its answer was unusable (a result); False: no answer came (a failure)
+    # True: the model answered, and its answer was unusable (a result);
+    # False: no answer came (a failure)
+    answered = False
 
 class TransientError(LLMError):
     "A failure worth retrying: timeout, connection error, 429, 5xx, malformed response body."
@@ -78,10 +81,12 @@ class Completion(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str | None = None
-    problems: list[str] = []      # what was wrong with the model's raw text (backends that parse it themselves)
+    # what was wrong with the model's raw text (backends that parse it themselves)
+    problems: list[str] = []
 
 class ChatResult(BaseModel):
-    "What `chat` returns: the assistant message (reasoning split off), the validated object if asked, and provenance."
+    """What `chat` returns: the assistant message (reasoning split off), the validated object if
+    asked, and provenance."""
     message: Message
     parsed: Any = None
     cached: bool = False
@@ -89,7 +94,8 @@ class ChatResult(BaseModel):
     latency_s: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    problems: list[str] = []      # malformed or schema-violating tool calls in the answer (see `check_tool_calls`)
+    # malformed or schema-violating tool calls in the answer (see `check_tool_calls`)
+    problems: list[str] = []
 
     @property
     def content(self) -> str | None: return self.message.content
@@ -129,20 +135,23 @@ def request_key(backend_id: str, model: str, messages: Iterable[Message],
 
 # %% ../../nbs/core/11_llm.ipynb #02cf163b
 class OpenAIBackend:
-    """Any OpenAI-compatible chat-completions endpoint (vLLM, SGLang, hosted APIs). Before each request the
-    SDK's connection pool checks every connection it holds (a `poll` and a `getpeername` each): with 128
-    requests in flight on one pool that was about 40% of the client's CPU. So a request goes to the least
-    busy of up to `clients` SDK clients, and a new one is made only when every client has `per_client`
-    requests in flight (sequential use keeps one client and one connection)."""
+    """Any OpenAI-compatible chat-completions endpoint (vLLM, SGLang, hosted APIs). Before each
+    request the SDK's connection pool checks every connection it holds (a `poll` and a
+    `getpeername` each): with 128 requests in flight on one pool that was about 40% of the
+    client's CPU. So a request goes to the least busy of up to `clients` SDK clients, and a new
+    one is made only when every client has `per_client` requests in flight (sequential use keeps
+    one client and one connection)."""
     def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 120.0,
                  clients: int = 8, per_client: int = 16):
         if clients < 1 or per_client < 1: raise ValueError('clients and per_client must be >= 1')
-        self.base_url, self.api_key, self.timeout_s = base_url.rstrip('/'), api_key or 'EMPTY', timeout_s
+        self.base_url, self.api_key, self.timeout_s = (
+            base_url.rstrip('/'), api_key or 'EMPTY', timeout_s)
         self.id, self.n_clients, self.per_client = f'openai:{self.base_url}', clients, per_client
         self._clients = {}          # event loop -> [[SDK client, requests in flight], ...]
 
     def _slot(self) -> list:
-        "The `[client, in flight]` slot of the running loop's least busy SDK client (made if all are busy)."
+        """The `[client, in flight]` slot of the running loop's least busy SDK client
+        (made if all are busy)."""
         slots = _for_running_loop(self._clients, list)
         best = min(slots, key=lambda s: s[1], default=None)
         if best is None or (best[1] >= self.per_client and len(slots) < self.n_clients):
@@ -153,8 +162,8 @@ class OpenAIBackend:
 
     @property
     def client(self) -> openai.AsyncOpenAI:
-        """The running event loop's least busy SDK client: their HTTP connections belong to that loop
-        (scripts may `asyncio.run` many times)."""
+        """The running event loop's least busy SDK client: their HTTP connections belong to that
+        loop (scripts may `asyncio.run` many times)."""
         return self._slot()[0]
 
     async def aclose(self):
@@ -182,12 +191,17 @@ class OpenAIBackend:
         slot = self._slot(); slot[1] += 1
         try: data = await slot[0].post('/chat/completions', body=body, options=options,
                                        cast_to=object)      # the parsed JSON
-        except (openai.APITimeoutError, openai.APIConnectionError) as e: raise TransientError(f'{type(e).__name__}: {e}') from None
+        except (openai.APITimeoutError, openai.APIConnectionError) as e:
+            raise TransientError(f'{type(e).__name__}: {e}') from None
         except openai.APIStatusError as e:
-            if e.status_code == 429 or e.status_code >= 500: raise TransientError(f'HTTP {e.status_code}: {_short(e.message)}') from None
+            if e.status_code == 429 or e.status_code >= 500:
+                raise TransientError(f'HTTP {e.status_code}: {_short(e.message)}') from None
             raise RequestError(f'HTTP {e.status_code}: {_short(e.message)}') from None
-        except openai.APIError as e: raise TransientError(f'{type(e).__name__}: {_short(str(e))}') from None
-        except ValueError as e: raise TransientError(f'malformed response body ({type(e).__name__}: {_short(str(e))})') from None
+        except openai.APIError as e:
+            raise TransientError(f'{type(e).__name__}: {_short(str(e))}') from None
+        except ValueError as e:
+            raise TransientError(f'malformed response body ({type(e).__name__}: '
+                                 f'{_short(str(e))})') from None
         finally: slot[1] -= 1
         if not isinstance(data, dict) or not isinstance(data.get('choices'), list):
             raise TransientError(f'malformed response body: {_short(str(data))}')
@@ -207,7 +221,8 @@ class OpenAIBackend:
 _SDK_OPTIONS = {'extra_headers': 'headers', 'extra_query': 'params', 'timeout': 'timeout'}
 
 def _for_running_loop(per_loop: dict, make: Callable[[], Any]):
-    "The object `per_loop` holds for the running event loop, made on first use; entries of closed loops are dropped."
+    """The object `per_loop` holds for the running event loop, made on first use; entries of
+    closed loops are dropped."""
     loop = asyncio.get_running_loop()
     for closed in [l for l in per_loop if l.is_closed()]: del per_loop[closed]
     if loop not in per_loop: per_loop[loop] = make()
@@ -216,28 +231,32 @@ def _for_running_loop(per_loop: dict, make: Callable[[], Any]):
 def _short(s: str, n: int = 300) -> str: return s if len(s) <= n else s[:n] + '...'
 
 def check_tool_calls(message: Message, tools: list[Tool] | None) -> tuple[Message, list[str]]:
-    """What is wrong with the tool calls of a server's answer. A server's tool parser gives up on malformed
-    calls and returns them as text (vLLM's Hermes parser drops *all* calls if one is bad): such text is
-    re-read with `parse_assistant_text`, which keeps the good calls and names the bad ones. Arguments are
-    checked against the schemas; calls with bad arguments are kept (an environment answers them with an
-    error, which is what an RL rollout needs) and reported."""
+    """What is wrong with the tool calls of a server's answer. A server's tool parser gives up on
+    malformed calls and returns them as text (vLLM's Hermes parser drops *all* calls if one is bad):
+    such text is re-read with `parse_assistant_text`, which keeps the good calls and names the bad
+    ones. Arguments are checked against the schemas; calls with bad arguments are kept (an
+    environment answers them with an error, which is what an RL rollout needs) and reported."""
     if not tools: return message, []
     problems = []
     if not message.tool_calls and message.content and '<tool_call>' in message.content:
         parsed = parse_assistant_text(message.content)
         problems += [f'unparsed tool-call text: {p}' for p in parsed.problems]
-        message = message.model_copy(update={'content': parsed.content, 'tool_calls': parsed.tool_calls or None})
+        message = message.model_copy(update={'content': parsed.content,
+                                             'tool_calls': parsed.tool_calls or None})
     by_name = {t.name: t for t in tools}
     for i, c in enumerate(message.tool_calls or []):
-        if c.name not in by_name: problems.append(f'tool call {i}: unknown tool {c.name!r}'); continue
-        problems += [f'tool call {i} to {c.name}: {e}' for e in validate_arguments(by_name[c.name], c.function.arguments)]
+        if c.name not in by_name:
+            problems.append(f'tool call {i}: unknown tool {c.name!r}'); continue
+        problems += [f'tool call {i} to {c.name}: {e}'
+                     for e in validate_arguments(by_name[c.name], c.function.arguments)]
     return message, problems
 
 # %% ../../nbs/core/11_llm.ipynb #6fa6eb5e
 Responder = Callable[[ChatRequest], Any]
 
 class OfflineTeacher:
-    "A deterministic backend: `register(tag, responder)`; each request is answered by its tag's responder."
+    """A deterministic backend: `register(tag, responder)`; each request is answered
+    by its tag's responder."""
     id = 'offline-teacher:v1'
 
     def __init__(self, responders: dict[str, Responder] | None = None):
@@ -251,18 +270,26 @@ class OfflineTeacher:
     async def complete(self, req: ChatRequest) -> Completion:
         fn = self.responders.get(req.tag)
         if fn is None:
-            raise NoResponderError(f'the offline teacher has no responder for tag {req.tag!r} (registered: {sorted(self.responders)}); '
-                                   'register one with teacher.register(tag, fn) or set [llm] endpoint in settings.ini')
+            raise NoResponderError(f'the offline teacher has no responder for tag {req.tag!r} '
+                                   f'(registered: {sorted(self.responders)}); '
+                                   'register one with teacher.register(tag, fn) '
+                                   'or set [llm] endpoint in settings.ini')
         out = fn(req)
         if isinstance(out, Message): msg = out
-        elif isinstance(out, list) and all(isinstance(c, ToolCall) for c in out): msg = Message(role='assistant', tool_calls=out)
-        elif isinstance(out, BaseModel): msg = Message(role='assistant', content=out.model_dump_json())
-        elif isinstance(out, (dict, list)): msg = Message(role='assistant', content=json.dumps(out, ensure_ascii=False))
+        elif isinstance(out, list) and all(isinstance(c, ToolCall) for c in out):
+            msg = Message(role='assistant', tool_calls=out)
+        elif isinstance(out, BaseModel):
+            msg = Message(role='assistant', content=out.model_dump_json())
+        elif isinstance(out, (dict, list)):
+            msg = Message(role='assistant', content=json.dumps(out, ensure_ascii=False))
         else: msg = Message(role='assistant', content=str(out))
         words = lambda s: len((s or '').split())
-        msg, problems = check_tool_calls(msg, req.tools)      # like OpenAIBackend: malformed or unknown calls are reported
-        return Completion(message=msg, problems=problems, prompt_tokens=sum(words(m.content) for m in req.messages),
-                          completion_tokens=words(msg.content) + sum(words(c.function.arguments) for c in msg.tool_calls or []),
+        # like OpenAIBackend: malformed or unknown calls are reported
+        msg, problems = check_tool_calls(msg, req.tools)
+        return Completion(message=msg, problems=problems,
+                          prompt_tokens=sum(words(m.content) for m in req.messages),
+                          completion_tokens=words(msg.content) + sum(words(c.function.arguments)
+                                                                     for c in msg.tool_calls or []),
                           finish_reason='tool_calls' if msg.tool_calls else 'stop')
 
 # %% ../../nbs/core/11_llm.ipynb #6540cb08
@@ -276,7 +303,8 @@ class ChatCache:
         self.memory_items, self._memory = memory_items, OrderedDict()
         with self._conn() as c:
             c.execute('PRAGMA journal_mode=WAL')
-            c.execute('CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)')
+            c.execute('CREATE TABLE IF NOT EXISTS completions '
+                      '(key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)')
 
     def _conn(self) -> sqlite3.Connection:
         if getattr(self._local, 'conn', None) is None:
@@ -289,7 +317,8 @@ class ChatCache:
         return None if hit is None else _copy_completion(hit.completion)
 
     def put(self, key: str, value: Completion):
-        self._conn().execute('INSERT OR REPLACE INTO completions VALUES (?, ?, ?)', (key, value.model_dump_json(exclude_none=True), time.time()))
+        self._conn().execute('INSERT OR REPLACE INTO completions VALUES (?, ?, ?)',
+                             (key, value.model_dump_json(exclude_none=True), time.time()))
         self._remember(key, _stored(_copy_completion(value)))
 
     def __len__(self): return self._conn().execute('SELECT COUNT(*) FROM completions').fetchone()[0]
@@ -352,8 +381,9 @@ class TagStats:
     max_latency_s: float = 0.0
 
 class Ledger:
-    """Counts of model calls per tag. With a `journal` file, every count is also appended to it as one JSON line as it
-    happens, so a process that is killed leaves its spending behind; `Ledger.read_journals` adds journals up."""
+    """Counts of model calls per tag. With a `journal` file, every count is also appended to it as
+    one JSON line as it happens, so a process that is killed leaves its spending behind;
+    `Ledger.read_journals` adds journals up."""
     def __init__(self, journal: str | Path | None = None):
         self.tags: dict[str, TagStats] = {}
         self._lock, self._journal = threading.Lock(), None
@@ -368,11 +398,13 @@ class Ledger:
         return stats if stats is not None else self.tags.setdefault(tag, TagStats())
 
     def count(self, tag: str, failure: str | None = None, **increments):
-        "Add `increments` (TagStats fields; `max_latency_s` is a maximum) and one `failure` kind to `tag`."
+        """Add `increments` (TagStats fields; `max_latency_s` is a maximum) and one
+        `failure` kind to `tag`."""
         with self._lock:
             _add(self[tag], increments, failure)
             if self._journal is not None:
-                self._journal.write(json.dumps({'tag': tag, **increments, **({'failure': failure} if failure else {})}) + '\n')
+                self._journal.write(json.dumps(
+                    {'tag': tag, **increments, **({'failure': failure} if failure else {})}) + '\n')
                 self._journal.flush()
 
     def fail(self, tag: str, kind: str): self.count(tag, failure=kind)
@@ -391,17 +423,21 @@ class Ledger:
         return total
 
     def __repr__(self):
-        head = f"{'tag':<24} {'requests':>8} {'hits':>6} {'calls':>6} {'retries':>7} {'failed':>6} {'tok in':>8} {'tok out':>8} {'mean s':>7} {'max s':>6}"
+        head = (f"{'tag':<24} {'requests':>8} {'hits':>6} {'calls':>6} {'retries':>7} "
+                f"{'failed':>6} {'tok in':>8} {'tok out':>8} {'mean s':>7} {'max s':>6}")
         rows = [head]
         for t, s in sorted(self.tags.items()):
             mean = s.latency_s / s.backend_calls if s.backend_calls else 0.0
-            rows.append(f'{t:<24} {s.requests:>8} {s.cache_hits:>6} {s.backend_calls:>6} {s.retries:>7} {sum(s.failures.values()):>6} '
-                        f'{s.prompt_tokens:>8} {s.completion_tokens:>8} {mean:>7.3f} {s.max_latency_s:>6.3f}')
+            rows.append(f'{t:<24} {s.requests:>8} {s.cache_hits:>6} {s.backend_calls:>6} '
+                        f'{s.retries:>7} {sum(s.failures.values()):>6} '
+                        f'{s.prompt_tokens:>8} {s.completion_tokens:>8} {mean:>7.3f} '
+                        f'{s.max_latency_s:>6.3f}')
         return '\n'.join(rows)
 
 def _add(stats: TagStats, increments: dict, failure: str | None):
     for k, v in increments.items():
-        setattr(stats, k, max(stats.max_latency_s, v) if k == 'max_latency_s' else getattr(stats, k) + v)
+        setattr(stats, k,
+                max(stats.max_latency_s, v) if k == 'max_latency_s' else getattr(stats, k) + v)
     if failure: stats.failures[failure] = stats.failures.get(failure, 0) + 1
 
 # %% ../../nbs/core/11_llm.ipynb #39af3d56
@@ -409,16 +445,23 @@ def prompt_folder(method: str) -> Path:
     "The `prompts/<method>/` folder of this checkout."
     import envsynth
     root = Path(envsynth.__file__).resolve().parents[2] / 'prompts' / method
-    if not root.is_dir(): raise FileNotFoundError(f'no prompts/{method}/ folder next to the package ({root}); use a checkout of the repository')
+    if not root.is_dir():
+        raise FileNotFoundError(f'no prompts/{method}/ folder next to the package ({root}); use a '
+                                'checkout of the repository')
     return root
 
 def fill_prompt(method: str, name: str, **fields) -> str:
-    "The prompt `prompts/<method>/<name>.md` with its `{field}`s filled in (other braces are left alone)."
+    """The prompt `prompts/<method>/<name>.md` with its `{field}`s filled in (other
+    braces are left alone)."""
     path = prompt_folder(method) / f'{name}.md'
-    if not path.exists(): raise FileNotFoundError(f'no prompt {name!r}; have {sorted(p.stem for p in prompt_folder(method).glob("*.md"))}')
+    if not path.exists():
+        raise FileNotFoundError(f'no prompt {name!r}; have '
+                                f'{sorted(p.stem for p in prompt_folder(method).glob("*.md"))}')
     text = path.read_text()
-    if missing := sorted(set(re.findall(r'\{([a-z_]+)\}', text)) - set(fields)): raise KeyError(f'prompt {name!r} needs fields {missing}')
-    return re.sub(r'\{([a-z_]+)\}', lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
+    if missing := sorted(set(re.findall(r'\{([a-z_]+)\}', text)) - set(fields)):
+        raise KeyError(f'prompt {name!r} needs fields {missing}')
+    return re.sub(r'\{([a-z_]+)\}',
+                  lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), text)
 
 # %% ../../nbs/core/11_llm.ipynb #bc3fb64e
 _FENCE = re.compile(r'```(?:json|JSON)?\s*\n?(.*?)```', re.DOTALL)
@@ -428,7 +471,8 @@ def _schema_text(model: type[BaseModel]) -> bytes:
     "`model`'s JSON schema as JSON text: pydantic builds it anew on each call (~0.3 ms)."
     return orjson.dumps(model.model_json_schema())
 
-def parse_structured(text: str | None, model: type[BaseModel]) -> tuple[BaseModel | None, str | None, bool]:
+def parse_structured(text: str | None,
+                     model: type[BaseModel]) -> tuple[BaseModel | None, str | None, bool]:
     "`(object, None, repaired)` if `text` holds a valid `model`, else `(None, error, repaired)`."
     if not text or not text.strip(): return None, 'the reply is empty', False
     body = text.strip()
@@ -441,7 +485,8 @@ def parse_structured(text: str | None, model: type[BaseModel]) -> tuple[BaseMode
             return None, f'the reply is not JSON ({e.msg} at char {e.pos})', repaired
     try: return model.model_validate(obj), None, repaired
     except ValidationError as e:
-        errs = '; '.join(f"{'.'.join(map(str, x['loc'])) or '(root)'}: {x['msg']}" for x in e.errors()[:8])
+        errs = '; '.join(f"{'.'.join(map(str, x['loc'])) or '(root)'}: {x['msg']}"
+                         for x in e.errors()[:8])
         return None, f'the JSON does not match the schema: {errs}', repaired
 
 # %% ../../nbs/core/11_llm.ipynb #c737a978
@@ -449,21 +494,25 @@ class LLMClient:
     """Every model call: `await client.chat(messages, tools=None, response_model=None, tag=...,
     **sampling)`. `sampling` holds this client's defaults (`{'max_tokens': 512}` for one role); a
     call's own win."""
-    def __init__(self, backend, model: str, cache: ChatCache | str | Path | None = None, max_concurrency: int = 16,
-                 timeout_s: float = 120.0, max_retries: int = 4, max_attempts: int = 3, backoff_s: float = 0.5,
-                 replay: bool = False, ledger: Ledger | None = None, sampling: dict | None = None):
+    def __init__(self, backend, model: str, cache: ChatCache | str | Path | None = None,
+                 max_concurrency: int = 16, timeout_s: float = 120.0, max_retries: int = 4,
+                 max_attempts: int = 3, backoff_s: float = 0.5, replay: bool = False,
+                 ledger: Ledger | None = None, sampling: dict | None = None):
         self.backend, self.model, self.sampling = backend, model, dict(sampling or {})
         self.cache = ChatCache(cache) if isinstance(cache, (str, Path)) else cache
         if replay and self.cache is None: raise ValueError('replay=True needs a cache')
-        self.timeout_s, self.max_retries, self.max_attempts, self.backoff_s = timeout_s, max_retries, max_attempts, backoff_s
+        self.timeout_s, self.max_retries, self.max_attempts, self.backoff_s = (
+            timeout_s, max_retries, max_attempts, backoff_s)
         self.replay, self.ledger = replay, ledger or Ledger()
         self.max_concurrency, self._sems = max_concurrency, {}
 
     async def aclose(self):
-        "Close the backend's connections for the running event loop (call before `asyncio.run` returns)."
+        """Close the backend's connections for the running event loop (call before
+        `asyncio.run` returns)."""
         if hasattr(self.backend, 'aclose'): await self.backend.aclose()
 
-    def _sem(self) -> asyncio.Semaphore:     # one per event loop (notebooks and asyncio.run each make their own)
+    # one per event loop (notebooks and asyncio.run each make their own)
+    def _sem(self) -> asyncio.Semaphore:
         return _for_running_loop(self._sems, lambda: asyncio.Semaphore(self.max_concurrency))
 
     async def complete(self, req: ChatRequest) -> tuple[Completion, bool]:
@@ -476,13 +525,15 @@ class LLMClient:
     async def _call(self, req: ChatRequest, key: str | None) -> Completion:
         "The backend's answer to `req` (not cached), within the semaphore, timeout and retries."
         if self.replay:
-            raise self._failed(req.tag, CacheMiss(f'replay mode: no cached answer for a {req.tag!r} request ({key})'))
+            raise self._failed(req.tag, CacheMiss(f'replay mode: no cached answer for a '
+                                                  f'{req.tag!r} request ({key})'))
         errors = []
         async with self._sem():
             for attempt in range(self.max_retries + 1):
                 if attempt:
                     self.ledger.count(req.tag, retries=1)
-                    await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random()))
+                    await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1)
+                                        * (0.5 + random.random()))
                 t0 = time.monotonic()
                 try:
                     async with asyncio.timeout(self.timeout_s):      # no task per call
@@ -493,19 +544,23 @@ class LLMClient:
                 dt = time.monotonic() - t0
                 if self.cache is not None: self.cache.put(key, out)
                 self.ledger.count(req.tag, backend_calls=1, latency_s=dt, max_latency_s=dt,
-                                  prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
+                                  prompt_tokens=out.prompt_tokens,
+                                  completion_tokens=out.completion_tokens)
                 return out
-        raise self._failed(req.tag, TransportError(f'{req.tag}: {len(errors)} attempts failed; last: {errors[-1]}'))
+        raise self._failed(req.tag, TransportError(f'{req.tag}: {len(errors)} attempts failed; '
+                                                   f'last: {errors[-1]}'))
 
     def _failed(self, tag: str, error: LLMError) -> LLMError:
-        "Count `error`; a call that got no answer is also reported to the running pipeline item (`report_failure`)."
+        """Count `error`; a call that got no answer is also reported to the running pipeline
+        item (`report_failure`)."""
         self.ledger.fail(tag, error.kind)
         if not error.answered: report_failure(error)
         return error
 
-    async def chat(self, messages: Iterable[Message | dict], tools: Iterable[Tool | dict] | None = None,
-                   response_model: type[BaseModel] | None = None, *, tag: str = 'default', model: str | None = None,
-                   **sampling) -> ChatResult:
+    async def chat(self, messages: Iterable[Message | dict],
+                   tools: Iterable[Tool | dict] | None = None,
+                   response_model: type[BaseModel] | None = None, *, tag: str = 'default',
+                   model: str | None = None, **sampling) -> ChatResult:
         msgs = [m if isinstance(m, Message) else from_openai_message(m) for m in messages]
         tools = [Tool.parse(t) for t in tools] if tools else None
         schema = orjson.loads(_schema_text(response_model)) if response_model else None  # new dict
@@ -533,19 +588,25 @@ class LLMClient:
             if parsed is not None: return ChatResult.model_validate({**result, 'parsed': parsed})
             raws.append(answer); errors.append(error)
             msgs = msgs + [Message(role='assistant', content=answer or ''),
-                           Message(role='user', content=f'Your reply was not valid: {error}\nReply with only a JSON object that matches the schema.')]
-        raise self._failed(tag, StructuredOutputError(f'{tag}: no valid {response_model.__name__} after {len(raws)} attempts; last error: {errors[-1]}', raws, errors))
+                           Message(role='user', content=f'Your reply was not valid: {error}\n'
+                                   'Reply with only a JSON object that matches the schema.')]
+        raise self._failed(tag, StructuredOutputError(
+            f'{tag}: no valid {response_model.__name__} after {len(raws)} attempts; '
+            f'last error: {errors[-1]}', raws, errors))
 
 # %% ../../nbs/core/11_llm.ipynb #160347bb
-def make_client(role: str = 'teacher', teacher: OfflineTeacher | None = None, settings=None, cache: bool = True,
-                replay: bool = False, sampling: dict | None = None) -> LLMClient:
+def make_client(role: str = 'teacher', teacher: OfflineTeacher | None = None, settings=None,
+                cache: bool = True, replay: bool = False,
+                sampling: dict | None = None) -> LLMClient:
     """The `LLMClient` for `role` (one of `envsynth.settings.LLM_ROLES`) as settings.ini configures
     it; `sampling`: the role's default sampling parameters (`{'max_tokens': 256}`)."""
     from envsynth.settings import get_settings
     s = settings or get_settings()
     cfg = s.llm.role(role)                       # unknown role: ValueError listing the roles
     backend = (teacher or OfflineTeacher()) if cfg.offline else \
-        OpenAIBackend(cfg.endpoint, os.environ.get(cfg.api_key_env) if cfg.api_key_env else None, timeout_s=cfg.timeout_s)
-    return LLMClient(backend, cfg.model, cache=Path(s.paths.cache_dir) / 'llm.sqlite' if cache else None,
+        OpenAIBackend(cfg.endpoint, os.environ.get(cfg.api_key_env) if cfg.api_key_env else None,
+                      timeout_s=cfg.timeout_s)
+    return LLMClient(backend, cfg.model,
+                     cache=Path(s.paths.cache_dir) / 'llm.sqlite' if cache else None,
                      max_concurrency=cfg.max_concurrency, timeout_s=cfg.timeout_s,
                      max_retries=cfg.max_retries, replay=replay, sampling=sampling)

@@ -12,8 +12,9 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 from .envs import EnvRuntime, Environment, Episode
 from .llm import ChatRequest, LLMClient, LLMError, OfflineTeacher
-from .schema import (Action, Message, Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, Trajectory,
-                             assistant, canonical_json, content_hash, system, user, validate_arguments)
+from .schema import (Action, Message, Task, Tool, ToolCall, ToolCallError, ToolError,
+                             ToolResult, Trajectory, assistant, canonical_json, content_hash,
+                             system, user, validate_arguments)
 
 # %% auto #0
 __all__ = ['EMULATOR_PROMPT', 'FAILURE_MESSAGES', 'CONSISTENCY_SCOPES', 'STOP_TOKENS', 'USER_PROMPT', 'SYNTHAGENT_USER_PROMPT',
@@ -32,7 +33,8 @@ def error_result(call: ToolCall, type_: str, message: str) -> ToolResult:
     return ToolResult(call_id=call.id, name=call.name, error=ToolError(type=type_, message=message))
 
 class ToolExecutor:
-    "Base of the executors: `tools`, `await call(tool_call)`, `await call_many(calls)`, `state_hash()`, `close()`."
+    """Base of the executors: `tools`, `await call(tool_call)`, `await call_many(calls)`,
+    `state_hash()`, `close()`."""
     tools: list[Tool] = []
     async def call(self, call: ToolCall) -> ToolResult: raise NotImplementedError
     async def call_many(self, calls: list[ToolCall]) -> list[ToolResult]:
@@ -43,18 +45,22 @@ class ToolExecutor:
 
 # %% ../../nbs/core/04_rollout.ipynb #cc2ada4e
 class EnvExecutor(ToolExecutor):
-    "Tool calls into an environment episode (in-process or sandboxed); the state hash is the episode's."
+    """Tool calls into an environment episode (in-process or sandboxed); the state
+    hash is the episode's."""
     def __init__(self, episode: Episode):
         self.episode = episode
-        self.tools = [t for t in episode.env.tools if episode.allowed is None or t.name in episode.allowed]
+        self.tools = [t for t in episode.env.tools
+                      if episode.allowed is None or t.name in episode.allowed]
     async def call(self, call: ToolCall) -> ToolResult: return await self.episode.astep(call)
     def state_hash(self) -> str: return self.episode.state_hash()
-    def info(self) -> dict: return {'env': self.episode.env.name, 'table_hashes': self.episode.table_hashes()}
+    def info(self) -> dict:
+        return {'env': self.episode.env.name, 'table_hashes': self.episode.table_hashes()}
     def close(self) -> None: self.episode.close()
 
 # %% ../../nbs/core/04_rollout.ipynb #1a5b816e
 class MCPExecutor(ToolExecutor):
-    "Tool calls to a running MCP server through an `envsynth.mcp.MCPClient` (optionally only `tools`)."
+    """Tool calls to a running MCP server through an `envsynth.mcp.MCPClient`
+    (optionally only `tools`)."""
     def __init__(self, client, tools: Iterable[str] | None = None, timeout_s: float | None = None):
         keep = set(tools) if tools is not None else None
         self.client, self.timeout_s = client, timeout_s
@@ -63,18 +69,22 @@ class MCPExecutor(ToolExecutor):
     async def call(self, call: ToolCall) -> ToolResult:
         try: args = call.args
         except ToolCallError as e: return error_result(call, 'invalid_json', str(e))
-        if call.name not in self._names: return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
+        if call.name not in self._names:
+            return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
         res = await self.client.acall(call.name, args, self.timeout_s)
         return res.model_copy(update={'call_id': call.id})
 
 # %% ../../nbs/core/04_rollout.ipynb #22204f2d
 class EmulatedOutput(BaseModel):
-    "What the tool-emulator LLM returns for one call: the tool's output, or the error message the tool would give."
+    """What the tool-emulator LLM returns for one call: the tool's output, or the error
+    message the tool would give."""
     output: Any = None
     error: str | None = None
 
-EMULATOR_PROMPT = """You are the tool `{name}`. Answer each call exactly as the real tool would, as a JSON object
-{{"output": <the tool's result>, "error": null}} or, when the real tool would refuse the call (unknown id,
+EMULATOR_PROMPT = """\
+You are the tool `{name}`. Answer each call exactly as the real tool would, as a JSON object
+{{"output": <the tool's result>, "error": null}} or, \
+when the real tool would refuse the call (unknown id,
 invalid state), {{"output": null, "error": "<its error message>"}}. Stay consistent with the earlier
 calls of this session: they describe the state of the world. No commentary.
 
@@ -89,8 +99,9 @@ FAILURE_MESSAGES = {'timeout': '{name}: no response from the service within the 
 
 # %% ../../nbs/core/04_rollout.ipynb #ae05f43e
 class ConsistencyMap:
-    """Tool calls (canonical JSON keys) → the answers given, in the order recorded. Several executors may share one;
-    a new call is answered once, under a lock per key, however many askers make it concurrently."""
+    """Tool calls (canonical JSON keys) → the answers given, in the order recorded. Several
+    executors may share one; a new call is answered once, under a lock per key, however many
+    askers make it concurrently."""
     def __init__(self):
         self.entries: dict[str, ToolResult] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -99,9 +110,11 @@ class ConsistencyMap:
     def __contains__(self, key: str) -> bool: return key in self.entries
     def items(self): return self.entries.items()
 
-    async def get_or_create(self, key: str, make: Callable[[], Awaitable[tuple[ToolResult, bool]]]) -> tuple[ToolResult, bool]:
-        """`(answer, fresh)`: the recorded answer for `key` (`fresh=False`), or `await make()` → `(answer, keep)`,
-        recorded when `keep` (`fresh=True`). Askers of a key take turns on its lock, so only the first one makes it."""
+    async def get_or_create(self, key: str, make: Callable[[], Awaitable[tuple[ToolResult, bool]]]
+                            ) -> tuple[ToolResult, bool]:
+        """`(answer, fresh)`: the recorded answer for `key` (`fresh=False`), or `await make()` →
+        `(answer, keep)`, recorded when `keep` (`fresh=True`). Askers of a key take turns on its
+        lock, so only the first one makes it."""
         if key in self.entries: return self.entries[key], False
         lock = self._locks.setdefault(key, asyncio.Lock()); self._askers[key] += 1
         try:
@@ -112,32 +125,42 @@ class ConsistencyMap:
                 return answer, True
         finally:
             self._askers[key] -= 1
-            if not self._askers[key]: del self._askers[key], self._locks[key]     # no lock outlives its askers
+            if not self._askers[key]:
+                del self._askers[key], self._locks[key]     # no lock outlives its askers
 
 # %% ../../nbs/core/04_rollout.ipynb #7ba0c201
 class EmulatedExecutor(ToolExecutor):
-    """Tools played by an LLM from their documentation, one instance per episode. Identical calls get identical
-    answers from `world`, a `ConsistencyMap` (a fresh one per episode unless one is passed: pass a task's map to share
-    it across the task's rollouts); `failure_rate` of the calls fail with a timeout or an unreachable service, drawn
-    from `random.Random(seed)` in call order. With `query` (the task's instruction), the emulator prompt shows it with
-    probability `query_visibility`, drawn once per episode from `seed`."""
-    def __init__(self, client: LLMClient, tools: Iterable[Tool | dict], *, failure_rate: float = 0.0, seed: int = 0,
-                 context: str = '', history: int = 20, tag: str = 'tool_emulator', failure_kinds=('timeout', 'unavailable'),
-                 world: ConsistencyMap | None = None, query: str | None = None, query_visibility: float = 1.0, **sampling):
-        if not 0 <= failure_rate <= 1: raise ValueError(f'failure_rate must be in [0, 1], got {failure_rate}')
-        if not 0 <= query_visibility <= 1: raise ValueError(f'query_visibility must be in [0, 1], got {query_visibility}')
+    """Tools played by an LLM from their documentation, one instance per episode. Identical calls
+    get identical answers from `world`, a `ConsistencyMap` (a fresh one per episode unless one is
+    passed: pass a task's map to share it across the task's rollouts); `failure_rate` of the calls
+    fail with a timeout or an unreachable service, drawn from `random.Random(seed)` in call order.
+    With `query` (the task's instruction), the emulator prompt shows it with probability
+    `query_visibility`, drawn once per episode from `seed`."""
+    def __init__(self, client: LLMClient, tools: Iterable[Tool | dict], *,
+                 failure_rate: float = 0.0, seed: int = 0, context: str = '', history: int = 20,
+                 tag: str = 'tool_emulator',
+                 failure_kinds=('timeout', 'unavailable'), world: ConsistencyMap | None = None,
+                 query: str | None = None, query_visibility: float = 1.0, **sampling):
+        if not 0 <= failure_rate <= 1:
+            raise ValueError(f'failure_rate must be in [0, 1], got {failure_rate}')
+        if not 0 <= query_visibility <= 1:
+            raise ValueError(f'query_visibility must be in [0, 1], got {query_visibility}')
         self.client, self.tools = client, [Tool.parse(t) for t in tools]
         self.by_name = {t.name: t for t in self.tools}
-        self.failure_rate, self.failure_kinds, self.rng = failure_rate, tuple(failure_kinds), random.Random(seed)
+        self.failure_rate, self.failure_kinds, self.rng = (
+            failure_rate, tuple(failure_kinds), random.Random(seed))
         self.context, self.history, self.tag, self.sampling = context, history, tag, sampling
-        self.world = ConsistencyMap() if world is None else world      # canonical (tool, arguments) -> the answer given
+        # canonical (tool, arguments) -> the answer given
+        self.world = ConsistencyMap() if world is None else world
         self.query = query
-        self.query_visible = bool(query) and random.Random(f'query_visibility:{seed}').random() < query_visibility
-        self.asked: dict[str, None] = {}                                # this episode's calls, in order (info)
+        self.query_visible = bool(query) and (random.Random(f'query_visibility:{seed}').random()
+                                              < query_visibility)
+        self.asked: dict[str, None] = {}              # this episode's calls, in order (info)
         self.stats = Counter()
 
     async def call_many(self, calls: list[ToolCall]) -> list[ToolResult]:
-        return list(await asyncio.gather(*(self.call(c) for c in calls)))   # no shared state to order: in parallel
+        # no shared state to order: in parallel
+        return list(await asyncio.gather(*(self.call(c) for c in calls)))
 
     async def call(self, call: ToolCall) -> ToolResult:
         "Validate; maybe inject a failure; answer from the world; only then ask the LLM."
@@ -146,11 +169,14 @@ class EmulatedExecutor(ToolExecutor):
         tool = self.by_name.get(call.name)
         if tool is None: return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
         if problems := validate_arguments(tool, args):
-            return error_result(call, 'invalid_arguments', '; '.join(f'{p.path}: {p.message}' if p.path else p.message for p in problems))
+            return error_result(call, 'invalid_arguments',
+                                '; '.join(f'{p.path}: {p.message}' if p.path else p.message
+                                          for p in problems))
         self.stats['calls'] += 1
         if self.failure_rate and self.rng.random() < self.failure_rate:
             kind = self.rng.choice(self.failure_kinds); self.stats[f'injected_{kind}'] += 1
-            return error_result(call, kind, FAILURE_MESSAGES.get(kind, '{name}: ' + kind).format(name=call.name))
+            return error_result(
+                call, kind, FAILURE_MESSAGES.get(kind, '{name}: ' + kind).format(name=call.name))
         key = canonical_json({'name': call.name, 'arguments': args})
         self.asked.setdefault(key)
         res, fresh = await self.world.get_or_create(key, lambda: self._emulate(tool, args))
@@ -160,43 +186,56 @@ class EmulatedExecutor(ToolExecutor):
     def _prompt(self, tool: Tool, args: dict) -> list[Message]:
         earlier = list(self.world.items())[-self.history:] if self.history else []
         history = '\n'.join(f'{k} -> {r.content()}' for k, r in earlier) or '(none)'
-        query = f"\nThe user's request in this session:\n{self.query}\n" if self.query_visible else ''
+        query = (f"\nThe user's request in this session:\n{self.query}\n" if self.query_visible
+                 else '')
         context = query + (f'\nContext of this session:\n{self.context}\n' if self.context else '')
-        sys_text = EMULATOR_PROMPT.format(name=tool.name, schema=json.dumps(tool.model_dump(mode='json')['function'], ensure_ascii=False),
-                                          context=context, history=history)
+        sys_text = EMULATOR_PROMPT.format(
+            name=tool.name,
+            schema=json.dumps(tool.model_dump(mode='json')['function'], ensure_ascii=False),
+            context=context, history=history)
         return [system(sys_text), user(canonical_json({'name': tool.name, 'arguments': args}))]
 
     async def _emulate(self, tool: Tool, args: dict) -> tuple[ToolResult, bool]:
-        "Ask the emulator model: `(result, keep)`; a failed request is an `internal_error` result, not kept."
+        """Ask the emulator model: `(result, keep)`; a failed request is an
+        `internal_error` result, not kept."""
         try:
-            r = await self.client.chat(self._prompt(tool, args), response_model=EmulatedOutput, tag=self.tag, **self.sampling)
+            r = await self.client.chat(self._prompt(tool, args), response_model=EmulatedOutput,
+                                       tag=self.tag, **self.sampling)
         except LLMError as e:
             self.stats['emulator_failures'] += 1
-            return ToolResult(call_id='', name=tool.name, error=ToolError(type='internal_error', message=f'tool emulator failed: {type(e).__name__}')), False
+            return ToolResult(call_id='', name=tool.name, error=ToolError(
+                type='internal_error', message=f'tool emulator failed: {type(e).__name__}')), False
         out: EmulatedOutput = r.parsed
         self.stats['emulated'] += 1
         return ToolResult(call_id='', name=tool.name, output=None if out.error else out.output,
-                          error=ToolError(type='execution_error', message=out.error) if out.error else None), True
+                          error=ToolError(type='execution_error', message=out.error) if out.error
+                          else None), True
 
     def info(self) -> dict:
         "Stats, and the world as this episode saw it (the calls it made, in the map's order)."
-        world = [{'call': json.loads(k), 'result': r.content(), 'error': r.error is not None} for k, r in self.world.items() if k in self.asked]
-        return {'emulator': dict(self.stats), 'world': world} | ({'query_visible': self.query_visible} if self.query else {})
+        world = [{'call': json.loads(k), 'result': r.content(), 'error': r.error is not None}
+                 for k, r in self.world.items() if k in self.asked]
+        return ({'emulator': dict(self.stats), 'world': world}
+                | ({'query_visible': self.query_visible} if self.query else {}))
 
 # %% ../../nbs/core/04_rollout.ipynb #9531a7de
 def offline_tool_emulator(req: ChatRequest) -> EmulatedOutput:
-    "Offline-teacher responder for `tool_emulator`: a placeholder output that names the call (no model involved)."
+    """Offline-teacher responder for `tool_emulator`: a placeholder output that names the
+    call (no model involved)."""
     call = json.loads(req.messages[-1].content)
-    return EmulatedOutput(output={'emulated': 'offline', 'tool': call['name'], 'arguments': call['arguments'],
-                                  'id': content_hash(call, 8)})
+    return EmulatedOutput(output={'emulated': 'offline', 'tool': call['name'],
+                                  'arguments': call['arguments'], 'id': content_hash(call, 8)})
 
 # %% ../../nbs/core/04_rollout.ipynb #08503f03
 CONSISTENCY_SCOPES = ('episode', 'task')
 
 class ConsistencyMaps:
-    "Consistency maps by `scope`: a fresh map per episode (`'episode'`), or one per task id shared by its rollouts (`'task'`)."
+    """Consistency maps by `scope`: a fresh map per episode (`'episode'`), or one per task id shared
+    by its rollouts (`'task'`)."""
     def __init__(self, scope: str = 'episode'):
-        if scope not in CONSISTENCY_SCOPES: raise ValueError(f'unknown consistency scope {scope!r}: choose one of {list(CONSISTENCY_SCOPES)}')
+        if scope not in CONSISTENCY_SCOPES:
+            raise ValueError(f'unknown consistency scope {scope!r}: '
+                             f'choose one of {list(CONSISTENCY_SCOPES)}')
         self.scope, self.by_task = scope, {}
     def for_task(self, task_id: str) -> ConsistencyMap:
         "The map an episode of task `task_id` uses."
@@ -206,29 +245,34 @@ class ConsistencyMaps:
 
 # %% ../../nbs/core/04_rollout.ipynb #b012c973
 class HybridExecutor(ToolExecutor):
-    "Routes each call to the executor that offers its tool; calls run in order (some executors hold state)."
+    """Routes each call to the executor that offers its tool; calls run in order (some
+    executors hold state)."""
     def __init__(self, executors: Iterable[ToolExecutor]):
         self.executors, self.route = list(executors), {}
         for ex in self.executors:
             for t in ex.tools:
-                if t.name in self.route: raise ValueError(f'tool {t.name!r} is offered by two executors')
+                if t.name in self.route:
+                    raise ValueError(f'tool {t.name!r} is offered by two executors')
                 self.route[t.name] = ex
         self.tools = [t for ex in self.executors for t in ex.tools]
     async def call(self, call: ToolCall) -> ToolResult:
         ex = self.route.get(call.name)
         if ex is None: return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
         return await ex.call(call)
-    def state_hash(self) -> str | None: return next((h for ex in self.executors if (h := ex.state_hash()) is not None), None)
+    def state_hash(self) -> str | None:
+        return next((h for ex in self.executors if (h := ex.state_hash()) is not None), None)
     def info(self) -> dict: return {k: v for ex in self.executors for k, v in ex.info().items()}
     def close(self) -> None:
         for ex in self.executors: ex.close()
 
 # %% ../../nbs/core/04_rollout.ipynb #ebdd1a40
-STOP_TOKENS = {'###STOP###': 'user_stop', '###TRANSFER###': 'transfer', '###OUT-OF-SCOPE###': 'out_of_scope'}
+STOP_TOKENS = {'###STOP###': 'user_stop', '###TRANSFER###': 'transfer',
+               '###OUT-OF-SCOPE###': 'out_of_scope'}
 
 @dataclass
 class UserTurn:
-    "What a user says (`text`, may be empty) and whether it ends the episode (`stop`: a termination reason)."
+    """What a user says (`text`, may be empty) and whether it ends the episode (`stop`:
+    a termination reason)."""
     text: str | None
     stop: str | None = None
 
@@ -241,7 +285,8 @@ def read_user_text(text: str | None) -> UserTurn:
 
 # %% ../../nbs/core/04_rollout.ipynb #b639a82e
 class ScriptedUser:
-    "Says `turns[0]` first, then the next line after each agent answer; stops (`final`) when the lines run out."
+    """Says `turns[0]` first, then the next line after each agent answer; stops (`final`)
+    when the lines run out."""
     def __init__(self, turns: Iterable[str], final: str = '###STOP###'):
         self.turns, self.final, self.said = list(turns), final, 0
         if not self.turns: raise ValueError('a scripted user needs at least an opening line')
@@ -252,9 +297,12 @@ class ScriptedUser:
         self.said += 1; return read_user_text(self.turns[self.said - 1])
 
 # %% ../../nbs/core/04_rollout.ipynb #003f52f4
-USER_PROMPT = """You are a user talking to a customer-service agent. Pursue your goal one message at a time, in your
-own words; reveal the private facts only when the agent needs them; never invent facts you were not given;
-never tell the agent which tools to use. When your goal is met, or cannot be met, end with ###STOP###. If the
+USER_PROMPT = """\
+You are a user talking to a customer-service agent. Pursue your goal one message at a time, in your
+own words; reveal the private facts only when the agent \
+needs them; never invent facts you were not given;
+never tell the agent which tools to use. When your goal \
+is met, or cannot be met, end with ###STOP###. If the
 agent offers to transfer you to a human and you want that, end with ###TRANSFER###.
 <instruction>
 {instruction}
@@ -264,10 +312,14 @@ agent offers to transfer you to a human and you want that, end with ###TRANSFER#
 </private>"""
 
 # %% ../../nbs/core/04_rollout.ipynb #eb724171
-SYNTHAGENT_USER_PROMPT = """You are a user asking an AI assistant for help with a task. You know the task and some background
-the assistant cannot see. Reply in ONE short sentence per turn. Reveal the background gradually: only the piece the
-assistant's last message asks about, never the whole task or background at once. Never suggest solutions, steps or
-tools; never invent facts you were not given (if asked something the background does not cover, say you do not
+SYNTHAGENT_USER_PROMPT = """\
+You are a user asking an AI assistant for help with a task. You know the task and some background
+the assistant cannot see. Reply in ONE short sentence per \
+turn. Reveal the background gradually: only the piece the
+assistant's last message asks about, never the whole task \
+or background at once. Never suggest solutions, steps or
+tools; never invent facts you were not given (if asked \
+something the background does not cover, say you do not
 know). When the assistant has completed the task, or it cannot be done, end with ###STOP###.
 <instruction>
 {instruction}
@@ -282,33 +334,44 @@ USER_PROMPTS = {'customer': USER_PROMPT, 'synthagent': SYNTHAGENT_USER_PROMPT}
 USER_PROMPT_PLACEHOLDERS = ('instruction', 'private')
 
 def user_prompt_template(variant: str | None = None, template: str | None = None) -> str:
-    "The user simulator's prompt template: `USER_PROMPTS[variant]` (default `'customer'`), or your own checked `template`."
+    """The user simulator's prompt template: `USER_PROMPTS[variant]` (default `'customer'`), or your
+    own checked `template`."""
     if template is None:
         if (variant or 'customer') not in USER_PROMPTS:
-            raise ValueError(f'unknown user prompt variant {variant!r}: choose one of {sorted(USER_PROMPTS)} or pass template=')
+            raise ValueError(f'unknown user prompt variant {variant!r}: choose one of '
+                             f'{sorted(USER_PROMPTS)} or pass template=')
         return USER_PROMPTS[variant or 'customer']
     if variant is not None: raise ValueError('give a user prompt variant or a template, not both')
     try: fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
-    except ValueError as e: raise ValueError(f'user prompt template is not a format string ({e}); write literal braces as {{{{ and }}}}') from None
+    except ValueError as e:
+        raise ValueError(f'user prompt template is not a format string ({e}); write literal braces '
+                         f'as {{{{ and }}}}') from None
     if missing := [p for p in USER_PROMPT_PLACEHOLDERS if '{' + p + '}' not in template]:
-        raise ValueError(f'user prompt template lacks placeholder(s) {missing}; it needs {list(USER_PROMPT_PLACEHOLDERS)}')
+        raise ValueError(f'user prompt template lacks placeholder(s) {missing}; '
+                         f'it needs {list(USER_PROMPT_PLACEHOLDERS)}')
     if unknown := sorted(fields - set(USER_PROMPT_PLACEHOLDERS)):
-        raise ValueError(f'user prompt template has unknown placeholder(s) {unknown}; only {list(USER_PROMPT_PLACEHOLDERS)} exist')
+        raise ValueError(f'user prompt template has unknown placeholder(s) {unknown}; '
+                         f'only {list(USER_PROMPT_PLACEHOLDERS)} exist')
     return template
 
 # %% ../../nbs/core/04_rollout.ipynb #996b99e0
 class LLMUser:
-    """A user played by an LLM with a goal (`instruction`) and private facts the agent cannot see. The system prompt is
-    a named `variant` of `USER_PROMPTS` (default `'customer'`) or your own `template` (see `user_prompt_template`)."""
-    def __init__(self, client: LLMClient, instruction: str, private: dict | str | None = None, tag: str = 'user_simulator', *,
-                 variant: str | None = None, template: str | None = None, **sampling):
-        private = private if isinstance(private, str) else json.dumps(private or {}, ensure_ascii=False, sort_keys=True)
+    """A user played by an LLM with a goal (`instruction`) and private facts the agent cannot see.
+    The system prompt is a named `variant` of `USER_PROMPTS` (default `'customer'`) or your own
+    `template` (see `user_prompt_template`)."""
+    def __init__(self, client: LLMClient, instruction: str, private: dict | str | None = None,
+                 tag: str = 'user_simulator', *, variant: str | None = None,
+                 template: str | None = None, **sampling):
+        private = (private if isinstance(private, str)
+                   else json.dumps(private or {}, ensure_ascii=False, sort_keys=True))
         self.client, self.tag, self.sampling = client, tag, sampling
         self.variant = 'custom' if template is not None else variant or 'customer'
-        self.prompt = user_prompt_template(variant, template).format(instruction=instruction, private=private)
+        self.prompt = user_prompt_template(variant, template).format(
+            instruction=instruction, private=private)
 
     def _view(self, messages: list[Message]) -> list[Message]:
-        "The conversation as the user sees it: roles swapped, tool traffic and the agent's system prompt left out."
+        """The conversation as the user sees it: roles swapped, tool traffic and the agent's
+        system prompt left out."""
         out = [system(self.prompt)]
         for m in messages:
             if m.role == 'assistant' and m.content: out.append(user(m.content))
@@ -316,46 +379,60 @@ class LLMUser:
         return out
 
     async def opening(self) -> str:
-        turn = read_user_text((await self.client.chat(self._view([]) + [user('(The agent is waiting. Write your first message.)')],
-                                                      tag=self.tag, **self.sampling)).content)
+        turn = read_user_text((await self.client.chat(
+            self._view([]) + [user('(The agent is waiting. Write your first message.)')],
+            tag=self.tag, **self.sampling)).content)
         return turn.text or ''
     async def reply(self, messages: list[Message]) -> UserTurn:
-        return read_user_text((await self.client.chat(self._view(messages), tag=self.tag, **self.sampling)).content)
+        return read_user_text((await self.client.chat(self._view(messages), tag=self.tag,
+                                                      **self.sampling)).content)
 
 # %% ../../nbs/core/04_rollout.ipynb #9501177d
 def offline_user_simulator(req: ChatRequest) -> str:
-    """Offline-teacher responder for `user_simulator`: opens with the instruction, answers questions from the private
-    facts (a dict: the facts asked about; text: its next sentence), then stops."""
+    """Offline-teacher responder for `user_simulator`: opens with the instruction, answers questions
+    from the private facts (a dict: the facts asked about; text: its next sentence), then stops."""
     prompt = req.messages[0].content or ''
     found = [re.search(rf'<{t}>\n(.*?)\n</{t}>', prompt, re.S) for t in ('instruction', 'private')]
-    if not all(found): raise ValueError('offline user simulator: the prompt has no <instruction> and <private> blocks to read')
+    if not all(found):
+        raise ValueError('offline user simulator: the prompt has no <instruction> and '
+                         '<private> blocks to read')
     instruction, private_text = (m.group(1) for m in found)
     try: private = json.loads(private_text or '{}')
     except json.JSONDecodeError: private = None
     agent_said = [m.content or '' for m in req.messages[1:] if m.role == 'user']
-    if len(req.messages) <= 2 and agent_said[-1:] == ['(The agent is waiting. Write your first message.)']: return instruction
+    if (len(req.messages) <= 2
+            and agent_said[-1:] == ['(The agent is waiting. Write your first message.)']):
+        return instruction
     last = agent_said[-1] if agent_said else ''
-    if not isinstance(private, dict): return reveal_next_sentence(private_text, req.messages) if '?' in last else 'Thank you. ###STOP###'
-    asked = [k for k in sorted(private) if k.replace('_', ' ') in last.lower() or k in last] if '?' in last else []
+    if not isinstance(private, dict):
+        return (reveal_next_sentence(private_text, req.messages) if '?' in last
+                else 'Thank you. ###STOP###')
+    asked = ([k for k in sorted(private) if k.replace('_', ' ') in last.lower() or k in last]
+             if '?' in last else [])
     if asked: return ' '.join(f'My {k.replace("_", " ")} is {private[k]}.' for k in asked)
     return 'Thank you. ###STOP###'
 
 def reveal_next_sentence(background: str, messages: list[Message]) -> str:
-    "The first sentence of `background` the user (`assistant` role in its own view) has not said yet."
+    """The first sentence of `background` the user (`assistant` role in its own
+    view) has not said yet."""
     said = {m.content for m in messages if m.role == 'assistant'}
     sentences = [s for s in re.split(r'(?<=[.!?])\s+', background.strip()) if s]
     return next((s for s in sentences if s not in said), "I don't know more than that.")
 
 def offline_teacher() -> OfflineTeacher:
-    "An offline teacher with this module's responders registered (`tool_emulator`, `user_simulator`)."
-    return OfflineTeacher({'tool_emulator': offline_tool_emulator, 'user_simulator': offline_user_simulator})
+    """An offline teacher with this module's responders registered
+    (`tool_emulator`, `user_simulator`)."""
+    return OfflineTeacher({'tool_emulator': offline_tool_emulator,
+                           'user_simulator': offline_user_simulator})
 
 # %% ../../nbs/core/04_rollout.ipynb #c95e3c18
 USER_VARIANTS = ('customer', 'synthagent', 'scripted')
 
 def task_hidden_context(task: Task) -> str | dict:
-    "What only the task's user knows: its `hidden_context` (SynthAgent's C), else its `user_context` facts."
-    return getattr(task, 'hidden_context', None) or task.user_context.get('hidden_context') or task.user_context
+    """What only the task's user knows: its `hidden_context` (SynthAgent's C), else
+    its `user_context` facts."""
+    return (getattr(task, 'hidden_context', None) or task.user_context.get('hidden_context')
+            or task.user_context)
 
 def task_user_queries(task: Task) -> list[str]:
     "The user's per-turn queries (EnvFactory's `user_queries`), else the instruction alone."
@@ -366,10 +443,12 @@ def task_user_queries(task: Task) -> list[str]:
 
 # %% ../../nbs/core/04_rollout.ipynb #2136c3b5
 def user_for_task(task: Task, variant: str = 'customer', client: LLMClient | None = None, **kwargs):
-    """The user of `task`: `'customer'` (an `LLMUser` with the instruction and `user_context`), `'synthagent'` (an `LLMUser`
-    with the instruction and the hidden context only) or `'scripted'` (a `ScriptedUser` replaying the per-turn queries).
-    `kwargs` go to the user's constructor (`tag` and sampling for the LLM users, `final` for the scripted one)."""
-    if variant not in USER_VARIANTS: raise ValueError(f'unknown user variant {variant!r}: choose one of {list(USER_VARIANTS)}')
+    """The user of `task`: `'customer'` (an `LLMUser` with the instruction and `user_context`),
+    `'synthagent'` (an `LLMUser` with the instruction and the hidden context only) or `'scripted'`
+    (a `ScriptedUser` replaying the per-turn queries). `kwargs` go to the user's constructor (`tag`
+    and sampling for the LLM users, `final` for the scripted one)."""
+    if variant not in USER_VARIANTS:
+        raise ValueError(f'unknown user variant {variant!r}: choose one of {list(USER_VARIANTS)}')
     if variant == 'scripted': return ScriptedUser(task_user_queries(task), **kwargs)
     if client is None: raise ValueError(f'the {variant!r} user is played by an LLM: pass client=')
     private = task_hidden_context(task) if variant == 'synthagent' else task.user_context
@@ -388,16 +467,20 @@ class Policy(Protocol):
     async def act(self, messages: list[Message], tools: list[Tool]) -> PolicyTurn: ...
 
 class LLMPolicy:
-    "An `envsynth.llm.LLMClient` as a policy; malformed or schema-violating calls are reported in `problems` and still executed."
-    def __init__(self, client: LLMClient, tag: str = 'policy', **sampling): self.client, self.tag, self.sampling = client, tag, sampling
+    """An `envsynth.llm.LLMClient` as a policy; malformed or schema-violating calls are reported in
+    `problems` and still executed."""
+    def __init__(self, client: LLMClient, tag: str = 'policy', **sampling):
+        self.client, self.tag, self.sampling = client, tag, sampling
     async def act(self, messages: list[Message], tools: list[Tool]) -> PolicyTurn:
         r = await self.client.chat(messages, tools=tools, tag=self.tag, **self.sampling)
         return PolicyTurn(r.message, r.prompt_tokens, r.completion_tokens, list(r.problems))
 
 # %% ../../nbs/core/04_rollout.ipynb #648a27b9
 class OraclePolicy:
-    "Replays `actions` (a task's gold actions by default), `calls_per_turn` per assistant turn, then answers `final`."
-    def __init__(self, actions: Task | Iterable[Action], calls_per_turn: int = 1, final: str = 'Done: everything you asked is taken care of.'):
+    """Replays `actions` (a task's gold actions by default), `calls_per_turn` per assistant
+    turn, then answers `final`."""
+    def __init__(self, actions: Task | Iterable[Action], calls_per_turn: int = 1,
+                 final: str = 'Done: everything you asked is taken care of.'):
         self.actions = list(actions.gold_actions if isinstance(actions, Task) else actions)
         if calls_per_turn < 1: raise ValueError('calls_per_turn must be >= 1')
         self.calls_per_turn, self.final = calls_per_turn, final
@@ -405,10 +488,12 @@ class OraclePolicy:
         done = sum(len(m.tool_calls or []) for m in messages if m.role == 'assistant')
         todo = self.actions[done:done + self.calls_per_turn]
         if not todo: return PolicyTurn(assistant(self.final))
-        return PolicyTurn(assistant(tool_calls=[a.to_tool_call(done + i) for i, a in enumerate(todo)]))
+        return PolicyTurn(assistant(tool_calls=[a.to_tool_call(done + i)
+                                                for i, a in enumerate(todo)]))
 
 class DoNothingPolicy:
-    "Never calls a tool: the floor every benchmark should report. (`task` is accepted and ignored, like a policy factory's.)"
+    """Never calls a tool: the floor every benchmark should report. (`task` is accepted and ignored,
+    like a policy factory's.)"""
     def __init__(self, task: Task | None = None): pass
     async def act(self, messages: list[Message], tools: list[Tool]) -> PolicyTurn:
         return PolicyTurn(assistant("I'm sorry, I can't help with that."))
@@ -432,16 +517,22 @@ def _call_record(call: ToolCall, res: ToolResult) -> dict:
 ANSWER_PATTERN = re.compile(r'<answer>((?:(?!<answer>).)*?)</answer>', re.S)
 
 def extract_answer(text: str | None) -> str | None:
-    "The last complete, non-empty `<answer>...</answer>` in `text`, stripped; None if there is none."
-    return next((a for a in reversed([m.strip() for m in ANSWER_PATTERN.findall(text or '')]) if a), None)
+    """The last complete, non-empty `<answer>...</answer>` in `text`, stripped;
+    None if there is none."""
+    return next((a for a in reversed([m.strip() for m in ANSWER_PATTERN.findall(text or '')])
+                 if a), None)
 
 # %% ../../nbs/core/04_rollout.ipynb #770d8261
-async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *, task: Task | None = None,
-                      system_prompt: str | None = None, limits: EpisodeLimits = EpisodeLimits(), info: dict | None = None) -> Trajectory:
-    """One episode: the user (or `task.instruction` when there is no user) opens, then policy turns, tool calls and
-    user replies alternate until a termination rule fires (see `EpisodeLimits`). Returns the `Trajectory` with
-    `info['termination']` (and `info['answer']` when stopping on answers), per-turn records and the final state hash."""
-    if user_sim is None and task is None: raise ValueError('run_episode needs a user simulator or a task (whose instruction opens)')
+async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *,
+                      task: Task | None = None, system_prompt: str | None = None,
+                      limits: EpisodeLimits = EpisodeLimits(),
+                      info: dict | None = None) -> Trajectory:
+    """One episode: the user (or `task.instruction` when there is no user) opens, then policy turns,
+    tool calls and user replies alternate until a termination rule fires (see `EpisodeLimits`).
+    Returns the `Trajectory` with `info['termination']` (and `info['answer']` when stopping on
+    answers), per-turn records and the final state hash."""
+    if user_sim is None and task is None:
+        raise ValueError('run_episode needs a user simulator or a task (whose instruction opens)')
     messages = [system(system_prompt)] if system_prompt else []
     turns, termination, error, tokens, n_calls, answer = [], None, None, 0, 0, None
     t0 = time.perf_counter()
@@ -452,36 +543,46 @@ async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *, 
         try: turn = await policy.act(messages, executor.tools)
         except LLMError as e: termination, error = 'policy_error', f'{type(e).__name__}: {e}'; break
         messages.append(turn.message); tokens += turn.completion_tokens
-        rec = {'role': 'assistant', 'latency_s': time.perf_counter() - t, 'prompt_tokens': turn.prompt_tokens,
-               'completion_tokens': turn.completion_tokens, 'problems': turn.problems, 'tool_calls': []}
+        rec = {'role': 'assistant', 'latency_s': time.perf_counter() - t,
+               'prompt_tokens': turn.prompt_tokens, 'completion_tokens': turn.completion_tokens,
+               'problems': turn.problems, 'tool_calls': []}
         turns.append(rec)
         if calls := turn.message.tool_calls or []:
             t = time.perf_counter()
             results = await executor.call_many(calls)
-            messages += [r.model_copy(update={'call_id': c.id}).to_message() for c, r in zip(calls, results)]
-            rec['tool_calls'], rec['tool_latency_s'] = [_call_record(c, r) for c, r in zip(calls, results)], time.perf_counter() - t
+            messages += [r.model_copy(update={'call_id': c.id}).to_message()
+                         for c, r in zip(calls, results)]
+            rec['tool_calls'], rec['tool_latency_s'] = (
+                [_call_record(c, r) for c, r in zip(calls, results)], time.perf_counter() - t)
             n_calls += len(calls)
-        if limits.stop_on_answer and (answer := extract_answer(turn.message.content)) is not None: termination = 'answer'
+        if limits.stop_on_answer and (answer := extract_answer(turn.message.content)) is not None:
+            termination = 'answer'
         elif not calls and user_sim is None: termination = 'no_tool_call'
         elif not calls:
             t = time.perf_counter()
             try: reply = await user_sim.reply(messages)
-            except LLMError as e: termination, error = 'user_error', f'{type(e).__name__}: {e}'; break
+            except LLMError as e:
+                termination, error = 'user_error', f'{type(e).__name__}: {e}'; break
             turns.append({'role': 'user', 'latency_s': time.perf_counter() - t})
             if reply.text: messages.append(user(reply.text))
             if reply.stop: termination = reply.stop
         if termination: break
         n_turns = sum(r['role'] == 'assistant' for r in turns)
         if n_turns >= limits.max_turns: termination = 'max_turns'
-        elif limits.max_tokens is not None and tokens >= limits.max_tokens: termination = 'max_tokens'
-        elif limits.max_tool_calls is not None and n_calls >= limits.max_tool_calls: termination = 'max_tool_calls'
+        elif limits.max_tokens is not None and tokens >= limits.max_tokens:
+            termination = 'max_tokens'
+        elif limits.max_tool_calls is not None and n_calls >= limits.max_tool_calls:
+            termination = 'max_tool_calls'
     calls = [c for r in turns for c in r.get('tool_calls', [])]
-    meta = {'termination': termination, 'error': error, 'turns': turns, 'wall_s': time.perf_counter() - t0,
-            'tool_calls': len(calls), 'invalid_tool_calls': sum(not c['valid'] for c in calls),
-            'tool_errors': sum(c['error'] is not None for c in calls), 'completion_tokens': tokens,
-            'prompt_tokens': sum(r.get('prompt_tokens', 0) for r in turns)} | ({'answer': answer} if limits.stop_on_answer else {})
+    meta = ({'termination': termination, 'error': error, 'turns': turns,
+             'wall_s': time.perf_counter() - t0, 'tool_calls': len(calls),
+             'invalid_tool_calls': sum(not c['valid'] for c in calls),
+             'tool_errors': sum(c['error'] is not None for c in calls), 'completion_tokens': tokens,
+             'prompt_tokens': sum(r.get('prompt_tokens', 0) for r in turns)}
+            | ({'answer': answer} if limits.stop_on_answer else {}))
     return Trajectory(task_id=task.id if task else None, tools=executor.tools, messages=messages,
-                      final_state_hash=executor.state_hash(), info=meta | executor.info() | (info or {}))
+                      final_state_hash=executor.state_hash(),
+                      info=meta | executor.info() | (info or {}))
 
 # %% ../../nbs/core/04_rollout.ipynb #cf8ad422
 def env_system_prompt(env: Environment) -> str:
@@ -489,22 +590,28 @@ def env_system_prompt(env: Environment) -> str:
     return '\n\n'.join(p for p in (env.description, env.policy) if p)
 
 async def env_episode(env: Environment, task: Task, make_policy: Callable[[Task], Policy],
-                      make_user: Callable[[Task], Any] | None, system_prompt: str, limits: EpisodeLimits,
-                      attempt: int = 0) -> Trajectory:
-    "One episode of `task` in a fresh episode of `env` (with the task's own seed: the gold state assumes it)."
+                      make_user: Callable[[Task], Any] | None, system_prompt: str,
+                      limits: EpisodeLimits, attempt: int = 0) -> Trajectory:
+    """One episode of `task` in a fresh episode of `env` (with the task's own seed: the
+    gold state assumes it)."""
     ex = EnvExecutor(env.reset(task))
     try:
-        return await run_episode(make_policy(task), ex, make_user(task) if make_user else None, task=task,
-                                 system_prompt=system_prompt, limits=limits, info={'attempt': attempt})
+        return await run_episode(make_policy(task), ex, make_user(task) if make_user else None,
+                                 task=task, system_prompt=system_prompt, limits=limits,
+                                 info={'attempt': attempt})
     finally: ex.close()
 
-async def rollout_env(env: Environment, tasks: Iterable[Task | str] | None = None, make_policy: Callable[[Task], Policy] = OraclePolicy,
-                      make_user: Callable[[Task], Any] | None = None, *, k: int = 1, concurrency: int = 32,
-                      limits: EpisodeLimits = EpisodeLimits(), system_prompt: str | None = None, progress: bool = False) -> list[Trajectory]:
-    "`k` episodes of each task (all of the environment's by default); trajectories in task order, then attempt order."
+async def rollout_env(env: Environment, tasks: Iterable[Task | str] | None = None,
+                      make_policy: Callable[[Task], Policy] = OraclePolicy,
+                      make_user: Callable[[Task], Any] | None = None, *, k: int = 1,
+                      concurrency: int = 32, limits: EpisodeLimits = EpisodeLimits(),
+                      system_prompt: str | None = None, progress: bool = False) -> list[Trajectory]:
+    """`k` episodes of each task (all of the environment's by default); trajectories in task
+    order, then attempt order."""
     tasks = [env.task(t) for t in (env.tasks.values() if tasks is None else tasks)]
     prompt = env_system_prompt(env) if system_prompt is None else system_prompt
-    sem, bar = asyncio.Semaphore(concurrency), tqdm(total=len(tasks) * k, desc=f'rollout {env.name}', disable=not progress)
+    sem, bar = (asyncio.Semaphore(concurrency),
+                tqdm(total=len(tasks) * k, desc=f'rollout {env.name}', disable=not progress))
     async def one(task: Task, attempt: int) -> Trajectory:
         async with sem:
             traj = await env_episode(env, task, make_policy, make_user, prompt, limits, attempt)
@@ -518,13 +625,15 @@ async def rollout_jobs(envs: dict[str, Environment], jobs: list[tuple[str, str]]
                        make_user: Callable[[Task], Any] | None = None, *, concurrency: int = 32,
                        limits: EpisodeLimits = EpisodeLimits(),
                        attempts: list[int] | None = None) -> list[Trajectory]:
-    """One episode per `(environment name, task id)` job, `concurrency` at a time on this event loop;
-    trajectories in job order. A job that repeats an earlier one is its next attempt
+    """One episode per `(environment name, task id)` job, `concurrency` at a time on this event
+    loop; trajectories in job order. A job that repeats an earlier one is its next attempt
     (`info['attempt']`), unless `attempts` says otherwise."""
-    sem, prompts = asyncio.Semaphore(concurrency), {n: env_system_prompt(e) for n, e in envs.items()}
+    sem, prompts = (asyncio.Semaphore(concurrency),
+                    {n: env_system_prompt(e) for n, e in envs.items()})
     async def one(name: str, task: Task, attempt: int) -> Trajectory:
         async with sem:
-            return await env_episode(envs[name], task, make_policy, make_user, prompts[name], limits, attempt)
+            return await env_episode(envs[name], task, make_policy, make_user, prompts[name],
+                                     limits, attempt)
     if attempts is None: attempts = job_attempts(jobs)
     runs = [one(n, envs[n].task(t), a) for (n, t), a in zip(jobs, attempts)]
     return list(await asyncio.gather(*runs))
@@ -536,37 +645,45 @@ def job_attempts(jobs: list[tuple[str, str]]) -> list[int]:
     return out
 
 # %% ../../nbs/core/04_rollout.ipynb #a56e6354
-def _rollout_worker(conn, envs, jobs, attempts, make_policy, make_user, concurrency, limits) -> None:
-    "A forked worker: run `jobs`, send back `('ok', trajectories)` or `('error', message)`, pickled once."
-    gc.freeze()                    # the inherited environments stay alive: the collector need not walk them
+def _rollout_worker(conn, envs, jobs, attempts, make_policy, make_user,
+                    concurrency, limits) -> None:
+    """A forked worker: run `jobs`, send back `('ok', trajectories)` or `('error',
+    message)`, pickled once."""
+    # the inherited environments stay alive: the collector need not walk them
+    gc.freeze()
     try:
-        run = rollout_jobs(envs, jobs, make_policy, make_user, concurrency=concurrency, limits=limits,
-                           attempts=attempts)
+        run = rollout_jobs(envs, jobs, make_policy, make_user, concurrency=concurrency,
+                           limits=limits, attempts=attempts)
         out = ('ok', asyncio.run(run))
     except Exception as e: out = ('error', f'{type(e).__name__}: {e}')
     try: data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:
-        data = pickle.dumps(('error', f'trajectories could not be pickled: {type(e).__name__}: {e}'))
+        data = pickle.dumps(('error',
+                             f'trajectories could not be pickled: {type(e).__name__}: {e}'))
     conn.send_bytes(data); conn.close()
 
 def rollout_processes(envs: dict[str, Environment], jobs: list[tuple[str, str]],
                       make_policy: Callable[[Task], Policy] = OraclePolicy,
                       make_user: Callable[[Task], Any] | None = None, *, processes: int = 2,
-                      concurrency: int = 32, limits: EpisodeLimits = EpisodeLimits()) -> list[Trajectory]:
+                      concurrency: int = 32,
+                      limits: EpisodeLimits = EpisodeLimits()) -> list[Trajectory]:
     """`rollout_jobs` over `processes` forked workers (job `i` goes to worker `i % processes`);
-    trajectories in job order. Call it from synchronous code; the environments must be in-process ones."""
+    trajectories in job order. Call it from synchronous code; the environments must be in-process
+    ones."""
     if processes < 1: raise ValueError('processes must be >= 1')
     unknown = sorted({n for n, _ in jobs} - set(envs))
     if unknown: raise KeyError(f'jobs name environments that are not given: {unknown}')
     kw = dict(concurrency=concurrency, limits=limits)
     if processes == 1: return asyncio.run(rollout_jobs(envs, jobs, make_policy, make_user, **kw))
     boxed = sorted(n for n in {n for n, _ in jobs} if not isinstance(envs[n].backend, EnvRuntime))
-    if boxed: raise ValueError(f'rollout_processes forks the caller: {boxed} are sandboxed; use rollout_jobs')
+    if boxed:
+        raise ValueError(f'rollout_processes forks the caller: {boxed} are '
+                         'sandboxed; use rollout_jobs')
     attempts, ctx, workers = job_attempts(jobs), multiprocessing.get_context('fork'), []
     for idx in (list(range(i, len(jobs), processes)) for i in range(processes)):
         recv, send = ctx.Pipe(duplex=False)
-        args = (send, envs, [jobs[i] for i in idx], [attempts[i] for i in idx], make_policy, make_user,
-                concurrency, limits)
+        args = (send, envs, [jobs[i] for i in idx], [attempts[i] for i in idx], make_policy,
+                make_user, concurrency, limits)
         p = ctx.Process(target=_rollout_worker, args=args, daemon=True)
         p.start(); send.close(); workers.append((idx, recv, p))
     out, errors = [None] * len(jobs), []

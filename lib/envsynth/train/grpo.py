@@ -412,6 +412,12 @@ RL_EXPERIMENT_SIZES = {
                 grpo=dict(steps=30, prompts_per_step=8, group_size=8, learning_rate=1e-4, max_new_tokens=40,
                           max_turns=1, max_rounds=3),
                 eval_samples=4, control_steps=30, task_limit=None, seeds='0,1,2', key_variants=8, split_digits=True),
+    # `full` with data that teaches copying: 8 renamed-key copies per conversation, one token per digit
+    'copy': dict(sft=dict(vocab_size=1024, hidden_size=64, layers=2, heads=2, max_steps=2500, batch_size=8,
+                          learning_rate=3e-3),
+                 grpo=dict(steps=20, prompts_per_step=4, group_size=8, learning_rate=1e-3, max_new_tokens=40,
+                           max_turns=1, max_rounds=3),
+                 eval_samples=2, control_steps=20, task_limit=None, seeds='0,1,2', key_variants=8, split_digits=True),
 }
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #fbf7b075

@@ -17,8 +17,12 @@ if command -v docker >/dev/null 2>&1 && answers; then exit 0; fi
 if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
     if [ "$(id -u)" != 0 ]; then echo "ensure_docker: docker.io is missing and installing it needs root" >&2; exit 1; fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >&2
-    apt-get install -y -q --no-install-recommends docker.io >&2
+    # another apt-get (unattended upgrades, a parallel install) holds the dpkg lock: wait for it, bounded
+    LOCK=(-o "DPkg::Lock::Timeout=${ENSURE_DOCKER_APT_LOCK_S:-300}")
+    apt-get "${LOCK[@]}" update -q >&2
+    apt-get "${LOCK[@]}" install -y -q --no-install-recommends docker.io >&2
+    # a parallel caller may have installed and started it meanwhile
+    if answers; then exit 0; fi
 fi
 
 if [ "$(id -u)" != 0 ]; then echo "ensure_docker: no daemon answers and starting dockerd needs root" >&2; exit 1; fi

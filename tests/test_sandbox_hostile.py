@@ -50,6 +50,12 @@ def _kill(pids) -> None:
         try: os.kill(p, signal.SIGKILL)
         except ProcessLookupError: pass
 
+def _wait_marked(seconds: float = 5) -> list[int]:
+    "`_marked()` once it finds a process: a process just exec'd in the worker's namespaces can take a moment to show its command line."
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not _marked(): time.sleep(0.05)
+    return _marked()
+
 def _wait_gone(pids, seconds: float = 10) -> list[int]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and any(_alive(p) for p in pids): time.sleep(0.05)
@@ -84,9 +90,10 @@ def attack():
     try:
         out = _run(p, body)
         assert out['ok'] == {'raised': False, 'nproc': [6, 6]}, out
-        assert _marked(), 'the hostile process did not start'
+        started = _wait_marked()
+        assert started, 'the hostile process did not start'
         p.close()
-        left = _wait_gone(_marked(), 5)
+        left = _wait_gone(started + _marked(), 5)
         assert not left, f'processes outlived the pool: {left}'
     finally: p.close(); _kill(_marked())
 

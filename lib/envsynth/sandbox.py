@@ -5,7 +5,7 @@
 # %% ../../nbs/core/07_sandbox.ipynb #386a40a6
 from __future__ import annotations
 import fcntl, gc, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, socket
-import struct, subprocess, sys, tempfile, threading, time
+import struct, subprocess, sys, tempfile, threading, time, warnings
 from collections import OrderedDict
 from dataclasses import dataclass, asdict, field
 from functools import cache
@@ -68,6 +68,18 @@ class SandboxLimits:
                 'SandboxLimits.processes must be >= 3 (the worker itself is 2, each environment'
                 f' and episode 1 more), got {self.processes}'
             )
+
+# %% ../../nbs/core/07_sandbox.ipynb #c91e5a3f
+@patch_to(SandboxLimits)
+def for_load(self, episodes: int, workers: int, environments: int | None = None) -> SandboxLimits:
+    """These limits with room on each of `workers` workers for its share of `episodes` episodes open
+    at once in `environments` environments (default: as many), never less than they are."""
+    from dataclasses import replace
+    share = lambda n: -(-max(n, 1) // workers) + 2
+    eps = max(self.episodes, share(episodes))
+    envs = max(self.environments, share(episodes if environments is None else environments))
+    return replace(self, episodes=eps, environments=envs,
+                   processes=max(self.processes, 4 + eps + envs))
 
 # %% ../../nbs/core/07_sandbox.ipynb #2a6f8bbd
 _HEADER = struct.Struct('>I')
@@ -1198,8 +1210,10 @@ class SandboxPool:
         self.size, self.limits, self.python, self.isolation = size, limits, python, backend
         self._workers: list[_Worker | None] = [None] * size
         self._spawn_lock = threading.Lock()
-        self.stats = {'requests': 0, 'replaced': {}}
+        self.stats = {'requests': 0, 'replaced': {}, 'parked': 0, 'unloaded': 0, 'restored': 0}
         self._rr = itertools.count()
+        # per worker, the episodes it parked to make room: (environment, episode)
+        self._evicted: list[set[tuple[str, str]]] = [set() for _ in range(size)]
         self._docker = DockerRuntime(python) if backend == 'docker' else None
         if backend == 'docker': self.hide = []; return
         if limits.drop_privileges and os.geteuid() != 0:
@@ -1234,6 +1248,7 @@ class SandboxPool:
         with self._spawn_lock:
             w, self._workers[slot] = self._workers[slot], None
         if w is not None: w.kill()
+        self._evicted[slot] = set()
         self._count(reason)
 
 # %% ../../nbs/core/07_sandbox.ipynb #379b9e6d
@@ -1287,12 +1302,21 @@ def _failed(self, slot: int, w: _Worker, parent: socket.socket, pid: int, e: Fra
 
 # %% ../../nbs/core/07_sandbox.ipynb #56b4d931
 @patch_to(SandboxPool)
-def _free_process(self, w: _Worker) -> bool:
+def _free_process(self, w: _Worker, keep: str | None = None) -> bool:
     """Make room under the process limit: park the least recently used episode, else unload the
-    least recently used environment."""
-    if w.episodes: self._park(w, next(iter(w.episodes))); return True
-    if w.templates: self._unload(w, next(iter(w.templates))); return True
+    least recently used environment other than `keep` (the one about to fork)."""
+    if w.episodes: self._evict(w, next(iter(w.episodes))); return True
+    if env := next((e for e in w.templates if e != keep), None): self._evict(w, env); return True
     return False
+
+@patch_to(SandboxPool)
+def _evict(self, w: _Worker, what: str | tuple[str, str]) -> None:
+    "Park an episode (a key) or unload an environment (a name) to make room, and count it."
+    keys = [what] if isinstance(what, tuple) else [k for k in w.episodes if k[0] == what]
+    if isinstance(what, tuple): self._park(w, what)
+    else: self._unload(w, what); self.stats['unloaded'] += 1
+    self.stats['parked'] += len(keys)
+    self._evicted[w.slot].update(keys)
 
 @patch_to(SandboxPool)
 def _park(self, w: _Worker, key: tuple[str, str]) -> None:
@@ -1300,6 +1324,7 @@ def _park(self, w: _Worker, key: tuple[str, str]) -> None:
     if it is used again."""
     ch = w.episodes.pop(key, None)
     if ch is not None: ch.sock.close()
+    self._evicted[w.slot].discard(key)
 
 @patch_to(SandboxPool)
 def _unload(self, w: _Worker, env: str) -> None:
@@ -1342,7 +1367,7 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None,
             if data is not None and not early: _write_bytes(mine.fileno(), data)
             return _Channel(mine, reply['ok']['pid']), None
         mine.close()
-        if not reply.get('process_limit') or not self._free_process(w): return None, reply
+        if not reply.get('process_limit') or not self._free_process(w, env): return None, reply
         time.sleep(0.005 * (attempt + 1))          # the ended process is reaped by its parent
     return None, reply
 
@@ -1370,7 +1395,7 @@ def _load(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict
     env = msg['env']
     if env in w.templates:
         w.templates.move_to_end(env); return {'ok': w.templates[env].info}
-    while len(w.templates) >= self.limits.environments: self._unload(w, next(iter(w.templates)))
+    while len(w.templates) >= self.limits.environments: self._evict(w, next(iter(w.templates)))
     ch, err = self._fork_on(slot, w, {'op': 'spawn', 'role': 'template', 'env': env})
     if err: w.release(env); return err
     reply = self._on_child(slot, w, ch, w.parent(env), msg, timeout, ch.sock.close)
@@ -1404,7 +1429,7 @@ def _open(self, slot: int, w: _Worker, key: tuple[str, str], msg: dict,
     "A fresh process for the episode, forked from its environment's template, then `open` there."
     if key in w.episodes: return {'error': {'type': 'internal_error',
                                             'message': f'episode {key[1]!r} is already open'}}
-    while len(w.episodes) >= self.limits.episodes: self._park(w, next(iter(w.episodes)))
+    while len(w.episodes) >= self.limits.episodes: self._evict(w, next(iter(w.episodes)))
     ch, err = self._fork_on(slot, w, {'op': 'fork'}, env=key[0], first=msg)
     if err: return err
     w.episodes[key] = ch; w.templates.move_to_end(key[0])
@@ -1419,6 +1444,15 @@ def _open(self, slot: int, w: _Worker, key: tuple[str, str], msg: dict,
 def next_slot(self) -> int: return next(self._rr) % self.size
 
 @patch_to(SandboxPool)
+def episode_slot(self, home: int) -> int:
+    """Where a new episode of an environment kept on worker `home` goes: there, unless that worker
+    already holds as many episodes as it keeps; then the next worker with room (else `home`)."""
+    for s in ((home + k) % self.size for k in range(self.size)):
+        w = self._workers[s]
+        if w is None or len(w.episodes) < self.limits.episodes: return s
+    return home
+
+@patch_to(SandboxPool)
 def run(self, code: str, func: str, timeout: float | None = None, **kwargs) -> dict:
     """Run `func(**kwargs)` from `code` in a fresh process of a worker: `{'ok': result}` or
     `{'error': {'type', 'message'}}`."""
@@ -1427,6 +1461,54 @@ def run(self, code: str, func: str, timeout: float | None = None, **kwargs) -> d
 
 @patch_to(SandboxPool)
 def probe(self, slot: int = 0) -> dict: return self.request(slot, {'op': 'probe'})['ok']
+
+# %% ../../nbs/core/07_sandbox.ipynb #a5f2c9e4
+@patch_to(SandboxPool)
+def env_call(self, slot: int, load: dict, msg: dict, restore: tuple[list, list] | None = None,
+             timeout: float | None = None) -> dict:
+    """Runtime call `msg` on worker `slot`, its environment loaded first if it is not (`load`: the
+    `load` request) and, for an episode's call, the episode opened again and replayed if it was
+    parked (`restore`: its `open` arguments and its logged `(tool, arguments)` steps); all under one
+    hold of the worker's lock."""
+    w = self.worker(slot)
+    with w.lock:
+        self.stats['requests'] += 1
+        env = msg['env']
+        if env not in w.templates:
+            reply = self._load(slot, w, load, self.limits.load_timeout_s)
+            if 'ok' not in reply: return reply
+        if restore is not None and (env, restore[0][0]) not in w.episodes:
+            if (err := self._replay(slot, w, env, *restore, timeout)) is not None: return err
+        return self._call(slot, w, msg, timeout)
+
+@patch_to(SandboxPool)
+def _replay(self, slot: int, w: _Worker, env: str, open_args: list, log: list,
+            timeout: float | None) -> dict | None:
+    "Open a parked episode in a fresh process and replay its steps: `None`, or the error."
+    if (env, open_args[0]) in self._evicted[slot]:
+        self._evicted[slot].discard((env, open_args[0]))
+        if not self.stats['restored']:
+            warnings.warn(
+                f'sandbox: an episode parked to make room is replayed; its callers keep more open'
+                f' than SandboxLimits(environments={self.limits.environments},'
+                f' episodes={self.limits.episodes}) hold on each of {self.size} workers'
+                f' (SandboxLimits.for_load sizes them); stats["restored"] counts the replays',
+                RuntimeWarning, stacklevel=2)
+        self.stats['restored'] += 1
+    call = lambda method, args: self._call(slot, w, {'op': 'call', 'env': env, 'method': method,
+                                                     'args': args}, timeout)
+    reply, what = call('open', open_args), 'open'
+    for i, (name, args) in enumerate(log):
+        if 'ok' not in reply or reply.get('replaced'): break
+        reply, what = call('step', [open_args[0], name, args]), f'step {i + 1} ({name})'
+    if 'ok' in reply and not reply.get('replaced'): return None
+    self._park(w, (env, open_args[0]))
+    err = reply.get('error') or (reply.get('ok') or {}).get('error') or {}
+    why = err.get('message', reply)
+    return {'error': {'type': err.get('type', 'crashed'),
+                      'message': f'sandbox: could not restore episode {open_args[0]!r} on a fresh'
+                                 f' process: its {what} failed on replay: {why}'},
+            'replaced': True}
 
 # %% ../../nbs/core/07_sandbox.ipynb #4217e3a3
 @patch_to(SandboxPool)
@@ -1469,13 +1551,14 @@ class SandboxBackend:
         self.key = hashlib.sha256(orjson.dumps([code, toolkit, clock_start, seed_state],
                                                option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
         self.episodes: dict[str, _EpisodeRecord] = {}
-        self._info = self._load(0)
+        self._load_msg = {'op': 'load', 'env': self.key, 'code': code, 'toolkit': toolkit,
+                          'seed_state': seed_state, 'clock_start': clock_start}
+        # the worker that keeps this environment: its load, seed hashes and episodes go there
+        self.slot = pool.next_slot()
+        self._info = self._load(self.slot)
 
     def _load(self, slot: int) -> dict:
-        reply = self.pool.request(slot, {'op': 'load', 'env': self.key, 'code': self.code,
-                                         'toolkit': self.toolkit, 'seed_state': self.seed_state,
-                                         'clock_start': self.clock_start},
-                                  timeout=self.pool.limits.load_timeout_s)
+        reply = self.pool.request(slot, self._load_msg, timeout=self.pool.limits.load_timeout_s)
         if 'error' in reply:
             from envsynth.envs import EnvironmentLoadError
             raise EnvironmentLoadError(
@@ -1490,30 +1573,20 @@ class SandboxBackend:
         return self.pool.request(slot, {'op': 'call', 'env': self.key, 'method': method,
                                         'args': args})
 
-    def _restore(self, slot: int, episode: str) -> None:
-        """Open `episode` again in a fresh process and replay its logged calls (its process was
-        parked or failed)."""
-        rec = self.episodes[episode]
-        if self._request(slot, 'open', rec.open_args).get('missing') == 'env':
-            self._load(slot); self._request(slot, 'open', rec.open_args)
-        for name, a in rec.log: self._request(slot, 'step', [episode, name, a])
-
     def _call(self, slot: int, method: str, *args, episode: str | None = None) -> dict:
-        for _ in range(4):
-            reply = self._request(slot, method, list(args))
-            if reply.get('missing') == 'env': self._load(slot); continue
-            if reply.get('missing') == 'episode' and episode in self.episodes:
-                self._restore(slot, episode)
-                continue
-            return reply
-        return {'error': {'type': 'crashed',
-                          'message': 'sandbox: could not restore the episode on a fresh process'}}
+        """`method(*args)` on worker `slot`; the pool loads the environment again, and opens and
+        replays `episode` again (its process was parked or failed), first if it must."""
+        rec = self.episodes.get(episode) if episode is not None else None
+        return self.pool.env_call(slot, self._load_msg, {'op': 'call', 'env': self.key,
+                                                         'method': method, 'args': list(args)},
+                                  None if rec is None else (rec.open_args, rec.log))
 
 # %% ../../nbs/core/07_sandbox.ipynb #f491bde2
 @patch_to(SandboxBackend)
 def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None,
          clock_start: str | None = None) -> None:
-    rec = _EpisodeRecord(self.pool.next_slot(), [episode_id, seed, initial_state, clock_start])
+    rec = _EpisodeRecord(self.pool.episode_slot(self.slot),
+                         [episode_id, seed, initial_state, clock_start])
     reply = self._call(rec.slot, 'open', *rec.open_args)
     if 'error' in reply: raise RuntimeError(f"could not open episode: {reply['error']['message']}")
     self.episodes[episode_id] = rec
@@ -1544,7 +1617,7 @@ def dump(self, episode_id: str) -> dict: return self._value(episode_id, 'dump')
 # %% ../../nbs/core/07_sandbox.ipynb #832353dc
 @patch_to(SandboxBackend)
 def seed_hashes(self, fresh: bool = False) -> dict[str, str]:
-    reply = self._call(0, 'seed_hashes', fresh)
+    reply = self._call(self.slot, 'seed_hashes', fresh)
     if 'error' in reply:
         raise RuntimeError(f"sandbox seed_hashes failed: {reply['error']['message']}")
     return reply['ok']

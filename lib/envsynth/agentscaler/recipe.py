@@ -247,8 +247,12 @@ async def run_agentscaler(params: AgentScalerParams | None = None, run_dir: str 
     r.embedder = embedder
     pool = await stage_pool(r)
     domains = await stage_domains(r, pool, embedder)
-    from envsynth.sandbox import SandboxPool
-    with SandboxPool(size=p.sandbox_workers) as r.sandbox:
+    from envsynth.sandbox import SandboxLimits, SandboxPool
+    # room for what `concurrency` items keep open at once (a task stage item walks all its states at once, an
+    # interplay item runs its attempts at once), so that no episode is parked and replayed
+    limits = SandboxLimits().for_load(p.concurrency * max(p.n_states * p.walks_per_state, p.attempts),
+                                      p.sandbox_workers, environments=p.concurrency)
+    with SandboxPool(size=p.sandbox_workers, limits=limits) as r.sandbox:
         if 'materialize' in todo: await stage_materialize(r, domains, shard)
         if 'tasks' in todo: await stage_tasks(r, domains, run.records('materialize'), shard)
         tasks = _tasks_of(run)

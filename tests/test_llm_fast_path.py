@@ -3,6 +3,7 @@ so caches on disk keep hitting), the in-memory layer of `ChatCache` (hits nobody
 threads, the ledger), and the sampling parameters that reach the server (`max_tokens` per call and
 per client)."""
 import asyncio, random
+import pytest
 from concurrent.futures import ThreadPoolExecutor
 from envsynth.fake_server import FakeOpenAIServer
 from envsynth.llm import (ChatCache, ChatRequest, Completion, Ledger, LLMClient, OfflineTeacher,
@@ -148,3 +149,14 @@ def test_a_roles_max_tokens_reaches_its_server():
         asyncio.run(main())
         (body,) = srv.requests
     assert body['model'] == 'judge-model' and body['max_tokens'] == 33
+
+def test_request_key_refuses_non_finite_numbers_as_the_content_hash_key_does():
+    "orjson writes NaN and infinities as null: the key must not confuse them with None."
+    for bad in (float('nan'), float('inf'), -float('inf')):
+        for sampling, schema in (({'temperature': bad}, None), ({}, {'type': 'number', 'maximum': bad})):
+            req = ChatRequest(model='m', messages=[assistant(tool_calls=[ToolCall.make('f', {})])],
+                              response_schema=schema, sampling=sampling)
+            with pytest.raises(ValueError, match='non-finite'): old_key('b', req)
+            with pytest.raises(ValueError, match='non-finite'): req.key('b')
+    none = ChatRequest(model='m', messages=[user('hi')], sampling={'temperature': None})
+    assert none.key('b') == old_key('b', none)

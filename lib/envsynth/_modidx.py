@@ -1788,6 +1788,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'envsynth.llm.TransportError': ('core/llm.html#transporterror', 'envsynth/llm.py'),
                               'envsynth.llm._Stored': ('core/llm.html#_stored', 'envsynth/llm.py'),
                               'envsynth.llm._add': ('core/llm.html#_add', 'envsynth/llm.py'),
+                              'envsynth.llm._all_finite': ('core/llm.html#_all_finite', 'envsynth/llm.py'),
                               'envsynth.llm._canonical_bytes': ('core/llm.html#_canonical_bytes', 'envsynth/llm.py'),
                               'envsynth.llm._canonical_float': ('core/llm.html#_canonical_float', 'envsynth/llm.py'),
                               'envsynth.llm._copy_completion': ('core/llm.html#_copy_completion', 'envsynth/llm.py'),

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/11_llm.ipynb #171ada25
 from __future__ import annotations
-import asyncio, hashlib, json, os, random, re, sqlite3, threading, time
+import asyncio, hashlib, json, math, os, random, re, sqlite3, threading, time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -112,6 +112,8 @@ def _canonical_bytes(obj: Any) -> bytes:
     "`canonical_json(obj).encode()`, written by orjson when that gives the same bytes."
     try: raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError): return canonical_json(obj).encode()
+    # orjson writes NaN and ±inf as null; canonical_json refuses them (ValueError), as the key did
+    if b'null' in raw and not _all_finite(obj): return canonical_json(obj).encode()
     shape = raw.translate(_FLOAT_SHAPE)
     floats = b'1.' in shape or b'1e' in shape
     if floats and not all(map(_canonical_float, _FLOAT_TOKEN.findall(raw))):
@@ -122,6 +124,14 @@ def _canonical_float(token: bytes) -> bool:
     "Whether `canonical_json` writes the number `token` as it is (`1e999` in a string is infinite)."
     try: return canonical_json(float(token)).encode() == token
     except ValueError: return False
+
+def _all_finite(obj: Any) -> bool:
+    "No NaN or infinite float anywhere in `obj` (dicts, lists, tuples)."
+    t = type(obj)
+    if t is float: return math.isfinite(obj)
+    if t is dict: return all(map(_all_finite, obj.values()))
+    if t is list or t is tuple: return all(map(_all_finite, obj))
+    return True
 
 # %% ../../nbs/core/11_llm.ipynb #f89a9e7b
 def request_key(backend_id: str, model: str, messages: Iterable[Message],

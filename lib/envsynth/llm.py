@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/11_llm.ipynb #171ada25
 from __future__ import annotations
-import asyncio, hashlib, json, math, os, random, re, sqlite3, threading, time
+import asyncio, hashlib, json, os, random, re, sqlite3, threading, time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,7 +16,7 @@ import openai
 import orjson
 from pydantic import BaseModel, ValidationError
 from .pipeline import report_failure
-from .schema import Message, Tool, ToolCall, canonical_json, validate_arguments
+from .schema import Message, Tool, ToolCall, canonical_bytes, validate_arguments
 from .formats import (FormatError, from_openai_message, from_openai_response,
                               parse_assistant_text, split_think)
 
@@ -103,36 +103,6 @@ class ChatResult(BaseModel):
     @property
     def tool_calls(self) -> list[ToolCall]: return self.message.tool_calls or []
 
-# %% ../../nbs/core/11_llm.ipynb #451798a3
-_FLOAT_SHAPE = bytes(49 if 48 <= b <= 57 else 46 if b == 46 else 101 if b in (69, 101) else 32
-                     for b in range(256))        # digit -> '1', '.' -> '.', e/E -> 'e', else ' '
-_FLOAT_TOKEN = re.compile(rb'-?[0-9]+(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)')
-
-def _canonical_bytes(obj: Any) -> bytes:
-    "`canonical_json(obj).encode()`, written by orjson when that gives the same bytes."
-    try: raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError): return canonical_json(obj).encode()
-    # orjson writes NaN and ±inf as null; canonical_json refuses them (ValueError), as the key did
-    if b'null' in raw and not _all_finite(obj): return canonical_json(obj).encode()
-    shape = raw.translate(_FLOAT_SHAPE)
-    floats = b'1.' in shape or b'1e' in shape
-    if floats and not all(map(_canonical_float, _FLOAT_TOKEN.findall(raw))):
-        return canonical_json(obj).encode()
-    return raw
-
-def _canonical_float(token: bytes) -> bool:
-    "Whether `canonical_json` writes the number `token` as it is (`1e999` in a string is infinite)."
-    try: return canonical_json(float(token)).encode() == token
-    except ValueError: return False
-
-def _all_finite(obj: Any) -> bool:
-    "No NaN or infinite float anywhere in `obj` (dicts, lists, tuples)."
-    t = type(obj)
-    if t is float: return math.isfinite(obj)
-    if t is dict: return all(map(_all_finite, obj.values()))
-    if t is list or t is tuple: return all(map(_all_finite, obj))
-    return True
-
 # %% ../../nbs/core/11_llm.ipynb #f89a9e7b
 def request_key(backend_id: str, model: str, messages: Iterable[Message],
                 tools: Iterable[Tool] | None = None, schema: dict | None = None,
@@ -141,7 +111,7 @@ def request_key(backend_id: str, model: str, messages: Iterable[Message],
     request = {'backend': backend_id, 'model': model, 'messages': [m.to_openai() for m in messages],
                'tools': [t.to_openai() for t in tools or []], 'schema': schema,
                'sampling': sampling or {}}
-    return hashlib.sha256(_canonical_bytes(request)).hexdigest()[:32]
+    return hashlib.sha256(canonical_bytes(request)).hexdigest()[:32]
 
 # %% ../../nbs/core/11_llm.ipynb #02cf163b
 class OpenAIBackend:

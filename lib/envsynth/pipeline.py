@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/10_pipeline.ipynb #948075f0
 from __future__ import annotations
-import asyncio, fcntl, inspect, json, os, random, secrets, time, traceback
+import asyncio, fcntl, inspect, itertools, json, os, random, secrets, time, traceback
 from contextlib import contextmanager
 from contextvars import ContextVar
 from collections import Counter
@@ -19,8 +19,8 @@ from .schema import canonical_json, content_hash
 # %% auto #0
 __all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key',
            'item_seed', 'StepFailedError', 'report_failure', 'watch_failures', 'without_timing', 'JournalError',
-           'atomic_write', 'StageResult', 'run_stage', 'arun_stage', 'read_entries', 'read_records', 'Step',
-           'RunFolder']
+           'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'arun_stage', 'read_entries',
+           'read_records', 'Step', 'RunFolder']
 
 # %% ../../nbs/core/10_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
@@ -217,14 +217,10 @@ class _StageRun:
             Path(out_dir), parse_shard(shard), seed, durable
         )
         self.fn, self.with_ctx, self.t0 = fn, _takes_context(fn), time.monotonic()
+        self.config, self.keyed_on = config, keyed_on
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._check_stage_file(config, overwrite)
         i, n = self.shard
-        self.items, seen = [], set()
-        for index, rec in enumerate(inputs):
-            key = item_key(rec if keyed_on is None else keyed_on(rec), self.name, config)
-            if key in seen or shard_of(key, n) != i: continue
-            seen.add(key); self.items.append((index, key, rec))
         self.path = self.out_dir / f'shard-{i:05d}-of-{n:05d}.jsonl'
         self.lock = open(self.out_dir / f'.shard-{i:05d}-of-{n:05d}.lock', 'w')
         try: fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -237,10 +233,30 @@ class _StageRun:
         # left by a kill during a rewrite
         for stale in self.out_dir.glob(f'.*-{i:05d}-of-{n:05d}.*.tmp'): stale.unlink()
         self.done = _read_journal(self.path, repair=True)
-        self.todo = [it for it in self.items
-                     if self.done.get(it[1], {}).get('status') not in ('kept', 'dropped')]
-        self.reused = len(self.items) - len(self.todo)
+        self.items, self.todo, self.reused, self.seen = [], [], 0, set()
+        for index, rec in enumerate(inputs): self.add(index, rec)
         self.journal = open(self.path, 'ab')
+
+    def key(self, rec) -> str:
+        keyed = rec if self.keyed_on is None else self.keyed_on(rec)
+        return item_key(keyed, self.name, self.config)
+
+    def add(self, index, rec) -> tuple | None:
+        """Take input number `index`: the `(index, key, record)` item to compute, or None if it is
+        a duplicate, another shard's or done already."""
+        key = self.key(rec)
+        if key in self.seen or shard_of(key, self.shard[1]) != self.shard[0]: return None
+        self.seen.add(key); item = (index, key, rec); self.items.append(item)
+        if self.done.get(key, {}).get('status') in ('kept', 'dropped'):
+            self.reused += 1; return None
+        self.todo.append(item); return item
+
+    def renumber(self, inputs: list) -> None:
+        "Number the items as in the final list of `inputs` (they arrived in another order)."
+        at = {}
+        for index, rec in enumerate(inputs): at.setdefault(self.key(rec), index)
+        self.items = sorted(((at.get(k, i), k, rec) for i, k, rec in self.items),
+                            key=lambda it: it[0])
 
     def _check_stage_file(self, config, overwrite):
         meta = {'stage': self.name, 'config': config,
@@ -354,24 +370,70 @@ def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str 
         run.abort(); raise
     return run.finish()
 
+# %% ../../nbs/core/10_pipeline.ipynb #fe3d0a02
+class FeedError(RuntimeError):
+    "The stage feeding this one failed."
+
+class Feed:
+    """The kept records of a stage while it runs, for the next stage to start on each as it is
+    written. `async for` yields them all, from the first, and ends when the stage ends; `final` is
+    then the stage's records in input order (what `read_records` gives). A stage that fails ends
+    its feed with a `FeedError`. The records are kept in memory."""
+    def __init__(self):
+        self.records, self.final, self.error, self._by = [], None, None, {}
+        self._changed = asyncio.Event()
+
+    def _wake(self): self._changed.set(); self._changed = asyncio.Event()
+    def put(self, records: list[dict]):
+        self.records += records
+        for field, found in self._by.items(): found.update((r[field], r) for r in records)
+        self._wake()
+    def close(self, final: list[dict]): self.final = list(final); self._wake()
+    def fail(self, error: BaseException): self.error = error; self._wake()
+
+    async def __aiter__(self):
+        i = 0
+        while True:
+            while i < len(self.records): yield self.records[i]; i += 1
+            if self.error is not None:
+                raise FeedError(f'the stage feeding this one failed: {type(self.error).__name__}: '
+                                f'{str(self.error)[:300]}')
+            if self.final is not None: return
+            await self._changed.wait()
+
+    def by(self, field: str) -> dict:
+        "The records so far by their `field` (kept up to date as records come)."
+        if field not in self._by: self._by[field] = {r[field]: r for r in self.records}
+        return self._by[field]
+
 # %% ../../nbs/core/10_pipeline.ipynb #86d635c2
-async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable, out_dir: str | Path, *,
-                     name: str | None = None, config: Any = None,
+async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed,
+                     out_dir: str | Path, *, name: str | None = None, config: Any = None,
                      shard: str | tuple[int, int] | None = None, seed: int = 0,
                      concurrency: int = 8, progress: bool = True, on_error: str = 'record',
                      overwrite: bool = False, durable: bool = False,
-                     keyed_on: Callable[[Any], Any] | None = None) -> StageResult:
-    "`run_stage` for async (or blocking) functions, `concurrency` items at a time."
+                     keyed_on: Callable[[Any], Any] | None = None,
+                     feed: Feed | None = None) -> StageResult:
+    """`run_stage` for async (or blocking) functions, `concurrency` items at a time. `inputs` may
+    be a `Feed` (another stage's records as it keeps them); `feed` gets this stage's kept records
+    as they are written, and their final list when it ends."""
     if on_error not in ('record', 'raise'): raise ValueError("on_error must be 'record' or 'raise'")
     if concurrency < 1: raise ValueError('concurrency must be >= 1')
-    run = _StageRun(fn, inputs, out_dir, name, config, shard, seed, overwrite, durable, keyed_on)
+    streamed = inputs if isinstance(inputs, Feed) else None
+    run = _StageRun(fn, [] if streamed else inputs, out_dir, name, config, shard, seed, overwrite,
+                    durable, keyed_on)
     is_async = inspect.iscoroutinefunction(fn)
-    bar = tqdm(desc=run.name, disable=not progress, total=len(run.items), initial=run.reused)
-    queue = iter(run.todo)
+    bar = tqdm(desc=run.name, disable=not progress, total=None if streamed else len(run.items),
+               initial=run.reused)
+    if feed is not None:         # what earlier runs kept goes first
+        for _, key, _ in run.items:
+            if run.done.get(key, {}).get('status') == 'kept': feed.put(run.done[key]['records'])
+    take = _stream_items(run, streamed, feed, concurrency) if streamed else _list_items(run)
 
     async def worker():
-        # workers share one iterator: each item is taken once
-        for index, key, rec in queue:
+        # workers share one source: each item is taken once
+        while (item := await take()) is not None:
+            index, key, rec = item
             # tasks and threads the item starts report into it too
             with watch_failures() as reported:
                 try:
@@ -385,17 +447,51 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable, out_d
                 except Exception as e:
                     if on_error == 'raise': raise
                     out = e
-            run.write(index, key, run.outcome(out, reported)); bar.update()
+            entry = run.write(index, key, run.outcome(out, reported)); bar.update()
+            if feed is not None and entry['status'] == 'kept': feed.put(entry['records'])
 
     try:
+        n = concurrency if streamed else min(concurrency, max(1, len(run.todo)))
         async with asyncio.TaskGroup() as group:      # the first error cancels the other workers
-            for _ in range(min(concurrency, max(1, len(run.todo)))): group.create_task(worker())
+            for _ in range(n): group.create_task(worker())
     except BaseExceptionGroup as errors:
-        run.abort(); bar.close(); raise errors.exceptions[0] from None
-    except BaseException:
-        run.abort(); bar.close(); raise
+        run.abort(); bar.close()
+        if feed is not None: feed.fail(errors.exceptions[0])
+        raise errors.exceptions[0] from None
+    except BaseException as e:
+        run.abort(); bar.close()
+        if feed is not None: feed.fail(e)
+        raise
     bar.close()
-    return run.finish()
+    result = run.finish()
+    if feed is not None: feed.close(read_records(run.out_dir))
+    return result
+
+def _list_items(run: _StageRun):
+    "The items to compute, one per call (None when there are no more)."
+    todo = iter(run.todo)
+    async def take(): return next(todo, None)
+    return take
+
+def _stream_items(run: _StageRun, streamed: Feed, feed: Feed | None, workers: int):
+    """The items of `streamed` to compute, one per call, as its stage keeps them (None when it has
+    ended and they are taken); then the items are numbered as in its final records."""
+    records, numbers, ended = aiter(streamed), itertools.count(), False
+    lock = asyncio.Lock()
+    async def take():
+        nonlocal ended
+        async with lock:                         # one reader of the feed at a time
+            while not ended:
+                try: rec = await anext(records)
+                except StopAsyncIteration:
+                    ended = True; run.renumber(streamed.final); break
+                before, index = run.reused, next(numbers)
+                if (item := run.add(index, rec)) is not None: return item
+                if feed is not None and run.reused > before:      # kept by an earlier run
+                    entry = run.done[run.items[-1][1]]
+                    if entry['status'] == 'kept': feed.put(entry['records'])
+            return None
+    return take
 
 # %% ../../nbs/core/10_pipeline.ipynb #21abb04b
 def read_entries(out_dir: str | Path) -> list[dict]:
@@ -436,6 +532,7 @@ class RunFolder:
             raise NotADirectoryError(f'the run folder {self.root} is a file, not a folder')
         # whole-set step → (failures seen, how many before it started)
         self._computing: dict[str, tuple[list, int]] = {}
+        self._feeds: dict[str, Feed] = {}                # per-item step → its feed (`feed`)
         self.steps = {s.name: s for s in steps}          # the folder is made by the first write
 
     def step(self, name: str) -> Step:
@@ -529,9 +626,12 @@ async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, 
     written) unless `allow_failures`."""
     if not self.step(step).per_item:
         raise ValueError(f'step {step!r} is computed as a whole set, not per item')
+    feed = self._feeds.get(step)
+    if feed is not None and parse_shard(shard) != (0, 1):
+        raise ValueError(f'step {step!r} feeds another step: it cannot run as shard {shard}')
     res = await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}',
                            config=config, shard=shard, concurrency=concurrency or self.concurrency,
-                           progress=self.progress, keyed_on=keyed_on)
+                           progress=self.progress, keyed_on=keyed_on, feed=feed)
     if res.stats['failed'] and not allow_failures:
         raise StepFailedError(
             f'step {step!r}: {_failure_summary(read_entries(res.out_dir), res.stats)}; re-run to'
@@ -549,6 +649,25 @@ def stats(self: RunFolder, step: str) -> dict: return self.read_json(step, 'stat
 def finished(self: RunFolder, *steps: str) -> bool:
     "Whether every shard of `steps` has completed with no failed item."
     return all((s := self.stats(step)) and not s.get('failed') for step in steps)
+
+@patch
+def feed(self: RunFolder, step: str) -> Feed:
+    """Hand per-item `step`'s kept records to the steps that read them (`inputs`, `records_by`)
+    while it runs. Call it before those steps start, and only for a step this process runs whole."""
+    if not self.step(step).per_item: raise ValueError(f'step {step!r} is not per item')
+    return self._feeds.setdefault(step, Feed())
+
+@patch
+def inputs(self: RunFolder, step: str) -> Feed | list[dict]:
+    "What a next step reads of `step`: its feed if it has one, else its records."
+    found = self._feeds.get(step)
+    return found if found is not None else self.records(step)
+
+@patch
+def records_by(self: RunFolder, step: str, field: str) -> dict:
+    "`step`'s records by their `field`: kept up to date while it feeds, else read once."
+    found = self._feeds.get(step)
+    return found.by(field) if found is not None else {r[field]: r for r in self.records(step)}
 
 # %% ../../nbs/core/10_pipeline.ipynb #0cfb97eb
 @patch

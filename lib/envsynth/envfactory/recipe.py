@@ -25,7 +25,7 @@ from ..schema import Task, Trajectory, content_hash
 __all__ = ['STEPS', 'ITEM_STAGES', 'EnvFactoryParams', 'read_params', 'envfactory_run_folder', 'recipe_client', 'RecipeRun',
            'stage_propose', 'stage_build', 'stage_graph', 'stage_queries', 'stage_solutions', 'reward_check',
            'write_rows', 'candidate_rewards', 'scaling_table', 'plot_scaling', 'write_scaling', 'finish_run',
-           'register_offline_agent_for', 'run_envfactory', 'run_from_command_line', 'main']
+           'embedder_loading', 'register_offline_agent_for', 'run_envfactory', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #a028e100
 class EnvFactoryParams(BaseModel):
@@ -159,9 +159,10 @@ async def stage_graph(r: RecipeRun, proposals: list[EnvProposal], records: list[
         from envsynth.embed import Embedder
         corpus = pool_corpus(proposals, kept)
         embedder = embedder or Embedder(cache=r.run.file(None, 'embeddings.sqlite'))
-        g = tool_graph(corpus, embedder, mode=p.graph_mode, similarity=p.similarity,
-                       threshold=p.threshold, k=p.k, name_weight=p.name_weight,
-                       description_weight=p.description_weight)
+        # loading the model and encoding are seconds of CPU: off the event loop
+        g = await asyncio.to_thread(tool_graph, corpus, embedder, mode=p.graph_mode,
+                                    similarity=p.similarity, threshold=p.threshold, k=p.k,
+                                    name_weight=p.name_weight, description_weight=p.description_weight)
         similarity_edges, isolated = g.number_of_edges(), {'similarity': len(isolated_tools(g))}
         edits = await refine_graph(g, corpus, r.client) if p.refine_graph else Counter()
         kinds, failed = await classify_parameters(corpus, r.client)
@@ -317,6 +318,22 @@ def finish_run(r: RecipeRun, proposals: list[EnvProposal], reward: dict, t0: flo
     run.write_json(None, 'data_card.json', card, indent=1)
     return card
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #ef1a0b01
+def embedder_loading(run: RunFolder, embedder=None):
+    """The embedder the tool graph will use, and a future of its model loading in a thread (seconds
+    of CPU, done while the environments are built instead of after). Nothing is loaded if the
+    graph is saved already or the caller gave an embedder; a load that fails is left for the graph
+    stage to raise."""
+    async def nothing(): pass
+    if embedder is not None or (run.dir('graph') / 'graph.jsonl').exists():
+        return embedder, asyncio.ensure_future(nothing())
+    from envsynth.embed import Embedder
+    embedder = Embedder(cache=run.file(None, 'embeddings.sqlite'))
+    def load():
+        try: embedder.model
+        except Exception: pass
+    return embedder, asyncio.ensure_future(asyncio.to_thread(load))
+
 # %% ../../../nbs/envfactory/05_recipe.ipynb #b2dfdbf7
 def register_offline_agent_for(client: LLMClient, tasks: list[Task], noise: float) -> None:
     "Offline, the stand-in agent replays the run's tasks (a responder the caller registered is left alone)."
@@ -338,12 +355,14 @@ async def run_envfactory(params: EnvFactoryParams | None = None, run_dir: str | 
     run.write_params(p)
     r = RecipeRun(p, run, recipe_client(run, client))
     proposals = await stage_propose(r)
+    embedder, loading = embedder_loading(run, embedder)
     from envsynth.sandbox import SandboxPool
     with SandboxPool(size=p.sandbox_workers) as r.sandbox:
         if 'build' in todo: await stage_build(r, proposals, shard)
         partial = {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}
         if not run.finished('build'): return partial
         records = [EnvRecord.model_validate(x) for x in run.records('build')]
+        await loading
         chains = await stage_graph(r, proposals, records, embedder) if records else []
         if 'queries' in todo: await stage_queries(r, chains, shard)
         if not run.finished('queries'): return partial

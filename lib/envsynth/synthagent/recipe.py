@@ -174,7 +174,7 @@ async def stage_tasks(r: RecipeRun, shard=None):
                                      max_output_fields=p.max_output_fields, temperature=p.teacher_temperature)
         return task if isinstance(task, Drop) else task.model_dump(mode='json')
     cfg = p.model_dump(include={'information_gap', 'gap_check', 'min_distractors', 'max_distractors', 'min_tools', 'max_output_fields', 'teacher_temperature'})
-    return await r.run.run_items('tasks', fuzz, r.run.records('tool_suites'), config=cfg, shard=shard)
+    return await r.run.run_items('tasks', fuzz, r.run.inputs('tool_suites'), config=cfg, shard=shard)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #544f701b
 def _task_tools_ok(task: Task) -> Task: task_tools(task); return task
@@ -192,17 +192,17 @@ async def stage_demos(r: RecipeRun, shard=None):
         return {'task_id': task.id, 'demos': [t.model_dump(mode='json', exclude_none=True) for t in trajs], 'world': world_stats(world),
                 'map': [e.model_dump(mode='json') for e in world.entries]}
     cfg = p.model_dump(include={'demos', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'teacher_temperature'})
-    return await r.run.run_items('demos', demos, r.run.records('tasks'), config=cfg, shard=shard)
+    return await r.run.run_items('demos', demos, r.run.inputs('tasks'), config=cfg, shard=shard)
 
 async def stage_rubrics(r: RecipeRun, shard=None):
     "Stage 5 → the tasks with rubrics (drops: uncovered workflow steps, failed readings)."
-    tasks = {t['id']: t for t in r.run.records('tasks')}
+    tasks = r.run.records_by('tasks', 'id')
     async def rubric(rec: dict):
         task = Task.model_validate(tasks[rec['task_id']])
         ruled, outcome = await build_rubric(task, [Trajectory.model_validate(d) for d in rec['demos']], r.clients['judge'], r.p.max_interactions,
                                             temperature=0.0)
         return ruled if isinstance(ruled, Drop) else {**ruled.model_dump(mode='json'), 'readings': outcome}
-    return await r.run.run_items('rubrics', rubric, r.run.records('demos'), config=r.p.model_dump(include={'max_interactions'}), shard=shard)
+    return await r.run.run_items('rubrics', rubric, r.run.inputs('demos'), config=r.p.model_dump(include={'max_interactions'}), shard=shard)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #9877f590
 def task_split(task_id: str, heldout_fraction: float, seed: int = 0) -> str:
@@ -218,7 +218,7 @@ def seeded_world(task: Task, entries: list[dict], p: SynthAgentParams) -> MockWo
 # %% ../../../nbs/synthagent/03_recipe.ipynb #8605f81f
 async def stage_rewards(r: RecipeRun, shard=None):
     "Stage 6 → per task: its split, the judged demonstrations, probes and (held-out) policy trajectories."
-    p, demos_of = r.p, {d['task_id']: d for d in r.run.records('demos')}
+    p, demos_of = r.p, r.run.records_by('demos', 'task_id')
     async def reward(rec: dict):
         rec = {k: v for k, v in rec.items() if k != 'readings'}
         task, d = Task.model_validate(rec), demos_of[rec['id']]
@@ -250,7 +250,7 @@ async def stage_rewards(r: RecipeRun, shard=None):
                 'world_after': world_stats(world)}
     cfg = p.model_dump(include={'reward_formula', 'unknown_verdicts', 'judge_temperature', 'probe_policies', 'heldout_fraction',
                                 'heldout_policy', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'seed'})
-    return await r.run.run_items('rewards', reward, r.run.records('rubrics'), config=cfg, shard=shard)
+    return await r.run.run_items('rewards', reward, r.run.inputs('rubrics'), config=cfg, shard=shard)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #87d04ec3
 async def stage_reasoning(r: RecipeRun, personas: list[Persona], shard=None):
@@ -421,12 +421,15 @@ async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | 
     run.write_params(p)
     r = RecipeRun(p, run, recipe_clients(run, clients))
     personas = stage_personas(r)
+    chain = {'tool_suites': lambda: stage_tool_suites(r, personas, shard), 'tasks': lambda: stage_tasks(r, shard),
+             'demos': lambda: stage_demos(r, shard), 'rubrics': lambda: stage_rubrics(r, shard), 'rewards': lambda: stage_rewards(r, shard)}
     async def task_stages():
-        if 'tool_suites' in todo: await stage_tool_suites(r, personas, shard)
-        if 'tasks' in todo: await stage_tasks(r, shard)
-        if 'demos' in todo: await stage_demos(r, shard)
-        if 'rubrics' in todo: await stage_rubrics(r, shard)
-        if 'rewards' in todo: await stage_rewards(r, shard)
+        mine = [s for s in chain if s in todo]
+        if shard:                         # a shard reads the records other processes finished
+            for s in mine: await chain[s]()
+            return
+        for s in mine[:-1]: run.feed(s)   # each task goes on to the next stage as soon as it is kept
+        await concurrently(*(chain[s]() for s in mine))
     async def reasoning_stage():          # needs only the personas: it runs beside the task stages
         if 'reasoning' in todo: await stage_reasoning(r, personas, shard)
     await concurrently(task_stages(), reasoning_stage())

@@ -19,8 +19,8 @@ from .schema import canonical_json, content_hash
 # %% auto #0
 __all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key',
            'item_seed', 'StepFailedError', 'report_failure', 'watch_failures', 'without_timing', 'JournalError',
-           'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'arun_stage', 'read_entries',
-           'read_records', 'Step', 'RunFolder']
+           'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'concurrently', 'arun_stage',
+           'read_entries', 'read_records', 'Step', 'RunFolder']
 
 # %% ../../nbs/core/10_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
@@ -405,6 +405,15 @@ class Feed:
         "The records so far by their `field` (kept up to date as records come)."
         if field not in self._by: self._by[field] = {r[field]: r for r in self.records}
         return self._by[field]
+
+# %% ../../nbs/core/10_pipeline.ipynb #fe3d0a06
+async def concurrently(*steps):
+    """Await `steps` (coroutines, e.g. stages joined by feeds) together; the first error is raised
+    as it is and the other steps are cancelled."""
+    tasks = [asyncio.ensure_future(s) for s in steps]
+    try: return await asyncio.gather(*tasks)
+    finally:
+        for t in tasks: t.cancel()
 
 # %% ../../nbs/core/10_pipeline.ipynb #86d635c2
 async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from ..llm import ChatCache, LLMClient
-from ..pipeline import Drop, RunFolder, Step
+from ..pipeline import Drop, RunFolder, Step, concurrently
 from ..rewards import RubricJudge
 from ..schema import Task, Trajectory, content_hash
 from .mock_world import (MapEntry, MockWorld, MockWorlds, agent_system_prompt, rollout_in_world, teacher_demos,
@@ -25,7 +25,7 @@ __all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'CODE_TOOL', 'PAPER_TABLE1', 'PAPER_
            'read_params', 'repo_path', 'recipe_clients', 'ledger_counts', 'synthagent_run_folder', 'RecipeRun',
            'stage_personas', 'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split',
            'seeded_world', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'export_rows', 'data_card',
-           'data_card_markdown', 'plot_data_card', 'concurrently', 'run_synthagent', 'run_from_command_line', 'main']
+           'data_card_markdown', 'plot_data_card', 'run_synthagent', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -402,14 +402,6 @@ def plot_data_card(card: dict):
     b.set_ylim(0, 1.05); b.set_title('mean rubric reward of the probe policies')
     fig.tight_layout()
     return fig
-
-# %% ../../../nbs/synthagent/03_recipe.ipynb #f2e29e48
-async def concurrently(*steps):
-    "Await `steps` (coroutines) together; the first error is raised as it is and the other steps are cancelled."
-    tasks = [asyncio.ensure_future(s) for s in steps]
-    try: return await asyncio.gather(*tasks)
-    finally:
-        for t in tasks: t.cancel()
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #97dc15fc
 async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | Path = 'runs/synthagent', clients=None, *,

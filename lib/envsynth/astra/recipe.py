@@ -7,22 +7,22 @@ from __future__ import annotations
 import argparse, asyncio, json, sys, time
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from .chains import VerifiedChain, server_chains
 from .reward import seven_dimension_reward
 from .tasks import AUGMENT_MODES, TaskScores, score_task, server_task_set, task_gate
 from .tool_docs import REFERENCE_SERVERS, MCPServer, filter_servers, read_mcp_servers, sample_servers_file
-from .trajectories import collect_trajectory, reference_servers_bin
+from .trajectories import ServerSpares, collect_trajectory, reference_servers_bin, servers_needed
 from ..llm import ChatCache, LLMClient, OfflineTeacher
-from ..pipeline import Drop, RunFolder, Step
+from ..pipeline import Drop, RunFolder, Step, concurrently
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'AstraParams', 'read_params', 'recipe_clients', 'astra_run_folder', 'RecipeRun',
-           'stage_tool_docs', 'stage_chains', 'stage_tasks', 'stage_task_scores', 'rollout_tasks', 'stage_trajectories',
-           'stage_rewards', 'stage_sft', 'ledger_by_role', 'distributions', 'data_card', 'plot_data_card',
-           'write_data_card', 'run_astra', 'run_from_command_line', 'main']
+__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'SPARES_AHEAD', 'AstraParams', 'read_params', 'recipe_clients', 'astra_run_folder',
+           'RecipeRun', 'stage_tool_docs', 'stage_chains', 'stage_tasks', 'stage_task_scores', 'rollout_tasks',
+           'trajectory_spares', 'stage_trajectories', 'stage_rewards', 'stage_sft', 'ledger_by_role', 'distributions',
+           'data_card', 'plot_data_card', 'write_data_card', 'chained', 'run_astra', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/astra/05_recipe.ipynb #462e2568
 class AstraParams(BaseModel):
@@ -205,7 +205,7 @@ async def stage_task_scores(r: RecipeRun, servers: dict[str, MCPServer], shard=N
         if (why := task_gate(scores, p.theta_qq, p.theta_sr, p.theta_tn)) is not None:
             return Drop(why, scores.model_dump_json() if scores else 'the judge gave no valid scores')
         return task.model_copy(update={'metadata': task.metadata | {'scores': scores.model_dump()}}).model_dump(mode='json', exclude_none=True)
-    return await r.run.run_items('task_scores', gate, r.run.records('tasks'), config=p.model_dump(include={'theta_qq', 'theta_sr', 'theta_tn'}), shard=shard)
+    return await r.run.run_items('task_scores', gate, r.run.inputs('tasks'), config=p.model_dump(include={'theta_qq', 'theta_sr', 'theta_tn'}), shard=shard)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #728a672a
 def rollout_tasks(r: RecipeRun) -> list[Task]:
@@ -216,21 +216,36 @@ def rollout_tasks(r: RecipeRun) -> list[Task]:
         if r.p.max_tasks_per_server is None or per[t.env_id] < r.p.max_tasks_per_server: out.append(t); per[t.env_id] += 1
     return out
 
-async def stage_trajectories(r: RecipeRun, servers: dict[str, MCPServer], tasks: list[Task], shard=None):
-    "Stage 4 (§2.1.4) → journal of trajectories; episodes that do not end with an answer are dropped by termination."
+SPARES_AHEAD = 4    # ours: reference servers started ahead per server (enough while an episode outlasts a start)
+
+def trajectory_spares(p: AstraParams, servers: Iterable[MCPServer]) -> ServerSpares | None:
+    "Spares of the reference servers that `servers` deploy, started now (None when the servers are not installed)."
+    if (bin_dir := reference_servers_bin(p.mcp_servers_bin)) is None: return None
+    ahead = min(p.concurrency, SPARES_AHEAD)
+    return ServerSpares(bin_dir, {ref: ahead for s in servers for ref in s.deployed.values() if ref in p.deployed_servers}, ahead)
+
+async def stage_trajectories(r: RecipeRun, servers: dict[str, MCPServer], tasks: list[Task], shard=None, spares: ServerSpares | None = None):
+    """Stage 4 (§2.1.4) → journal of trajectories; episodes that do not end with an answer are dropped by termination.
+    Reference servers come from `spares` (the caller's to close) or from spares of the stage's own."""
     p = r.p
     bin_dir = reference_servers_bin(p.mcp_servers_bin)
     async def rollout(rec: dict, ctx):
         task = Task.model_validate(rec)
         try: traj = await collect_trajectory(task, servers[task.env_id], r.teacher, r.emulator, deploy=p.deployed_servers, bin_dir=bin_dir,
                                              failure_rate=p.failure_rate, seed=ctx.seed, history=p.emulator_history,
-                                             query_visibility=p.query_visibility, max_llm_calls=p.max_llm_calls, timeout_s=p.episode_timeout_s)
+                                             query_visibility=p.query_visibility, max_llm_calls=p.max_llm_calls, timeout_s=p.episode_timeout_s,
+                                             spares=spares)
         except (TimeoutError, asyncio.TimeoutError): return Drop('timeout', f'no answer within {p.episode_timeout_s}s')
         if traj.info['termination'] != 'no_tool_call': return Drop(traj.info['termination'], traj.info.get('error') or '')
         return traj.model_dump(mode='json', exclude_none=True)
     cfg = p.model_dump(include={'deployed_servers', 'failure_rate', 'emulator_history', 'query_visibility', 'max_llm_calls', 'episode_timeout_s', 'seed'})
     cfg['servers_installed'] = bin_dir is not None
-    return await r.run.run_items('trajectories', rollout, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
+    own = trajectory_spares(p, []) if spares is None and not r.run.finished('trajectories') else None
+    spares = own if spares is None else spares
+    if spares is not None: spares.expect(servers_needed(tasks, servers, p.deployed_servers))
+    try: return await r.run.run_items('trajectories', rollout, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
+    finally:
+        if own is not None: await asyncio.to_thread(own.close)
 
 async def stage_rewards(r: RecipeRun, shard=None):
     "Stage 5 (§2.1.5) → journal of kept trajectories with `reward` and `info['astra_reward']`; unknown or low rewards dropped."
@@ -241,7 +256,7 @@ async def stage_rewards(r: RecipeRun, shard=None):
         if res.reward is None: return Drop('reward_unknown', ','.join(res.unknown))
         if res.reward < p.min_reward: return Drop('below_min_reward', f'{res.reward:.3f}')
         return traj.model_copy(update={'reward': res.reward, 'info': traj.info | {'astra_reward': res.model_dump()}}).model_dump(mode='json', exclude_none=True)
-    return await r.run.run_items('rewards', judge, r.run.records('trajectories'), config=p.model_dump(include={'failed_call_score', 'min_reward'}), shard=shard)
+    return await r.run.run_items('rewards', judge, r.run.inputs('trajectories'), config=p.model_dump(include={'failed_call_score', 'min_reward'}), shard=shard)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #cc9d3089
 def _tokenizer(r: RecipeRun, trajectories: list[Trajectory]):
@@ -349,6 +364,13 @@ def write_data_card(card: dict, run: RunFolder) -> None:
     fig = plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80); plt.close(fig)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #bc5ca690
+async def chained(r: RecipeRun, todo: list[str], shard, first: str, run_first, then: str, run_then):
+    "Run step `first` and then step `then` (those in `todo`); unsharded, `first` feeds `then` as it goes."
+    if shard is None and {first, then} <= set(todo):
+        r.run.feed(first); await concurrently(run_first(), run_then()); return
+    if first in todo: await run_first()
+    if then in todo: await run_then()
+
 async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'runs/astra', client: LLMClient | None = None, *,
                     stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
     "Run ASTRA §2.1 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
@@ -357,18 +379,24 @@ async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'ru
     todo = run.plan(stages, shard)
     run.write_params(p)
     r = RecipeRun(p, run, recipe_clients(run, client))
+    spares = None
     try:
         servers = await stage_tool_docs(r)
         by_name = {s.name: s for s in servers}
+        if 'trajectories' in todo and not run.finished('trajectories'):
+            spares = trajectory_spares(p, servers)          # the rollouts' servers start while the earlier stages run
         if 'chains' in todo: await stage_chains(r, servers, shard)
-        if 'tasks' in todo: await stage_tasks(r, servers, shard)
-        if 'task_scores' in todo: await stage_task_scores(r, by_name, shard)
+        # a server's tasks are scored as soon as they are written; a trajectory is judged as soon as it is
+        # kept (the cap per server needs every score first: rollouts wait for the scores)
+        await chained(r, todo, shard, 'tasks', lambda: stage_tasks(r, servers, shard),
+                      'task_scores', lambda: stage_task_scores(r, by_name, shard))
         tasks = rollout_tasks(r)
         if isinstance(r.teacher.backend, OfflineTeacher):
             from envsynth.astra.offline import register_offline_agent
             register_offline_agent(r.teacher.backend, tasks)
-        if 'trajectories' in todo: await stage_trajectories(r, by_name, tasks, shard)
-        if 'rewards' in todo: await stage_rewards(r, shard)
+        await chained(r, todo, shard, 'trajectories', lambda: stage_trajectories(r, by_name, tasks, shard, spares),
+                      'rewards', lambda: stage_rewards(r, shard))
+        if spares is not None: await asyncio.to_thread(spares.close)      # no server outlives the stage
         if shard or not run.finished(*ITEM_STAGES):
             return {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': round(time.perf_counter() - t0, 1)}
         all_tasks = [Task.model_validate(x) for x in run.records('tasks')]
@@ -379,6 +407,7 @@ async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'ru
         write_data_card(card, run)
         return card
     finally:
+        if spares is not None: await asyncio.to_thread(spares.close)
         for c in {id(c): c for c in r.clients.values()}.values(): await c.aclose()
 
 # %% ../../../nbs/astra/05_recipe.ipynb #b5d51775

@@ -5,17 +5,18 @@
 # %% ../../../nbs/astra/03_trajectories.ipynb #295bad86
 from __future__ import annotations
 import asyncio, os, subprocess, tempfile
-from collections import Counter
+from collections import Counter, defaultdict, deque
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 from .tool_docs import REFERENCE_SERVERS, MCPServer, load_prompt
 from ..rollout import EmulatedExecutor, EpisodeLimits, HybridExecutor, LLMPolicy, MCPExecutor, run_episode
 from ..schema import Task, Trajectory
 
 # %% auto #0
-__all__ = ['AGENT_TAG', 'EMULATOR_TAG', 'reference_servers_bin', 'reference_server_command', 'hybrid_executor',
-           'collect_trajectory']
+__all__ = ['AGENT_TAG', 'EMULATOR_TAG', 'reference_servers_bin', 'reference_server_command', 'ServerSpares', 'servers_needed',
+           'hybrid_executor', 'collect_trajectory']
 
 # %% ../../../nbs/astra/03_trajectories.ipynb #cc9269e4
 def reference_servers_bin(path: str | Path | None = None) -> Path | None:
@@ -38,47 +39,113 @@ def reference_server_command(name: str, bin_dir: Path, workdir: Path) -> tuple[s
         return exe, ['--repository', str(repo)]
     return exe, []
 
+# %% ../../../nbs/astra/03_trajectories.ipynb #b83f0e41
+class ServerSpares:
+    """Reference servers started ahead for the episodes that will take them, each a fresh process in a fresh folder of its
+    own. `take` hands one to a single episode, which closes it; at most `ahead` per server wait, and none beyond the takes
+    still `expected`; a take with no spare starts a server for itself. `close` closes every server not taken."""
+    def __init__(self, bin_dir: Path, expected: Mapping[str, int] | None = None, ahead: int = 2):
+        self.bin_dir, self.ahead, self.closed = Path(bin_dir), ahead, False
+        self._want, self._spares, self._untaken = Counter(), defaultdict(deque), set()
+        self._starter = ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4), thread_name_prefix='astra-server-start')
+        self.expect(expected or {})
+
+    def _start(self, ref: str):
+        "`(folder, client)`: server `ref` started in a new folder (runs on a starter thread)."
+        from envsynth.mcp import MCPClient
+        folder = tempfile.TemporaryDirectory(prefix='astra-episode-')
+        try:
+            cmd, args = reference_server_command(ref, self.bin_dir, Path(folder.name))
+            return folder, MCPClient(cmd, args, None, folder.name, 30.0, 60.0)
+        except BaseException: folder.cleanup(); raise
+
+    def _submit(self, ref: str):
+        fut = self._starter.submit(self._start, ref); self._untaken.add(fut); return fut
+
+    def expect(self, expected: Mapping[str, int]) -> None:
+        "From now on expect `expected[ref]` takes of server `ref`: up to `ahead` of them get a spare started now."
+        self._want = Counter(expected)
+        for ref, n in self._want.items():
+            while len(self._spares[ref]) < min(self.ahead, n): self._spares[ref].append(self._submit(ref))
+
+    async def take(self, ref: str):
+        "`(folder, client)`: a started server `ref`, now the caller's to close; raises what its start raised."
+        if self.closed: raise RuntimeError('these spare servers are closed')
+        self._want[ref] = max(0, self._want[ref] - 1)
+        fut = self._spares[ref].popleft() if self._spares[ref] else self._submit(ref)
+        self.expect(self._want)                                   # start the replacement
+        out = await asyncio.wrap_future(fut)
+        self._untaken.discard(fut)
+        return out
+
+    def waiting(self) -> Counter:
+        "Spares started (or starting) and not taken yet, per server."
+        return Counter({ref: len(q) for ref, q in self._spares.items() if q})
+
+    def close(self) -> None:
+        "Close every server not taken, once the starts under way have ended (starts not begun are dropped)."
+        self.closed = True
+        self._starter.shutdown(wait=True, cancel_futures=True)
+        left = [f.result() for f in self._untaken if not f.cancelled() and f.exception() is None]
+        self._untaken.clear(); self._spares.clear()
+        def close_one(spare): spare[1].close(); spare[0].cleanup()
+        with ThreadPoolExecutor(8) as pool: list(pool.map(close_one, left))
+
+    async def __aenter__(self): return self
+    async def __aexit__(self, *exc): await asyncio.to_thread(self.close)
+
+def servers_needed(tasks: Iterable[Task], servers: Mapping[str, MCPServer], deploy: Iterable[str] = REFERENCE_SERVERS) -> Counter:
+    "How many of the episodes of `tasks` take each deployed reference server (what `ServerSpares` should expect)."
+    deploy = set(deploy)
+    return Counter(ref for t in tasks for ref in sorted(set(servers[t.env_id].deployed.values())) if ref in deploy)
+
 # %% ../../../nbs/astra/03_trajectories.ipynb #0881b3fc
 @asynccontextmanager
 async def hybrid_executor(server: MCPServer, emulator_client, *, deploy: Iterable[str] = REFERENCE_SERVERS, bin_dir: Path | None = None,
                           failure_rate: float = 0.2, seed: int = 0, history: int | None = None, query: str | None = None,
-                          query_visibility: float = 0.5, emulator_tag: str = 'astra.tool_emulator'):
-    "`(executor, routes, reasons)` for one episode; the MCP servers it started are closed on exit."
-    from envsynth.mcp import MCPClient, MCPConnectionError
-    deploy, reasons, routes, clients, execs = set(deploy), Counter(), {}, [], []
-    with tempfile.TemporaryDirectory(prefix='astra-episode-') as tmp:
-        try:
-            for ref in sorted(set(server.deployed.values())):
-                names = [t for t, s in server.deployed.items() if s == ref]
-                if ref not in deploy: reasons[f'not_deployed:{ref}'] += len(names); continue
-                if bin_dir is None: reasons[f'not_installed:{ref}'] += len(names); continue
-                cmd, args = reference_server_command(ref, bin_dir, Path(tmp))
-                try: c = await asyncio.to_thread(MCPClient, cmd, args, None, tmp, 30.0, 60.0)
-                except MCPConnectionError: reasons[f'start_failed:{ref}'] += len(names); continue
-                clients.append(c)
-                live = [n for n in names if c.tool(n) is not None]
-                reasons[f'missing_on_server:{ref}'] += len(names) - len(live)
-                if live: execs.append(MCPExecutor(c, live)); routes |= {n: f'mcp:{ref}' for n in live}
-            emulated = [t for t in server.tools if t.name not in routes]
-            if emulated:
-                execs.append(EmulatedExecutor(emulator_client, emulated, failure_rate=failure_rate, seed=seed, tag=emulator_tag,
-                                              history=history if history is not None else 10**9, query=query, query_visibility=query_visibility))
-                routes |= {t.name: 'emulated' for t in emulated}
-            ex = HybridExecutor(execs)
-            ex.tools = [t for name in server.tool_names for t in ex.tools if t.name == name]   # the server's order
-            yield ex, dict(sorted(routes.items())), +reasons
-        finally:
-            for c in clients: await asyncio.to_thread(c.close)
+                          query_visibility: float = 0.5, emulator_tag: str = 'astra.tool_emulator', spares: ServerSpares | None = None):
+    "`(executor, routes, reasons)` for one episode; its MCP servers (from `spares`, or started here) are closed on exit."
+    from envsynth.mcp import MCPConnectionError
+    bin_dir = spares.bin_dir if spares is not None else bin_dir
+    deploy, reasons, routes, taken, execs = set(deploy), Counter(), {}, [], []
+    refs = sorted(set(server.deployed.values()))
+    own = None
+    if spares is None and bin_dir is not None and (need := {ref: 1 for ref in refs if ref in deploy}):
+        own = spares = ServerSpares(bin_dir, need, ahead=1)
+    try:
+        for ref in refs:
+            names = [t for t, s in server.deployed.items() if s == ref]
+            if ref not in deploy: reasons[f'not_deployed:{ref}'] += len(names); continue
+            if bin_dir is None: reasons[f'not_installed:{ref}'] += len(names); continue
+            try: folder, c = await spares.take(ref)
+            except MCPConnectionError: reasons[f'start_failed:{ref}'] += len(names); continue
+            taken.append((folder, c))
+            live = [n for n in names if c.tool(n) is not None]
+            reasons[f'missing_on_server:{ref}'] += len(names) - len(live)
+            if live: execs.append(MCPExecutor(c, live)); routes |= {n: f'mcp:{ref}' for n in live}
+        emulated = [t for t in server.tools if t.name not in routes]
+        if emulated:
+            execs.append(EmulatedExecutor(emulator_client, emulated, failure_rate=failure_rate, seed=seed, tag=emulator_tag,
+                                          history=history if history is not None else 10**9, query=query, query_visibility=query_visibility))
+            routes |= {t.name: 'emulated' for t in emulated}
+        ex = HybridExecutor(execs)
+        ex.tools = [t for name in server.tool_names for t in ex.tools if t.name == name]   # the server's order
+        yield ex, dict(sorted(routes.items())), +reasons
+    finally:
+        for folder, c in taken: await asyncio.to_thread(c.close); folder.cleanup()
+        if own is not None: await asyncio.to_thread(own.close)
 
 # %% ../../../nbs/astra/03_trajectories.ipynb #5a53f77f
 AGENT_TAG, EMULATOR_TAG = 'astra.agent', 'astra.tool_emulator'
 
 async def collect_trajectory(task: Task, server: MCPServer, agent_client, emulator_client, *, deploy: Iterable[str] = REFERENCE_SERVERS,
                              bin_dir: Path | None = None, failure_rate: float = 0.2, seed: int = 0, history: int | None = None,
-                             query_visibility: float = 0.5, max_llm_calls: int = 20, timeout_s: float | None = 240.0) -> Trajectory:
+                             query_visibility: float = 0.5, max_llm_calls: int = 20, timeout_s: float | None = 240.0,
+                             spares: ServerSpares | None = None) -> Trajectory:
     "One rollout of `task` on `server`'s hybrid tools (`TimeoutError` past `timeout_s`)."
     async with hybrid_executor(server, emulator_client, deploy=deploy, bin_dir=bin_dir, failure_rate=failure_rate, seed=seed,
-                               history=history, query=task.instruction, query_visibility=query_visibility, emulator_tag=EMULATOR_TAG) as (ex, routes, reasons):
+                               history=history, query=task.instruction, query_visibility=query_visibility, emulator_tag=EMULATOR_TAG,
+                               spares=spares) as (ex, routes, reasons):
         episode = run_episode(LLMPolicy(agent_client, tag=AGENT_TAG), ex, None, task=task, system_prompt=load_prompt('agent_system'),
                               limits=EpisodeLimits(max_turns=max_llm_calls, max_tool_calls=None))
         traj = await asyncio.wait_for(episode, timeout_s) if timeout_s else await episode

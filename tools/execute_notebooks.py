@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Set both here and by the test, before a notebook runs.
 NOTEBOOK_ENV = {'IN_TEST': '1', 'TQDM_DISABLE': '1', 'HF_DATASETS_DISABLE_PROGRESS_BARS': '1',
+                'HF_HUB_DISABLE_PROGRESS_BARS': '1',
                 'TRANSFORMERS_NO_ADVISORY_WARNINGS': '1', 'TOKENIZERS_PARALLELISM': 'false',
                 'COLUMNS': '80', 'LINES': '24'}   # terminal size: pandas and argparse wrap to it
 REFRESH_HINT = 'run `.venv/bin/python tools/execute_notebooks.py {nb}`'
@@ -57,12 +58,31 @@ def _skip_predicate(nb, skip_flags: list[str]):
 
 
 @contextmanager
+def _progress_bars_off():
+    """transformers' and huggingface_hub's progress bars off while a notebook runs (restored after).
+    They read the environment once, at import: in a test session an earlier test may have imported
+    them with bars on, and a bar then lands in whatever cell prints at that moment."""
+    hub = sys.modules.get('huggingface_hub.utils')
+    tf = sys.modules.get('transformers.utils.logging')
+    hub_off = hub.are_progress_bars_disabled() if hub else None
+    tf_on = tf.is_progress_bar_enabled() if tf else None
+    if hub: hub.disable_progress_bars()
+    if tf: tf.disable_progress_bar()
+    try: yield
+    finally:
+        if tf and tf_on: tf.enable_progress_bar()
+        if hub and not hub_off: hub.enable_progress_bars()
+        elif hub: hub.disable_progress_bars()
+
+
+@contextmanager
 def _notebook_context():
-    "NOTEBOOK_ENV set and warnings recorded (not printed) while a notebook runs; restored after."
+    """NOTEBOOK_ENV set, progress bars off and warnings recorded (not printed) while a notebook runs;
+    restored after."""
     before = {k: os.environ.get(k) for k in NOTEBOOK_ENV}
     os.environ.update(NOTEBOOK_ENV)
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _progress_bars_off():
             warnings.simplefilter('always')
             yield caught
     finally:

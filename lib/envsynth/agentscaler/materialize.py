@@ -811,6 +811,7 @@ class CodeRounds(BaseModel):
     attempts: dict[str, int] = Field(default_factory=dict)
     history: dict[str, list[dict]] = Field(default_factory=dict)      # tool -> [{attempt, code, problems}]
     log: list[str] = Field(default_factory=list)                     # 'round r: tool: problem'
+    last_round: tuple[dict[str, str], dict[str, ToolTest]] | None = None   # the last round's build: methods loaded, tests found
 
 async def code_rounds(client: LLMClient, domain: str, tools: dict[str, Tool], design: DatabaseDesign, seed_state: dict, sandbox,
                       folder: Path, first: list[tuple[str | None, str | None]], *, max_repairs: int = 2, seed: int = 0, **sampling) -> CodeRounds:
@@ -826,8 +827,10 @@ async def code_rounds(client: LLMClient, domain: str, tools: dict[str, Tool], de
             if err: r.code.pop(n, None); r.problems[n] = [err]
             else: r.code[n] = src; r.problems[n] = method_problems(src, tools[n], design.binding(n), design)
         ready = {n: r.code[n] for n in names if n in r.code and not r.problems[n]}
+        r.last_round = None
         if ready:
-            built, _, whole = await asyncio.to_thread(build_round, folder, domain, design, tools, ready, seed_state, sandbox, seed)
+            built, tests, whole = await asyncio.to_thread(build_round, folder, domain, design, tools, ready, seed_state, sandbox, seed)
+            r.last_round = (ready, tests)
             r.problems.update(built)
             r.log += [f'round {rnd}: {p}' for p in whole]
             for n in ready: r.problems[n] = r.problems[n] or [f'load: {p}' for p in whole]
@@ -839,11 +842,18 @@ async def code_rounds(client: LLMClient, domain: str, tools: dict[str, Tool], de
 
 # %% ../../../nbs/agentscaler/01_materialize.ipynb #cb3ffedb
 def finish_environment(staging: Path, final: Path, domain: str, design: DatabaseDesign, tools: dict[str, Tool], methods: dict[str, str],
-                       seed_state: dict, sandbox, seed: int, provenance: dict) -> tuple[dict | None, list[str]]:
+                       seed_state: dict, sandbox, seed: int, provenance: dict,
+                       last_round: tuple[dict[str, str], dict[str, ToolTest]] | None = None) -> tuple[dict | None, list[str]]:
     """Build the environment of the working `methods` once more with their tool tests and the provenance, run the
-    property checks, move it from `staging` to `final` and validate the folder there. Returns facts about it, or the problems."""
-    built, tests, whole = build_round(staging, domain, design, tools, methods, seed_state, sandbox, seed)
-    if late := whole + [f'{n}: {p}' for n, ps in built.items() for p in ps]: return None, late
+    property checks, move it from `staging` to `final` and validate the folder there. Returns facts about it, or the problems.
+    `last_round` is `(methods, tests)` of the `build_round` that last ran in `staging` on the same design, tools, seed
+    state and seed: if it loaded exactly these `methods` (same code, same order) and found a test for each, those tests
+    are taken instead of running the same round again."""
+    if last_round is not None and list(last_round[0].items()) == list(methods.items()) and set(last_round[1]) == set(methods):
+        tests = last_round[1]
+    else:
+        built, tests, whole = build_round(staging, domain, design, tools, methods, seed_state, sandbox, seed)
+        if late := whole + [f'{n}: {p}' for n, ps in built.items() for p in ps]: return None, late
     tests = [tests[n] for n in methods]
     with _load_env(staging, domain, design, methods, seed_state, sandbox, tests, provenance) as env:
         report = check_environment(env, tests, seed_state=json.loads((staging / 'seed_state.json').read_text()))
@@ -890,7 +900,7 @@ async def materialize_domain(domain: Domain, client: LLMClient, out_dir: str | P
                   'rows_per_table': rows_per_table, 'source_tools': domain.tool_names,
                   'design': design.model_dump(mode='json'), 'dropped_tools': dropped, 'attempts': r.history}
     info, late = await asyncio.to_thread(finish_environment, staging, final, domain.name, design, tools, {n: r.code[n] for n in kept},
-                                         seed_rows.rows, sandbox, seed, provenance)
+                                         seed_rows.rows, sandbox, seed, provenance, last_round=r.last_round)
     if late: return drop('checks_failed', '; '.join(late[:10]))
     return EnvBuild(domain=domain.name, env_dir=domain.name, tools=kept, read_tools=[n for n in kept if n not in writes], write_tools=writes,
                     dropped_tools=dropped, attempts=r.attempts, repairs=sum(r.attempts.values()) - len(tools),

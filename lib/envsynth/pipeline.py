@@ -19,7 +19,7 @@ from .schema import canonical_json, content_hash
 # %% auto #0
 __all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key',
            'item_seed', 'StepFailedError', 'report_failure', 'watch_failures', 'without_timing', 'JournalError',
-           'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'concurrently', 'arun_stage',
+           'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'concurrently', 'run_sync', 'arun_stage',
            'read_entries', 'read_records', 'Step', 'RunFolder']
 
 # %% ../../nbs/core/10_pipeline.ipynb #a9d92fa9
@@ -211,13 +211,13 @@ class StageResult:
 # %% ../../nbs/core/10_pipeline.ipynb #65ad44a2
 class _StageRun:
     def __init__(self, fn, inputs, out_dir, name, config, shard, seed, overwrite, durable,
-                 keyed_on=None):
+                 keyed_on=None, feed=None):
         self.name = name or getattr(fn, '__name__', 'stage')
         self.out_dir, self.shard, self.seed, self.durable = (
             Path(out_dir), parse_shard(shard), seed, durable
         )
         self.fn, self.with_ctx, self.t0 = fn, _takes_context(fn), time.monotonic()
-        self.config, self.keyed_on = config, keyed_on
+        self.config, self.keyed_on, self.feed = config, keyed_on, feed
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._check_stage_file(config, overwrite)
         i, n = self.shard
@@ -247,9 +247,13 @@ class _StageRun:
         key = self.key(rec)
         if key in self.seen or shard_of(key, self.shard[1]) != self.shard[0]: return None
         self.seen.add(key); item = (index, key, rec); self.items.append(item)
-        if self.done.get(key, {}).get('status') in ('kept', 'dropped'):
-            self.reused += 1; return None
+        if (entry := self.done.get(key, {})).get('status') in ('kept', 'dropped'):
+            self.reused += 1; self.publish(entry); return None
         self.todo.append(item); return item
+
+    def publish(self, entry: dict) -> None:
+        "Hand a kept entry's records to this stage's feed, if it has one."
+        if self.feed is not None and entry['status'] == 'kept': self.feed.put(entry['records'])
 
     def renumber(self, inputs: list) -> None:
         "Number the items as in the final list of `inputs` (they arrived in another order)."
@@ -292,7 +296,7 @@ class _StageRun:
         entry, line = _outcome(key, index, out)
         self.journal.write(line); self.journal.flush()
         if self.durable: os.fsync(self.journal.fileno())
-        self.done[key] = entry
+        self.done[key] = entry; self.publish(entry)
         return entry
 
     def finish(self) -> StageResult:
@@ -415,6 +419,13 @@ async def concurrently(*steps):
     finally:
         for t in tasks: t.cancel()
 
+def run_sync(coro):
+    "Run `coro` to completion, also inside a running event loop (a notebook): in a thread then."
+    try: asyncio.get_running_loop()
+    except RuntimeError: return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
+
 # %% ../../nbs/core/10_pipeline.ipynb #86d635c2
 async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed,
                      out_dir: str | Path, *, name: str | None = None, config: Any = None,
@@ -429,15 +440,13 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed
     if on_error not in ('record', 'raise'): raise ValueError("on_error must be 'record' or 'raise'")
     if concurrency < 1: raise ValueError('concurrency must be >= 1')
     streamed = inputs if isinstance(inputs, Feed) else None
+    # what earlier runs kept goes to `feed` first, as the inputs are taken
     run = _StageRun(fn, [] if streamed else inputs, out_dir, name, config, shard, seed, overwrite,
-                    durable, keyed_on)
+                    durable, keyed_on, feed)
     is_async = inspect.iscoroutinefunction(fn)
     bar = tqdm(desc=run.name, disable=not progress, total=None if streamed else len(run.items),
                initial=run.reused)
-    if feed is not None:         # what earlier runs kept goes first
-        for _, key, _ in run.items:
-            if run.done.get(key, {}).get('status') == 'kept': feed.put(run.done[key]['records'])
-    take = _stream_items(run, streamed, feed, concurrency) if streamed else _list_items(run)
+    take = _stream_items(run, streamed) if streamed else _list_items(run)
 
     async def worker():
         # workers share one source: each item is taken once
@@ -456,8 +465,7 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed
                 except Exception as e:
                     if on_error == 'raise': raise
                     out = e
-            entry = run.write(index, key, run.outcome(out, reported)); bar.update()
-            if feed is not None and entry['status'] == 'kept': feed.put(entry['records'])
+            run.write(index, key, run.outcome(out, reported)); bar.update()
 
     try:
         n = concurrency if streamed else min(concurrency, max(1, len(run.todo)))
@@ -482,7 +490,7 @@ def _list_items(run: _StageRun):
     async def take(): return next(todo, None)
     return take
 
-def _stream_items(run: _StageRun, streamed: Feed, feed: Feed | None, workers: int):
+def _stream_items(run: _StageRun, streamed: Feed):
     """The items of `streamed` to compute, one per call, as its stage keeps them (None when it has
     ended and they are taken); then the items are numbered as in its final records."""
     records, numbers, ended = aiter(streamed), itertools.count(), False
@@ -494,11 +502,7 @@ def _stream_items(run: _StageRun, streamed: Feed, feed: Feed | None, workers: in
                 try: rec = await anext(records)
                 except StopAsyncIteration:
                     ended = True; run.renumber(streamed.final); break
-                before, index = run.reused, next(numbers)
-                if (item := run.add(index, rec)) is not None: return item
-                if feed is not None and run.reused > before:      # kept by an earlier run
-                    entry = run.done[run.items[-1][1]]
-                    if entry['status'] == 'kept': feed.put(entry['records'])
+                if (item := run.add(next(numbers), rec)) is not None: return item
             return None
     return take
 
@@ -585,11 +589,18 @@ def read_json(self: RunFolder, step: str | None, name: str, default: Any = ...) 
     return json.loads(path.read_text())
 
 # %% ../../nbs/core/10_pipeline.ipynb #2f817bb0
+def _saved_path(run: RunFolder, step: str) -> Path: return run.dir(step) / f'{step}.jsonl'
+
+@patch
+def saved(self: RunFolder, step: str) -> bool:
+    "Whether whole-set `step` has saved records (for some config: `cached` says if for this one)."
+    return _saved_path(self, step).exists()
+
 @patch
 def cached(self: RunFolder, step: str, config: Any) -> list[dict] | None:
     """The records of whole-set `step` if its file holds them for this `config`, else None (and
     `save` will check for failures)."""
-    path = self.dir(step) / f'{step}.jsonl'
+    path = _saved_path(self, step)
     if path.exists():
         head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
         if head.get('config_key') == content_hash(config, 24): return recs
@@ -671,6 +682,19 @@ def inputs(self: RunFolder, step: str) -> Feed | list[dict]:
     "What a next step reads of `step`: its feed if it has one, else its records."
     found = self._feeds.get(step)
     return found if found is not None else self.records(step)
+
+@patch
+async def run_chain(self: RunFolder, steps: dict[str, Callable[[], Awaitable]],
+                    todo: Sequence[str], shard: str | tuple[int, int] | None = None) -> None:
+    """Run the `steps` in `todo`, in order (`{step: function making its coroutine}`, each reading
+    the one before with `inputs`). Unsharded, each feeds the next and they run together; a shard
+    runs them one after another, reading the records other processes finished."""
+    mine = [s for s in steps if s in todo]
+    if parse_shard(shard) != (0, 1):
+        for s in mine: await steps[s]()
+        return
+    for s in mine[:-1]: self.feed(s)
+    await concurrently(*(steps[s]() for s in mine))
 
 @patch
 def records_by(self: RunFolder, step: str, field: str) -> dict:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 from .envs import EnvRuntime, Environment, Episode
 from .llm import ChatRequest, LLMClient, LLMError, OfflineTeacher
+from .pipeline import run_sync
 from .schema import (Action, Message, Task, Tool, ToolCall, ToolCallError, ToolError,
                              ToolResult, Trajectory, assistant, canonical_json, content_hash,
                              system, user, validate_arguments)
@@ -662,17 +663,6 @@ def _rollout_worker(conn, envs, jobs, attempts, make_policy, make_user,
                              f'trajectories could not be pickled: {type(e).__name__}: {e}'))
     conn.send_bytes(data); conn.close()
 
-def _in_own_thread(coro: Awaitable) -> Any:
-    """Run `coro` on a new event loop in a thread of its own and return its result (works where
-    this thread already runs a loop, as in Jupyter)."""
-    box = {}
-    def run():
-        try: box['out'] = asyncio.run(coro)
-        except BaseException as e: box['error'] = e
-    t = threading.Thread(target=run, name='rollout-shard', daemon=True); t.start(); t.join()
-    if 'error' in box: raise box['error']
-    return box['out']
-
 @contextlib.contextmanager
 def _collector_paused():
     """Unpickled trajectories are many small objects that all stay alive: the cyclic garbage
@@ -701,7 +691,7 @@ def rollout_processes(envs: dict[str, Environment], jobs: list[tuple[str, str]],
     unknown = sorted({n for n, _ in jobs} - set(envs))
     if unknown: raise KeyError(f'jobs name environments that are not given: {unknown}')
     kw = dict(concurrency=concurrency, limits=limits)
-    if processes == 1: return _in_own_thread(rollout_jobs(envs, jobs, make_policy, make_user, **kw))
+    if processes == 1: return run_sync(rollout_jobs(envs, jobs, make_policy, make_user, **kw))
     boxed = sorted(n for n in {n for n, _ in jobs} if not isinstance(envs[n].backend, EnvRuntime))
     if boxed:
         raise ValueError(f'rollout_processes forks the caller: {boxed} are '
@@ -720,7 +710,7 @@ def rollout_processes(envs: dict[str, Environment], jobs: list[tuple[str, str]],
             reader.start(); workers.append((idx, recv, p, box, reader))
         run = rollout_jobs(envs, [jobs[i] for i in mine], make_policy, make_user,
                            attempts=[attempts[i] for i in mine], **kw)
-        for i, traj in zip(mine, _in_own_thread(run)): out[i] = traj
+        for i, traj in zip(mine, run_sync(run)): out[i] = traj
         for idx, recv, p, box, reader in workers:
             reader.join()
             if box['data'] is None:

@@ -19,7 +19,7 @@ from .tasks import synthesize_tasks
 from ..envs import Environment, load_environment
 from ..corpora import CorpusTool, ToolCorpus
 from ..llm import ChatCache, Ledger, LLMClient, OfflineTeacher
-from ..pipeline import Drop, RunFolder, Step, concurrently, without_timing
+from ..pipeline import Drop, RunFolder, Step, without_timing
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
@@ -254,13 +254,9 @@ async def run_agentscaler(params: AgentScalerParams | None = None, run_dir: str 
     limits = SandboxLimits().for_load(p.concurrency * max(p.n_states * p.walks_per_state, p.attempts),
                                       p.sandbox_workers, environments=2 * p.concurrency)
     with SandboxPool(size=p.sandbox_workers, limits=limits) as r.sandbox:
-        if shard is None and {'materialize', 'tasks'} <= set(todo):
-            run.feed('materialize')
-            await concurrently(stage_materialize(r, domains, shard),
-                               stage_tasks(r, domains, run.inputs('materialize'), shard))
-        else:
-            if 'materialize' in todo: await stage_materialize(r, domains, shard)
-            if 'tasks' in todo: await stage_tasks(r, domains, run.records('materialize'), shard)
+        await run.run_chain({'materialize': lambda: stage_materialize(r, domains, shard),
+                             'tasks': lambda: stage_tasks(r, domains, run.inputs('materialize'), shard)},
+                            todo, shard)
         tasks = _tasks_of(run)
         _register_offline_agent(r.client, tasks, p.agent_noise)
         if 'interplay' in todo: await stage_interplay(r, tasks, shard)

@@ -15,14 +15,14 @@ from .tasks import AUGMENT_MODES, TaskScores, score_task, server_task_set, task_
 from .tool_docs import REFERENCE_SERVERS, MCPServer, filter_servers, read_mcp_servers, sample_servers_file
 from .trajectories import ServerSpares, collect_trajectory, reference_servers_bin, servers_needed
 from ..llm import ChatCache, LLMClient, OfflineTeacher
-from ..pipeline import Drop, RunFolder, Step, concurrently
+from ..pipeline import Drop, RunFolder, Step
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
 __all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'SPARES_AHEAD', 'AstraParams', 'read_params', 'recipe_clients', 'astra_run_folder',
            'RecipeRun', 'stage_tool_docs', 'stage_chains', 'stage_tasks', 'stage_task_scores', 'rollout_tasks',
            'trajectory_spares', 'stage_trajectories', 'stage_rewards', 'stage_sft', 'ledger_by_role', 'distributions',
-           'data_card', 'plot_data_card', 'write_data_card', 'chained', 'run_astra', 'run_from_command_line', 'main']
+           'data_card', 'plot_data_card', 'write_data_card', 'run_astra', 'run_from_command_line', 'main']
 
 # %% ../../../nbs/astra/05_recipe.ipynb #462e2568
 class AstraParams(BaseModel):
@@ -364,13 +364,6 @@ def write_data_card(card: dict, run: RunFolder) -> None:
     fig = plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80); plt.close(fig)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #bc5ca690
-async def chained(r: RecipeRun, todo: list[str], shard, first: str, run_first, then: str, run_then):
-    "Run step `first` and then step `then` (those in `todo`); unsharded, `first` feeds `then` as it goes."
-    if shard is None and {first, then} <= set(todo):
-        r.run.feed(first); await concurrently(run_first(), run_then()); return
-    if first in todo: await run_first()
-    if then in todo: await run_then()
-
 async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'runs/astra', client: LLMClient | None = None, *,
                     stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
     "Run ASTRA §2.1 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
@@ -388,14 +381,14 @@ async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'ru
         if 'chains' in todo: await stage_chains(r, servers, shard)
         # a server's tasks are scored as soon as they are written; a trajectory is judged as soon as it is
         # kept (the cap per server needs every score first: rollouts wait for the scores)
-        await chained(r, todo, shard, 'tasks', lambda: stage_tasks(r, servers, shard),
-                      'task_scores', lambda: stage_task_scores(r, by_name, shard))
+        await run.run_chain({'tasks': lambda: stage_tasks(r, servers, shard),
+                             'task_scores': lambda: stage_task_scores(r, by_name, shard)}, todo, shard)
         tasks = rollout_tasks(r)
         if isinstance(r.teacher.backend, OfflineTeacher):
             from envsynth.astra.offline import register_offline_agent
             register_offline_agent(r.teacher.backend, tasks)
-        await chained(r, todo, shard, 'trajectories', lambda: stage_trajectories(r, by_name, tasks, shard, spares),
-                      'rewards', lambda: stage_rewards(r, shard))
+        await run.run_chain({'trajectories': lambda: stage_trajectories(r, by_name, tasks, shard, spares),
+                             'rewards': lambda: stage_rewards(r, shard)}, todo, shard)
         if spares is not None: await asyncio.to_thread(spares.close)      # no server outlives the stage
         if shard or not run.finished(*ITEM_STAGES):
             return {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': round(time.perf_counter() - t0, 1)}

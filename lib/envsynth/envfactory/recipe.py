@@ -321,14 +321,11 @@ def finish_run(r: RecipeRun, proposals: list[EnvProposal], reward: dict, t0: flo
 # %% ../../../nbs/envfactory/05_recipe.ipynb #ef1a0b01
 def embedder_loading(run: RunFolder, embedder=None):
     """The embedder the tool graph will use, and a future of its model loading in a thread (seconds
-    of CPU, done while the environments are built instead of after). Nothing is loaded if the
-    graph is saved already or the caller gave an embedder; a load that fails is left for the graph
-    stage to raise."""
-    async def nothing(): pass
-    if embedder is not None or (run.dir('graph') / 'graph.jsonl').exists():
-        return embedder, asyncio.ensure_future(nothing())
+    of CPU, done while the environments are built instead of after), or None if the graph is
+    saved already. A load that fails is left for the graph stage to raise."""
+    if run.saved('graph'): return embedder, None
     from envsynth.embed import Embedder
-    embedder = Embedder(cache=run.file(None, 'embeddings.sqlite'))
+    embedder = embedder or Embedder(cache=run.file(None, 'embeddings.sqlite'))
     def load():
         try: embedder.model
         except Exception: pass
@@ -362,7 +359,7 @@ async def run_envfactory(params: EnvFactoryParams | None = None, run_dir: str | 
         partial = {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}
         if not run.finished('build'): return partial
         records = [EnvRecord.model_validate(x) for x in run.records('build')]
-        await loading
+        if loading is not None: await loading
         chains = await stage_graph(r, proposals, records, embedder) if records else []
         if 'queries' in todo: await stage_queries(r, chains, shard)
         if not run.finished('queries'): return partial

@@ -415,13 +415,8 @@ async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | 
     personas = stage_personas(r)
     chain = {'tool_suites': lambda: stage_tool_suites(r, personas, shard), 'tasks': lambda: stage_tasks(r, shard),
              'demos': lambda: stage_demos(r, shard), 'rubrics': lambda: stage_rubrics(r, shard), 'rewards': lambda: stage_rewards(r, shard)}
-    async def task_stages():
-        mine = [s for s in chain if s in todo]
-        if shard:                         # a shard reads the records other processes finished
-            for s in mine: await chain[s]()
-            return
-        for s in mine[:-1]: run.feed(s)   # each task goes on to the next stage as soon as it is kept
-        await concurrently(*(chain[s]() for s in mine))
+    async def task_stages():              # each task goes on to the next stage as soon as it is kept
+        await run.run_chain(chain, todo, shard)
     async def reasoning_stage():          # needs only the personas: it runs beside the task stages
         if 'reasoning' in todo: await stage_reasoning(r, personas, shard)
     await concurrently(task_stages(), reasoning_stage())

@@ -8,21 +8,13 @@ import argparse, asyncio, json, sys
 from pathlib import Path
 from typing import Iterable, Sequence
 from ..env_library import list_environments, load_curated
-from ..pipeline import atomic_write, item_key, parse_shard, shard_of
+from ..pipeline import atomic_write, item_key, parse_shard, run_sync, shard_of
 from ..rollout import OraclePolicy, ScriptedUser, rollout_env
 from ..schema import Trajectory
 
 # %% auto #0
-__all__ = ['run_sync', 'task_key', 'shard_tasks', 'oracle_trajectories', 'shard_path', 'write_trajectories', 'read_trajectories',
+__all__ = ['task_key', 'shard_tasks', 'oracle_trajectories', 'shard_path', 'write_trajectories', 'read_trajectories',
            'curated_parser', 'main']
-
-# %% ../../../nbs/train/01_curated_data.ipynb #f6e0a0e1
-def run_sync(coro):
-    "Run `coro` to completion, also from inside a running event loop (a notebook)."
-    try: asyncio.get_running_loop()
-    except RuntimeError: return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
 # %% ../../../nbs/train/01_curated_data.ipynb #cd5127d6
 def task_key(env: str, task_id: str) -> str:

@@ -133,9 +133,10 @@ def parse_set_options(items: Iterable[str]) -> dict[str, Any]:
     return out
 
 # %% ../../nbs/cli.ipynb #628d28c8
-def recipe_run_parser(recipe: str, stages: Sequence[str], description: str | None = None) -> argparse.ArgumentParser:
-    "The parser of `envsynth <recipe> run --run-dir D [--params P] [--set k=v ...] [--stages a,b] [--shard i/n]`."
-    ap = argparse.ArgumentParser(prog=f'envsynth {recipe} run', description=description or f'Run the {recipe} recipe into a run folder (resumable).')
+def recipe_run_parser(recipe: str, stages: Sequence[str], description: str | None = None,
+                      command: str = 'run') -> argparse.ArgumentParser:
+    "The parser of `envsynth <recipe> <command> --run-dir D [--params P] [--set k=v ...] [--stages a,b] [--shard i/n]`."
+    ap = argparse.ArgumentParser(prog=f'envsynth {recipe} {command}', description=description or f'Run the {recipe} recipe into a run folder (resumable).')
     ap.add_argument('--run-dir', required=True, help='the run folder (re-running it resumes)')
     ap.add_argument('--params', default=None, help=f'YAML/JSON parameter file (papers_repro/{recipe}/*.yaml)')
     ap.add_argument('--set', dest='overrides', action='append', default=[], metavar='FIELD=VALUE',
@@ -144,9 +145,10 @@ def recipe_run_parser(recipe: str, stages: Sequence[str], description: str | Non
     ap.add_argument('--shard', default=None, metavar='I/N', help="this Slurm array task's share of --stages")
     return ap
 
-def parse_recipe_run(recipe: str, stages: Sequence[str], argv: Sequence[str] | None = None, description: str | None = None) -> argparse.Namespace:
+def parse_recipe_run(recipe: str, stages: Sequence[str], argv: Sequence[str] | None = None, description: str | None = None,
+                     command: str = 'run') -> argparse.Namespace:
     "The parsed command line, with `overrides` a dict and `stages` a list (None: all); `ValueError` for a bad `--set`, stage, shard, run folder or parameter file."
-    args = recipe_run_parser(recipe, stages, description).parse_args(argv)
+    args = recipe_run_parser(recipe, stages, description, command).parse_args(argv)
     args.overrides = parse_set_options(args.overrides)
     args.stages = [s.strip() for s in args.stages.split(',') if s.strip()] or None
     if bad := [s for s in args.stages or () if s not in stages]:
@@ -162,14 +164,14 @@ def parse_recipe_run(recipe: str, stages: Sequence[str], argv: Sequence[str] | N
 
 # %% ../../nbs/cli.ipynb #99e9e0cf
 def run_recipe_command(recipe: str, stages: Sequence[str], run: Callable[[argparse.Namespace], Any],
-                       argv: Sequence[str] | None = None, description: str | None = None) -> int:
+                       argv: Sequence[str] | None = None, description: str | None = None, command: str = 'run') -> int:
     """`envsynth <recipe> run` for any recipe: parse, `run(args)`, print the summary it returns as one JSON line; returns the
     exit status: 0, 2 for bad input, 1 for a run that failed (a step with failed items, a damaged journal, a model that did not answer)."""
-    try: summary = run(parse_recipe_run(recipe, stages, argv, description))
+    try: summary = run(parse_recipe_run(recipe, stages, argv, description, command))
     except Exception as e:
         if not expected_error(e): raise                              # a bug: run_command prints its traceback
         bad_input = isinstance(e, (ValueError, OSError)) or type(e).__module__.startswith('yaml')
-        print(f'envsynth {recipe} run: error: {one_line(e if bad_input else f"{type(e).__name__}: {e}")}', file=sys.stderr)
+        print(f'envsynth {recipe} {command}: error: {one_line(e if bad_input else f"{type(e).__name__}: {e}")}', file=sys.stderr)
         return 2 if bad_input else 1
     if summary is not None: print(json.dumps(summary, default=str))
     return 0

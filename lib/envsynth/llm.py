@@ -576,17 +576,21 @@ class LLMClient:
 
 # %% ../../nbs/core/11_llm.ipynb #160347bb
 def make_client(role: str = 'teacher', teacher: OfflineTeacher | None = None, settings=None,
-                cache: bool = True, replay: bool = False,
-                sampling: dict | None = None) -> LLMClient:
+                cache: bool | str | Path | ChatCache = True, replay: bool = False,
+                sampling: dict | None = None, ledger: Ledger | None = None,
+                model: str | None = None) -> LLMClient:
     """The `LLMClient` for `role` (one of `envsynth.settings.LLM_ROLES`) as settings.ini configures
-    it; `sampling`: the role's default sampling parameters (`{'max_tokens': 256}`)."""
+    it; `sampling`: the role's default sampling parameters (`{'max_tokens': 256}`). `cache`: True for
+    the site cache, a path or a `ChatCache` of the caller's (a run's own), False for none; `ledger`:
+    where calls are counted (e.g. one journaled to a run folder); `model`: a name instead of the
+    role's (the offline teacher answers as `offline-teacher` unless told otherwise)."""
     from envsynth.settings import get_settings
     s = settings or get_settings()
     cfg = s.llm.role(role)                       # unknown role: ValueError listing the roles
     backend = (teacher or OfflineTeacher()) if cfg.offline else \
         OpenAIBackend(cfg.endpoint, os.environ.get(cfg.api_key_env) if cfg.api_key_env else None,
                       timeout_s=cfg.timeout_s)
-    return LLMClient(backend, cfg.model,
-                     cache=Path(s.paths.cache_dir) / 'llm.sqlite' if cache else None,
+    if cache is True: cache = Path(s.paths.cache_dir) / 'llm.sqlite'
+    return LLMClient(backend, model or cfg.model, cache=cache or None,
                      max_concurrency=cfg.max_concurrency, timeout_s=cfg.timeout_s,
-                     max_retries=cfg.max_retries, replay=replay, sampling=sampling)
+                     max_retries=cfg.max_retries, replay=replay, sampling=sampling, ledger=ledger)

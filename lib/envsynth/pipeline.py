@@ -232,7 +232,14 @@ class _StageRun:
             ) from None
         # left by a kill during a rewrite
         for stale in self.out_dir.glob(f'.*-{i:05d}-of-{n:05d}.*.tmp'): stale.unlink()
-        self.done = _read_journal(self.path, repair=True)
+        own = _read_journal(self.path, repair=True)
+        # what any shard layout finished counts as done (a stage sharded 2 ways, then finished
+        # unsharded, reuses both shards' items); this file keeps its own entries
+        self.done, self.own_keys = {}, set(own)
+        for other in sorted(self.out_dir.glob('shard-*-of-*.jsonl')):
+            if other != self.path:
+                for e in _read_journal(other).values(): _merge_entry(self.done, e)
+        for e in own.values(): _merge_entry(self.done, e)
         self.items, self.todo, self.reused, self.seen = [], [], 0, set()
         for index, rec in enumerate(inputs): self.add(index, rec)
         self.journal = open(self.path, 'ab')
@@ -303,13 +310,19 @@ class _StageRun:
         self.journal.close()
         current = {key: index for index, key, _ in self.items}
         mine = [dict(self.done[k], index=current[k]) for k in current if k in self.done]
-        others = sorted((e for k, e in self.done.items() if k not in current),
-                        key=lambda e: (e['index'], e['key']))
+        whole = self.shard[1] == 1
+        # a shard keeps the entries of its file that its inputs no longer name; a run over every
+        # input keeps exactly its inputs' entries (what one unsharded run would have written)
+        others = [] if whole else sorted(
+            (self.done[k] for k in self.own_keys if k not in current),
+            key=lambda e: (e['index'], e['key'])
+        )
         if not any(e['status'] == 'failed' for e in mine):
             atomic_write(
                 self.path,
                 b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others),
             )
+            if whole: _drop_other_layouts(self.out_dir, self.path)
         stats = _stats(mine)
         atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json',
                      (json.dumps(stats, indent=1) + '\n').encode())
@@ -335,14 +348,25 @@ def _stats(entries: list[dict]) -> dict:
             'dropped': dict(sorted(dropped.items())), 'failed': dict(sorted(failed.items()))}
 
 def _write_total_stats(out_dir: Path):
-    total = {'inputs': 0, 'kept': 0, 'records': 0, 'dropped': {}, 'failed': {}, 'shards': []}
-    for p in sorted(out_dir.glob('stats-*-of-*.json')):
-        s = json.loads(p.read_text()); total['shards'].append(p.stem.removeprefix('stats-'))
-        for k in ('inputs', 'kept', 'records'): total[k] += s[k]
-        for k in ('dropped', 'failed'):
-            for r, c in s[k].items(): total[k][r] = total[k].get(r, 0) + c
+    """`stats.json`: the counts of every item journaled in `out_dir`, each counted once whichever
+    shard layouts computed it, and the shards that have finished."""
+    total = _stats(read_entries(out_dir))
+    total['shards'] = [p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))]
     atomic_write(out_dir / 'stats.json',
                  (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
+
+def _drop_other_layouts(out_dir: Path, kept: Path):
+    """Remove the journals and stats of other shard layouts once a run over every input has
+    rewritten `kept` with all their items (a layout still being written is left alone)."""
+    for journal in sorted(out_dir.glob('shard-*-of-*.jsonl')):
+        if journal == kept: continue
+        layout = journal.stem.removeprefix('shard-')
+        with open(out_dir / f'.shard-{layout}.lock', 'w') as lock:
+            try: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError: continue
+            journal.unlink(missing_ok=True)
+            (out_dir / f'stats-{layout}.json').unlink(missing_ok=True)
+        (out_dir / f'.shard-{layout}.lock').unlink(missing_ok=True)
 
 # %% ../../nbs/core/10_pipeline.ipynb #fa6cd5e9
 def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str | None = None,
@@ -667,8 +691,16 @@ def entries(self: RunFolder, step: str) -> list[dict]: return read_entries(self.
 def stats(self: RunFolder, step: str) -> dict: return self.read_json(step, 'stats.json', {})
 @patch
 def finished(self: RunFolder, *steps: str) -> bool:
-    "Whether every shard of `steps` has completed with no failed item."
-    return all((s := self.stats(step)) and not s.get('failed') for step in steps)
+    """Whether `steps` have completed with no failed item: unsharded, or every shard of one
+    layout (`i/n` for each i < n)."""
+    return all((s := self.stats(step)) and not s.get('failed') and _complete(s.get('shards', []))
+               for step in steps)
+
+def _complete(shards: list[str]) -> bool:
+    layouts = {}
+    for name in shards:
+        i, _, n = name.partition('-of-'); layouts.setdefault(int(n), set()).add(int(i))
+    return any(len(done) == n for n, done in layouts.items())
 
 @patch
 def feed(self: RunFolder, step: str) -> Feed:
@@ -742,12 +774,16 @@ def add_to_ledger(self: RunFolder, counts: dict[str, dict]) -> dict:
     return total
 
 @patch
-def ledger_journal(self: RunFolder) -> Path:
-    """A new file for this process's ledger journal (`ledger/<pid>-<ns>-<random>.jsonl`, unique
-    across the nodes of a Slurm array): lines written as calls happen survive a kill."""
-    return self.file(None, f'ledger/{os.getpid()}-{time.time_ns()}-{secrets.token_hex(4)}.jsonl')
+def ledger_journal(self: RunFolder, client: str = 'llm') -> Path:
+    """A new file for this process's ledger journal of `client` (a name without dots:
+    `ledger/<client>.<pid>-<ns>-<random>.jsonl`, unique across the nodes of a Slurm array): lines
+    written as calls happen survive a kill."""
+    if not client or '.' in client or '/' in client: raise ValueError(f'bad client name {client!r}')
+    return self.file(
+        None, f'ledger/{client}.{os.getpid()}-{time.time_ns()}-{secrets.token_hex(4)}.jsonl'
+    )
 
 @patch
-def ledger_journals(self: RunFolder) -> list[Path]:
-    "The ledger journals of every process that worked on this run."
-    return sorted((self.root / 'ledger').glob('*.jsonl'))
+def ledger_journals(self: RunFolder, client: str | None = None) -> list[Path]:
+    "The ledger journals of every process that worked on this run (of `client` only, if given)."
+    return sorted((self.root / 'ledger').glob(f'{client or "*"}.*.jsonl'))

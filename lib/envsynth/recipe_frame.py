@@ -83,9 +83,12 @@ def client_name(roles: Sequence[str]) -> str:
     return '+'.join(roles)
 
 def recipe_clients(recipe: Recipe, run: RunFolder, given: LLMClient | Mapping[str, LLMClient] | None = None,
-                   allow_offline_roles: bool | None = None, settings=None) -> dict[str, LLMClient]:
+                   allow_offline_roles: bool | None = None, settings=None,
+                   models: Mapping[str, str] | None = None) -> dict[str, LLMClient]:
     """`{role: client}` for the recipe's roles: `given` ones (one client = every role), the others built
-    from settings (see above). Built clients journal their ledger into the run folder call by call."""
+    from settings (see above), asking for `models[role]` where the parameters name a model. Built
+    clients journal their ledger into the run folder call by call."""
+    models = dict(models or {})
     from envsynth.settings import get_settings
     s = settings or get_settings()
     given = dict.fromkeys(recipe.roles, given) if isinstance(given, LLMClient) else dict(given or {})
@@ -98,7 +101,8 @@ def recipe_clients(recipe: Recipe, run: RunFolder, given: LLMClient | Mapping[st
         clients |= dict.fromkeys(offline, shared)
     for role in recipe.roles:
         if role not in clients:
-            clients[role] = make_client(role, settings=s, cache=cache, ledger=Ledger(run.ledger_journal(role)))
+            clients[role] = make_client(role, settings=s, cache=cache, ledger=Ledger(run.ledger_journal(role)),
+                                        model=models.get(role))
     return {r: clients[r] for r in recipe.roles}
 
 # %% ../../nbs/core/17_recipe_frame.ipynb #61c5a9c3
@@ -160,16 +164,18 @@ class RecipeRun:
 
 @asynccontextmanager
 async def open_run(recipe: Recipe, p: BaseModel, run_dir: str | Path, clients=None, *,
-                   stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False):
-    "`async with open_run(...) as r:` a `RecipeRun` (see above)."
+                   stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False,
+                   models: Mapping[str, str] | None = None, run_class: type[RecipeRun] = RecipeRun):
+    """`async with open_run(...) as r:` a `RecipeRun` (see above; `run_class`: a recipe's subclass holding
+    what its stages share beyond it, e.g. a sandbox)."""
     run = recipe.run_folder(run_dir, getattr(p, 'concurrency', 8), progress)
     todo = recipe.plan(run, stages, shard)
-    built = recipe_clients(recipe, run, clients, getattr(p, 'allow_offline_roles', None))
+    built = recipe_clients(recipe, run, clients, getattr(p, 'allow_offline_roles', None), models=models)
     run.write_params(p)
     handed = [clients] if isinstance(clients, LLMClient) else list((clients or {}).values())
     given = {id(c): c for c in handed}
     before = {k: c.ledger.to_dict() for k, c in given.items()}
-    r = RecipeRun(recipe, p, run, built, todo, shard)
+    r = run_class(recipe, p, run, built, todo, shard)
     try: yield r
     finally:
         for k, c in given.items():

@@ -16,11 +16,11 @@ REPO = Path(__file__).resolve().parents[1]
 def astra_run(tmp_path_factory):
     "An ASTRA RL smoke run (offline models, sandboxed synthesis): its folder and its RL rows."
     import pyarrow.parquet as pq
-    from envsynth.astra.recipe import read_params
+    from envsynth.astra.rl_recipe import read_params
     from envsynth.astra.rl_recipe import AstraRLParams, run_astra_rl
     run_dir = tmp_path_factory.mktemp('astra-rl')
     smoke = str(REPO / 'papers_repro/astra/rl_smoke.yaml')
-    card = asyncio.run(run_astra_rl(read_params(smoke, AstraRLParams, concurrency=2), run_dir))
+    card = asyncio.run(run_astra_rl(read_params(smoke, concurrency=2), run_dir))
     assert card['status'] == 'ok', card['status']
     rows = pq.read_table(run_dir / '09_rl_data' / 'train.parquet').to_pylist()
     assert len(rows) >= 3 and all(r['extra_info'].get(ENV_FOLDER_KEY) for r in rows)

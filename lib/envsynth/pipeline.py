@@ -20,7 +20,7 @@ from .schema import canonical_json, content_hash
 __all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key',
            'item_seed', 'StepFailedError', 'report_failure', 'watch_failures', 'without_timing', 'JournalError',
            'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'concurrently', 'run_sync', 'arun_stage',
-           'read_entries', 'read_records', 'Step', 'RunFolder']
+           'read_entries', 'read_records', 'Step', 'RunFolder', 'StageInputsError']
 
 # %% ../../nbs/core/10_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
@@ -550,6 +550,8 @@ class Step:
     folder: str
     # a journaled stage over items (resumable, shardable); else computed as a whole set
     per_item: bool = False
+    # the per-item steps whose records it reads (None: every per-item step before it)
+    needs: tuple[str, ...] | None = None
 
 # %% ../../nbs/core/10_pipeline.ipynb #b2deb8a1
 class RunFolder:
@@ -673,6 +675,7 @@ async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, 
     feed = self._feeds.get(step)
     if feed is not None and parse_shard(shard) != (0, 1):
         raise ValueError(f'step {step!r} feeds another step: it cannot run as shard {shard}')
+    self.check_inputs(step)
     res = await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}',
                            config=config, shard=shard, concurrency=concurrency or self.concurrency,
                            progress=self.progress, keyed_on=keyed_on, feed=feed)
@@ -682,6 +685,29 @@ async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, 
             ' retry them'
         )
     return res
+
+class StageInputsError(ValueError):
+    "A per-item step would read the records of a step that has not finished."
+
+@patch
+def upstream(self: RunFolder, step: str) -> tuple[str, ...]:
+    "The per-item steps whose records `step` reads (its `needs`, else every per-item step before it)."
+    if (needs := self.step(step).needs) is not None: return needs
+    names = list(self.steps)
+    return tuple(s for s in names[:names.index(step)] if self.steps[s].per_item)
+
+@patch
+def check_inputs(self: RunFolder, step: str) -> None:
+    """`StageInputsError` unless every step `step` reads has finished (all of one shard layout, no
+    failed item) or feeds it in this process: a shard or a `--stages` run never journals items made
+    from a part of its inputs."""
+    waiting = [u for u in self.upstream(step) if u not in self._feeds and not self.finished(u)]
+    if waiting:
+        raise StageInputsError(
+            f'step {step!r} reads {", ".join(waiting)}, which {"has" if len(waiting) == 1 else "have"} not'
+            ' finished (every shard, no failed item): run '
+            f'{"it" if len(waiting) == 1 else "them"} first'
+        )
 
 @patch
 def records(self: RunFolder, step: str) -> list[dict]: return read_records(self.dir(step))

@@ -40,7 +40,7 @@ def read_params(params_class: type[BaseModel], path: str | Path | None = None, *
 @dataclass(frozen=True)
 class Recipe:
     "A recipe as the frame sees it (see above)."
-    name: str                                   # 'astra'; journals are named '<name>.<step>'
+    name: str                                   # 'astra' (`envsynth astra run`)
     steps: tuple[Step, ...]
     params: type[BaseModel]
     roles: tuple[str, ...]                      # the LLM roles its stages call
@@ -48,12 +48,14 @@ class Recipe:
     command: str = 'run'                        # `envsynth <name> <command>`
     description: str = ''
     unshardable: tuple[str, ...] = ()           # per-item stages that refuse --shard
+    namespace: str | None = None                # journal names '<namespace>.<step>' (default: the name)
 
     @property
     def item_stages(self) -> tuple[str, ...]: return tuple(s.name for s in self.steps if s.per_item)
 
     def run_folder(self, run_dir: str | Path, concurrency: int = 8, progress: bool = False) -> RunFolder:
-        return RunFolder(run_dir, self.steps, namespace=self.name, concurrency=concurrency, progress=progress)
+        return RunFolder(run_dir, self.steps, namespace=self.namespace or self.name, concurrency=concurrency,
+                         progress=progress)
 
     def plan(self, run: RunFolder, stages: Sequence[str] | None, shard: str | None) -> list[str]:
         "The per-item stages this process runs; `ValueError` for --shard on a stage that cannot shard."

@@ -201,7 +201,7 @@ def rl_data(run: RunFolder, paper: str, scale: str) -> Path:
     pr = paper_recipe(paper)
     if pr.rl_runner is None: return run.dir('synth') / pr.rl_data
     read_params = _load(pr.rl_runner.split(':')[0] + ':read_params')
-    asyncio.run(_load(pr.rl_runner)(read_params(parameter_file(paper, f'rl_{scale}'), _load(pr.rl_params)), run.dir('rl') / 'data'))
+    asyncio.run(_load(pr.rl_runner)(read_params(parameter_file(paper, f'rl_{scale}')), run.dir('rl') / 'data'))
     return run.dir('rl') / 'data' / pr.rl_data
 
 # %% ../../nbs/repro.ipynb #443d9ec4

@@ -4,25 +4,27 @@
 
 # %% ../../../nbs/astra/05_recipe.ipynb #787e78db
 from __future__ import annotations
-import argparse, asyncio, json, sys, time
+import asyncio, json, sys
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Iterable, Sequence
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from .chains import VerifiedChain, server_chains
 from .reward import seven_dimension_reward
 from .tasks import AUGMENT_MODES, TaskScores, score_task, server_task_set, task_gate
 from .tool_docs import REFERENCE_SERVERS, MCPServer, filter_servers, read_mcp_servers, sample_servers_file
 from .trajectories import ServerSpares, collect_trajectory, reference_servers_bin, servers_needed
-from ..llm import ChatCache, LLMClient, OfflineTeacher
-from ..pipeline import Drop, RunFolder, Step
+from ..llm import LLMClient, OfflineTeacher
+from ..pipeline import Drop, RunFolder, Step, without_timing
+from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params, recipe_command, write_data_card
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'SPARES_AHEAD', 'AstraParams', 'read_params', 'recipe_clients', 'astra_run_folder',
-           'RecipeRun', 'stage_tool_docs', 'stage_chains', 'stage_tasks', 'stage_task_scores', 'rollout_tasks',
-           'trajectory_spares', 'stage_trajectories', 'stage_rewards', 'stage_sft', 'ledger_by_role', 'distributions',
-           'data_card', 'plot_data_card', 'write_data_card', 'run_astra', 'run_from_command_line', 'main']
+__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'RECIPE', 'SPARES_AHEAD', 'AstraParams', 'read_params', 'offline_teacher',
+           'stage_tool_docs', 'stage_chains', 'stage_tasks', 'stage_task_scores', 'rollout_tasks', 'trajectory_spares',
+           'stage_trajectories', 'stage_rewards', 'stage_sft', 'distributions', 'data_card', 'plot_data_card',
+           'run_astra', 'summarize', 'main']
 
 # %% ../../../nbs/astra/05_recipe.ipynb #462e2568
 class AstraParams(BaseModel):
@@ -69,6 +71,7 @@ class AstraParams(BaseModel):
     max_length: int | None = None
     decontamination: bool = True
     # running
+    allow_offline_roles: bool | None = None        # ours: None refuses a run where some roles have endpoints and a used one has none
     concurrency: int = 4
     seed: int = 0
 
@@ -93,36 +96,17 @@ class AstraParams(BaseModel):
         if self.sft_preset not in PRESETS: raise ValueError(f'unknown sft_preset {self.sft_preset!r}; presets: {sorted(PRESETS)}')
         return self
 
-def read_params(path: str | Path | None = None, params_class: type[AstraParams] = AstraParams, **overrides) -> AstraParams:
-    "Parameters from a YAML or JSON file (papermill files work: their `overrides` key is merged), then `overrides`."
-    data = {}
-    if path:
-        text = Path(path).read_text()
-        if str(path).endswith(('.yaml', '.yml')):
-            import yaml
-            data = yaml.safe_load(text) or {}
-        else: data = json.loads(text)
-        data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
-    try: return params_class(**{**data, **overrides})
-    except ValidationError as e:             # one line: which parameter, and what is wrong with it
-        raise ValueError('bad parameters: ' + '; '.join(f"{'.'.join(map(str, x['loc'])) or '(params)'}: {x['msg']}" for x in e.errors())) from None
+def read_params(path: str | Path | None = None, **overrides) -> AstraParams:
+    "ASTRA's parameters from a YAML or JSON file, then `overrides` (see `envsynth.recipe_frame.read_params`)."
+    return read_recipe_params(AstraParams, path, **overrides)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #b2f1a648
 ROLES = ('teacher', 'judge', 'tool_emulator')
 
-def recipe_clients(run: RunFolder, client: LLMClient | None = None, roles: Sequence[str] = ROLES) -> dict[str, LLMClient]:
-    "`{role: client}` for `roles`: `client` for every role if given; else each role as settings.ini configures it (offline: the stand-ins)."
-    if client is not None: return dict.fromkeys(roles, client)
-    from envsynth.settings import get_settings
-    from envsynth.llm import make_client
-    from envsynth.astra.offline import offline_recipe_client
-    s, out, offline = get_settings(), {}, None
-    for role in roles:
-        if s.llm.role(role).offline:
-            offline = offline or offline_recipe_client(cache=ChatCache(run.file(None, 'llm_cache.sqlite'))); out[role] = offline
-        else:
-            c = make_client(role, cache=False); c.cache = ChatCache(run.file(None, f'llm_cache_{role}.sqlite')); out[role] = c
-    return out
+def offline_teacher() -> OfflineTeacher:
+    "The offline stand-ins for every ASTRA prompt (`envsynth.astra.offline`)."
+    from envsynth.astra.offline import offline_recipe_teacher
+    return offline_recipe_teacher()
 
 # %% ../../../nbs/astra/05_recipe.ipynb #a4f0dbce
 STEPS = (Step('tool_docs', '01_tool_docs'), Step('chains', '02_chains', per_item=True), Step('tasks', '03_tasks', per_item=True),
@@ -130,20 +114,8 @@ STEPS = (Step('tool_docs', '01_tool_docs'), Step('chains', '02_chains', per_item
          Step('rewards', '06_rewards', per_item=True), Step('sft', '07_sft'))
 ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
-def astra_run_folder(run_dir: str | Path, p: AstraParams, progress: bool = False) -> RunFolder:
-    "The run folder of an ASTRA SFT run (journals named `astra.<step>`)."
-    return RunFolder(run_dir, STEPS, namespace='astra', concurrency=p.concurrency, progress=progress)
-
-class RecipeRun:
-    "What the stages share: parameters, the run folder, the clients per role."
-    def __init__(self, p: AstraParams, run: RunFolder, clients: dict[str, LLMClient]):
-        self.p, self.run, self.clients = p, run, clients
-    @property
-    def teacher(self) -> LLMClient: return self.clients['teacher']
-    @property
-    def judge(self) -> LLMClient: return self.clients['judge']
-    @property
-    def emulator(self) -> LLMClient: return self.clients['tool_emulator']
+RECIPE = Recipe('astra', STEPS, AstraParams, ROLES, offline_teacher,
+                description="Run ASTRA's trajectory pipeline (§2.1) into a run folder (resumable).")
 
 # %% ../../../nbs/astra/05_recipe.ipynb #4449601a
 async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
@@ -159,7 +131,7 @@ async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
             s, d = read_mcp_servers(f); servers += s; dropped += d
         excluded = [s for s in servers if s.name in p.exclude_servers]
         dropped['excluded_server'] += sum(len(s.tools) for s in excluded)
-        docs = await filter_servers([s for s in servers if s.name not in p.exclude_servers], r.judge, p.min_server_tools,
+        docs = await filter_servers([s for s in servers if s.name not in p.exclude_servers], r.client('judge'), p.min_server_tools,
                                     p.min_description_words, p.clarity_check, +dropped)
         inputs = sum(len(s.tools) for s in servers) + dropped['invalid_schema']      # every tool read, parsed or not
         run.write_json('tool_docs', 'dropped.json', {'inputs': inputs, 'dropped': dict(sorted(docs.dropped.items()))})
@@ -172,7 +144,7 @@ async def stage_chains(r: RecipeRun, servers: list[MCPServer], shard=None):
     p = r.p
     async def chains(rec: dict, ctx):
         server = MCPServer.model_validate(rec)
-        kept, stats = await server_chains(server, r.teacher, proposals=p.chain_proposals, walks=p.walks_per_server,
+        kept, stats = await server_chains(server, r.client('teacher'), proposals=p.chain_proposals, walks=p.walks_per_server,
                                           min_len=p.min_chain_len, max_len=p.max_chain_len, acyclic=p.acyclic, n_votes=p.n_votes,
                                           temperature=p.verify_temperature, seed=ctx.seed)
         r.run.write_json('chains', f'stats/{server.name}.json', stats)
@@ -187,7 +159,7 @@ async def stage_tasks(r: RecipeRun, servers: list[MCPServer], shard=None):
     for c in r.run.records('chains'): by_server.setdefault(c['server'], []).append(VerifiedChain.model_validate(c))
     async def tasks(rec: dict):
         server = MCPServer.model_validate(rec['server'])
-        ts, stats = await server_task_set(server, [VerifiedChain.model_validate(c) for c in rec['chains']], r.teacher,
+        ts, stats = await server_task_set(server, [VerifiedChain.model_validate(c) for c in rec['chains']], r.client('teacher'),
                                           samples_per_prompt=p.samples_per_prompt, server_only_tool_counts=p.server_only_tool_counts,
                                           augment_modes=p.augment_modes, variations=p.variations, personas_per_task=p.personas_per_task)
         r.run.write_json('tasks', f'stats/{server.name}.json', stats)
@@ -201,7 +173,7 @@ async def stage_task_scores(r: RecipeRun, servers: dict[str, MCPServer], shard=N
     p = r.p
     async def gate(rec: dict):
         task = Task.model_validate(rec)
-        scores = await score_task(task, servers[task.env_id], r.judge)
+        scores = await score_task(task, servers[task.env_id], r.client('judge'))
         if (why := task_gate(scores, p.theta_qq, p.theta_sr, p.theta_tn)) is not None:
             return Drop(why, scores.model_dump_json() if scores else 'the judge gave no valid scores')
         return task.model_copy(update={'metadata': task.metadata | {'scores': scores.model_dump()}}).model_dump(mode='json', exclude_none=True)
@@ -231,7 +203,7 @@ async def stage_trajectories(r: RecipeRun, servers: dict[str, MCPServer], tasks:
     bin_dir = reference_servers_bin(p.mcp_servers_bin)
     async def rollout(rec: dict, ctx):
         task = Task.model_validate(rec)
-        try: traj = await collect_trajectory(task, servers[task.env_id], r.teacher, r.emulator, deploy=p.deployed_servers, bin_dir=bin_dir,
+        try: traj = await collect_trajectory(task, servers[task.env_id], r.client('teacher'), r.client('tool_emulator'), deploy=p.deployed_servers, bin_dir=bin_dir,
                                              failure_rate=p.failure_rate, seed=ctx.seed, history=p.emulator_history,
                                              query_visibility=p.query_visibility, max_llm_calls=p.max_llm_calls, timeout_s=p.episode_timeout_s,
                                              spares=spares)
@@ -252,11 +224,12 @@ async def stage_rewards(r: RecipeRun, shard=None):
     p = r.p
     async def judge(rec: dict):
         traj = Trajectory.model_validate(rec)
-        res = await seven_dimension_reward(traj, r.judge, p.failed_call_score)
+        res = await seven_dimension_reward(traj, r.client('judge'), p.failed_call_score)
         if res.reward is None: return Drop('reward_unknown', ','.join(res.unknown))
         if res.reward < p.min_reward: return Drop('below_min_reward', f'{res.reward:.3f}')
         return traj.model_copy(update={'reward': res.reward, 'info': traj.info | {'astra_reward': res.model_dump()}}).model_dump(mode='json', exclude_none=True)
-    return await r.run.run_items('rewards', judge, r.run.inputs('trajectories'), config=p.model_dump(include={'failed_call_score', 'min_reward'}), shard=shard)
+    return await r.run.run_items('rewards', judge, r.run.inputs('trajectories'), config=p.model_dump(include={'failed_call_score', 'min_reward'}),
+                                 shard=shard, keyed_on=without_timing)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #cc9d3089
 def _tokenizer(r: RecipeRun, trajectories: list[Trajectory]):
@@ -284,21 +257,6 @@ def stage_sft(r: RecipeRun, kept: list[Trajectory]) -> dict:
 def _item_counts(run: RunFolder, step: str) -> dict:
     s = run.stats(step)
     return {k: s.get(k) for k in ('inputs', 'kept', 'records', 'dropped', 'failed')}
-
-def ledger_by_role(run: RunFolder, clients: dict[str, LLMClient]) -> dict:
-    """This process's token ledger added to the run's `ledger.json`; returns the run's total. Roles that share
-    one client (offline: all of them) are one ledger; otherwise one ledger per client, named by its roles
-    (`judge`, `teacher+tool_emulator`), its tags stored as `<name>/<tag>` in `ledger.json`."""
-    from envsynth.agentscaler.sft_data import ledger_counts
-    by_client = {}
-    for role, c in clients.items(): by_client.setdefault(id(c), (c, []))[1].append(role)
-    if len(by_client) == 1: return run.add_to_ledger(ledger_counts(next(iter(by_client.values()))[0]))
-    counts = {}
-    for c, roles in by_client.values():
-        counts |= {f"{'+'.join(roles)}/{tag}": n for tag, n in ledger_counts(c).items() if tag != 'total'}
-    total = run.add_to_ledger(counts)
-    def of(name): return {k.split('/', 1)[1]: n for k, n in total.items() if k.split('/', 1)[0] == name}
-    return {name: ledger_counts(of(name)) for name in ('+'.join(roles) for _, roles in by_client.values())}
 
 def distributions(tasks: list[Task], trajectories: list[Trajectory], kept: list[Trajectory]) -> dict:
     """Task modes and augmentations, tool calls by route, emulation reasons, what the emulator did
@@ -336,9 +294,7 @@ def data_card(r: RecipeRun, servers: list[MCPServer], tasks: list[Task], traject
         from envsynth.eval.decontam import build_benchmark_index, decontamination_report
         rep = decontamination_report(build_benchmark_index(), tools=[t for s in servers for t in s.tools], tasks=tasks)
         card['decontamination'] = {'checked': rep.counts(), 'clean': rep.clean, 'flagged': rep.flagged()[:20]}
-    card['ledger'] = ledger_by_role(r.run, r.clients)
-    card['status'] = 'ok' if sft.get('kept') else 'no_sft_data'
-    return card
+    return finish_card(r, card, 'ok' if sft.get('kept') else 'no_sft_data')
 
 # %% ../../../nbs/astra/05_recipe.ipynb #8aed7fb7
 def plot_data_card(card: dict):
@@ -354,69 +310,46 @@ def plot_data_card(card: dict):
     ax[2].bar(list(dims), list(dims.values())); ax[2].set_ylim(0, 1.05); ax[2].set_title('mean reward per dimension (kept)')
     fig.tight_layout(); return fig
 
-def write_data_card(card: dict, run: RunFolder) -> None:
-    "`data_card.json`, `data_card.md` (the stage table) and `data_card.png`."
-    run.write_json(None, 'data_card.json', card, indent=1)
-    lines = [f"# {card['title']}", '', f"status: {card['status']}", '', '| stage | inputs | kept | dropped |', '|---|---|---|---|']
-    lines += [f"| {k} | {v.get('inputs')} | {v.get('kept')} | {', '.join(f'{a}: {b}' for a, b in (v.get('dropped') or {}).items()) or '-'} |" for k, v in card['stages'].items()]
-    run.file(None, 'data_card.md').write_text('\n'.join(lines) + '\n')
-    import matplotlib.pyplot as plt
-    fig = plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80); plt.close(fig)
-
 # %% ../../../nbs/astra/05_recipe.ipynb #bc5ca690
 async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'runs/astra', client: LLMClient | None = None, *,
                     stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
     "Run ASTRA §2.1 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
-    p, t0 = params or AstraParams(), time.perf_counter()
-    run = astra_run_folder(run_dir, p, progress)
-    todo = run.plan(stages, shard)
-    run.write_params(p)
-    r = RecipeRun(p, run, recipe_clients(run, client))
-    spares = None
-    try:
-        servers = await stage_tool_docs(r)
-        by_name = {s.name: s for s in servers}
-        if 'trajectories' in todo and not run.finished('trajectories'):
-            spares = trajectory_spares(p, servers)          # the rollouts' servers start while the earlier stages run
-        if 'chains' in todo: await stage_chains(r, servers, shard)
-        # a server's tasks are scored as soon as they are written; a trajectory is judged as soon as it is
-        # kept (the cap per server needs every score first: rollouts wait for the scores)
-        await run.run_chain({'tasks': lambda: stage_tasks(r, servers, shard),
-                             'task_scores': lambda: stage_task_scores(r, by_name, shard)}, todo, shard)
-        tasks = rollout_tasks(r)
-        if isinstance(r.teacher.backend, OfflineTeacher):
-            from envsynth.astra.offline import register_offline_agent
-            register_offline_agent(r.teacher.backend, tasks)
-        await run.run_chain({'trajectories': lambda: stage_trajectories(r, by_name, tasks, shard, spares),
-                             'rewards': lambda: stage_rewards(r, shard)}, todo, shard)
-        if spares is not None: await asyncio.to_thread(spares.close)      # no server outlives the stage
-        if shard or not run.finished(*ITEM_STAGES):
-            return {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': round(time.perf_counter() - t0, 1)}
+    async with open_run(RECIPE, params or AstraParams(), run_dir, client, stages=stages, shard=shard, progress=progress) as r:
+        p, run, todo, spares = r.p, r.run, r.todo, None
+        try:
+            servers = await stage_tool_docs(r)
+            by_name = {s.name: s for s in servers}
+            if 'trajectories' in todo and not run.finished('trajectories'):
+                spares = trajectory_spares(p, servers)          # the rollouts' servers start while the earlier stages run
+            if 'chains' in todo: await stage_chains(r, servers, shard)
+            # a server's tasks are scored as soon as they are written; a trajectory is judged as soon as it is
+            # kept (the cap per server needs every score first: rollouts wait for the scores)
+            await run.run_chain({'tasks': lambda: stage_tasks(r, servers, shard),
+                                 'task_scores': lambda: stage_task_scores(r, by_name, shard)}, todo, shard)
+            rollouts = {'trajectories': lambda: stage_trajectories(r, by_name, rollout_tasks(r), shard, spares),
+                        'rewards': lambda: stage_rewards(r, shard)}
+            if 'trajectories' in todo and isinstance(r.client('teacher').backend, OfflineTeacher):
+                from envsynth.astra.offline import register_offline_agent
+                register_offline_agent(r.client('teacher').backend, rollout_tasks(r))
+            await run.run_chain(rollouts, todo, shard)
+        finally:
+            if spares is not None: await asyncio.to_thread(spares.close)      # no server outlives the stage
+        if r.partial: return r.partial_summary()
         all_tasks = [Task.model_validate(x) for x in run.records('tasks')]
         trajs = [Trajectory.model_validate(x) for x in run.records('trajectories')]
         kept = [Trajectory.model_validate(x) for x in run.records('rewards')]
         card = data_card(r, servers, all_tasks, trajs, kept, stage_sft(r, kept))
-        card['wall_s'] = round(time.perf_counter() - t0, 1)
-        write_data_card(card, run)
+        write_data_card(run, card, plot_data_card(card))
         return card
-    finally:
-        if spares is not None: await asyncio.to_thread(spares.close)
-        for c in {id(c): c for c in r.clients.values()}.values(): await c.aclose()
 
-# %% ../../../nbs/astra/05_recipe.ipynb #b5d51775
-from ..cli import run_recipe_command
-
-def run_from_command_line(args) -> dict:
-    "What `envsynth astra run` does with its parsed arguments: the run, then a one-line summary."
-    out = asyncio.run(run_astra(read_params(args.params, **args.overrides), args.run_dir, stages=args.stages, shard=args.shard, progress=True))
-    if 'status' not in out: return {'run_dir': str(args.run_dir), **{k: out[k] for k in ('stages', 'shard', 'wall_s')}}
-    return {'run_dir': str(args.run_dir), 'status': out['status'], 'sft_rows': out['stages']['sft']['kept'] or 0,
-            'kept': {k: v.get('kept') for k, v in out['stages'].items()}, 'wall_s': out['wall_s']}
+def summarize(card: dict) -> dict:
+    "The command's summary of a finished run."
+    return {'sft_rows': card['stages']['sft']['kept'] or 0, 'kept': {k: v.get('kept') for k, v in card['stages'].items()}}
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ASTRA's trajectory pipeline (§2.1) into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
     `envsynth astra run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
-    return run_recipe_command('astra', ITEM_STAGES, run_from_command_line, argv, "Run ASTRA's trajectory pipeline (§2.1) into a run folder (resumable).")
+    return recipe_command(RECIPE, run_astra, summarize, argv)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #b2b38fe5
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # not when a notebook runs this cell

@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #eca6e967
 from __future__ import annotations
-import asyncio, json, sys, time
+import asyncio, json, sys
 from collections import Counter
 from pathlib import Path
 from typing import Literal, Sequence
@@ -16,16 +16,17 @@ from .merge import EnvTool, merge_environment, write_qa_environment
 from .qa import (KnowledgeDocument, QAInstance, read_knowledge, read_questions, sample_knowledge_dir, sample_questions_file,
                                synthesize_qa)
 from .qa_validation import QAValidation, qs_cut, validate_qa
-from .recipe import ledger_by_role, read_params, recipe_clients
+from .recipe import offline_teacher
 from ..llm import LLMClient
 from ..pipeline import Drop, RunFolder, Step
+from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params, recipe_command, write_data_card
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'AstraRLParams', 'astra_rl_run_folder', 'RLRecipeRun', 'qa_work_items', 'stage_qa',
+__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'RECIPE', 'AstraRLParams', 'read_params', 'RLRecipeRun', 'qa_work_items', 'stage_qa',
            'stage_qa_validation', 'stage_qa_gate', 'stage_env_synthesis', 'stage_merge', 'checked_environment',
            'stage_package', 'stage_tool_pool', 'stage_mix', 'stage_rl_data', 'rl_distributions', 'rl_data_card',
-           'plot_rl_data_card', 'write_rl_data_card', 'run_astra_rl', 'run_from_command_line', 'main']
+           'plot_rl_data_card', 'run_astra_rl', 'summarize', 'main']
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #950ed844
 class AstraRLParams(BaseModel):
@@ -69,6 +70,7 @@ class AstraRLParams(BaseModel):
     system_prompt: str = ('You are a helpful assistant with tools. Solve the user\'s question by calling the tools you need, '
                           'then give the final answer as <answer>...</answer>.')   # ours
     # running
+    allow_offline_roles: bool | None = None         # ours: None refuses a run where some roles have endpoints and a used one has none
     concurrency: int = 4
     seed: int = 0
 
@@ -95,18 +97,17 @@ STEPS = (Step('qa', '01_qa', per_item=True), Step('qa_validation', '02_qa_valida
          Step('tool_pool', '07_tool_pool'), Step('mix', '08_mix', per_item=True), Step('rl_data', '09_rl_data'))
 ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
-def astra_rl_run_folder(run_dir: str | Path, p: AstraRLParams, progress: bool = False) -> RunFolder:
-    "The run folder of an ASTRA environment run (journals named `astra-rl.<step>`)."
-    return RunFolder(run_dir, STEPS, namespace='astra-rl', concurrency=p.concurrency, progress=progress)
+RECIPE = Recipe('astra', STEPS, AstraRLParams, ROLES, offline_teacher, command='rl', namespace='astra-rl',
+                description="Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable).")
 
-class RLRecipeRun:
-    "What the stages share: parameters, the run folder, the clients, the sandbox pool, the embedder."
-    def __init__(self, p: AstraRLParams, run: RunFolder, clients: dict[str, LLMClient], sandbox=None, embedder=None):
-        self.p, self.run, self.clients, self.sandbox, self.embedder = p, run, clients, sandbox, embedder
-    @property
-    def teacher(self) -> LLMClient: return self.clients['teacher']
-    @property
-    def judge(self) -> LLMClient: return self.clients['judge']
+def read_params(path: str | Path | None = None, **overrides) -> AstraRLParams:
+    "The environment pipeline's parameters from a YAML or JSON file, then `overrides`."
+    return read_recipe_params(AstraRLParams, path, **overrides)
+
+class RLRecipeRun(RecipeRun):
+    "The frame's run, with the sandbox pool and the embedder the stages share."
+    sandbox = None
+    embedder = None
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #df9d5123
 def qa_work_items(p: AstraRLParams) -> list[dict]:
@@ -126,7 +127,7 @@ async def stage_qa(r: RLRecipeRun, shard=None):
     p = r.p
     async def qa(rec: dict):
         drops = Counter()
-        made = await synthesize_qa(KnowledgeDocument.model_validate(rec['document']), r.teacher, hop_budget=rec.get('hop_budget'), question=rec.get('question'),
+        made = await synthesize_qa(KnowledgeDocument.model_validate(rec['document']), r.client('teacher'), hop_budget=rec.get('hop_budget'), question=rec.get('question'),
                                    n=p.samples_per_prompt, max_document_chars=p.max_document_chars, drops=drops)
         return [i.model_dump(mode='json') for i in made] or Drop(next(iter(drops), 'no_instance'), json.dumps(dict(drops), sort_keys=True))
     cfg = p.model_dump(include={'samples_per_prompt', 'max_document_chars'})
@@ -135,7 +136,7 @@ async def stage_qa(r: RLRecipeRun, shard=None):
 async def stage_qa_validation(r: RLRecipeRun, shard=None):
     "Stage 2 (§2.2.2) → journal of validated instances with their scores (non-tool inner steps and unknown judges dropped)."
     async def check(rec: dict):
-        v = await validate_qa(QAInstance.model_validate(rec), r.judge)
+        v = await validate_qa(QAInstance.model_validate(rec), r.client('judge'))
         return Drop(v.drop, v.detail) if v.drop else v.model_dump(mode='json')
     return await r.run.run_items('qa_validation', check, r.run.records('qa'), shard=shard)
 
@@ -158,7 +159,7 @@ async def stage_env_synthesis(r: RLRecipeRun, instances: list[QAInstance], shard
     p = r.p
     async def build(rec: dict):
         inst = QAInstance.model_validate(rec)
-        subs, failures = await synthesize_environment(inst, r.teacher, r.sandbox, inner_retries=p.inner_retries, max_attempts=p.max_attempts,
+        subs, failures = await synthesize_environment(inst, r.client('teacher'), r.sandbox, inner_retries=p.inner_retries, max_attempts=p.max_attempts,
                                                       complexity_scaling=p.complexity_scaling, timeout=p.exec_timeout_s)
         r.run.write_json('env_synthesis', f'failures/{inst.id}.json', dict(sorted(failures.items())))
         if subs is None: return Drop('sub_environment_failed', json.dumps(dict(sorted(failures.items()))))
@@ -173,7 +174,7 @@ async def stage_merge(r: RLRecipeRun, shard=None):
     async def merge(rec: dict, ctx):
         inst, subs = QAInstance.model_validate(rec['instance']), [SubEnvironment.model_validate(s) for s in rec['subs']]
         if not p.merge: tools, failures, groups = unique_tool_names([env_tool(s) for s in subs]), Counter(), [[s.node] for s in subs]
-        else: tools, failures, groups = await merge_environment(inst, subs, r.teacher, r.sandbox, seed=ctx.seed, retries=p.merge_retries,
+        else: tools, failures, groups = await merge_environment(inst, subs, r.client('teacher'), r.sandbox, seed=ctx.seed, retries=p.merge_retries,
                                                                 timeout=p.exec_timeout_s, on_failure=p.on_merge_failure)
         if tools is None: return Drop('intents_unknown' if failures['intents_unknown'] else 'merge_failed', json.dumps(dict(sorted(failures.items()))))
         return {'instance': inst.model_dump(mode='json'), 'tools': [t.model_dump(mode='json') for t in tools], 'groups': groups, 'failures': dict(failures)}
@@ -300,10 +301,8 @@ def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     stages['rl_data'] = {k: rl[k] for k in ('inputs', 'kept', 'dropped')}
     card = {'title': 'ASTRA (§2.2, §3.2.2) environment data card', 'stages': stages, 'distributions': rl_distributions(run),
             'trainer_oracle_scores': rl['trainer_oracle_scores'], 'sandbox': r.sandbox.stats if r.sandbox is not None else None}
-    card['ledger'] = ledger_by_role(r.run, r.clients)
     ok = rl['kept'] and all(s == 1.0 for s in rl['trainer_oracle_scores'])
-    card['status'] = 'ok' if ok else 'no_rl_data' if not rl['kept'] else 'oracle_not_scored_1'
-    return card
+    return finish_card(r, card, 'ok' if ok else 'no_rl_data' if not rl['kept'] else 'oracle_not_scored_1')
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #6d607bb1
 def plot_rl_data_card(card: dict):
@@ -323,60 +322,43 @@ def plot_rl_data_card(card: dict):
     ax[3].bar(list(b), list(b.values()), color='tab:orange'); ax[3].set_title('distractors per band')
     fig.tight_layout(); return fig
 
-def write_rl_data_card(card: dict, run: RunFolder) -> None:
-    "`data_card.json`, `data_card.md` (the stage table) and `data_card.png`."
-    run.write_json(None, 'data_card.json', card, indent=1)
-    lines = [f"# {card['title']}", '', f"status: {card['status']}", '', '| stage | inputs | kept | dropped |', '|---|---|---|---|']
-    lines += [f"| {k} | {v.get('inputs')} | {v.get('kept')} | {', '.join(f'{a}: {b}' for a, b in (v.get('dropped') or {}).items()) or '-'} |" for k, v in card['stages'].items()]
-    run.file(None, 'data_card.md').write_text('\n'.join(lines) + '\n')
-    import matplotlib.pyplot as plt
-    fig = plot_rl_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80); plt.close(fig)
-
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #3bf202ea
 async def run_astra_rl(params: AstraRLParams | None = None, run_dir: str | Path = 'runs/astra-rl', client: LLMClient | None = None, *,
                        embedder=None, stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
-    "Run ASTRA §2.2 + §3.2.2 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
+    """Run ASTRA §2.2 + §3.2.2 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran).
+    A stage reads only finished stages: `--stages env_synthesis --shard 0/2` before the Q–A stages have finished is an error."""
     from envsynth.sandbox import SandboxLimits, SandboxPool
-    p, t0 = params or AstraRLParams(), time.perf_counter()
-    run = astra_rl_run_folder(run_dir, p, progress)
-    todo = run.plan(stages, shard)
-    run.write_params(p)
-    r = RLRecipeRun(p, run, recipe_clients(run, client, ROLES), embedder=embedder)
-    try:
+    async with open_run(RECIPE, params or AstraRLParams(), run_dir, client, stages=stages, shard=shard, progress=progress,
+                        run_class=RLRecipeRun) as r:
+        p, run, todo = r.p, r.run, r.todo
+        r.embedder = embedder
         with SandboxPool(size=p.sandbox_workers, limits=SandboxLimits(call_timeout_s=p.exec_timeout_s)) as r.sandbox:
             if 'qa' in todo: await stage_qa(r, shard)
             if 'qa_validation' in todo: await stage_qa_validation(r, shard)
-            partial = lambda: {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': round(time.perf_counter() - t0, 1)}
-            if shard or not run.finished('qa', 'qa_validation'): return partial()
-            instances = stage_qa_gate(r)
-            if 'env_synthesis' in todo: await stage_env_synthesis(r, instances, shard)
+            later = [s for s in todo if s not in ('qa', 'qa_validation')]
+            if not later and r.partial: return r.partial_summary()
+            instances = stage_qa_gate(r) if run.finished('qa', 'qa_validation') else None
+            if 'env_synthesis' in todo:
+                if instances is None: run.check_inputs('env_synthesis')      # the Q–A gate reads both Q–A stages whole
+                await stage_env_synthesis(r, instances, shard)
             if 'merge' in todo: await stage_merge(r, shard)
             if 'package' in todo: await stage_package(r, shard)
-            if not run.finished('env_synthesis', 'merge', 'package'): return partial()
-            pool, entries, pool_key = stage_tool_pool(r)
-            if 'mix' in todo: await stage_mix(r, pool, entries, pool_key, shard)
-            if not run.finished(*ITEM_STAGES): return partial()
+            if 'mix' in todo:
+                run.check_inputs('mix')
+                await stage_mix(r, *stage_tool_pool(r), shard)
+            if r.partial: return r.partial_summary()
             card = rl_data_card(r, await stage_rl_data(r))
-        card['wall_s'] = round(time.perf_counter() - t0, 1)
-        write_rl_data_card(card, run)
+        write_data_card(run, card, plot_rl_data_card(card))
         return card
-    finally:
-        for c in {id(c): c for c in r.clients.values()}.values(): await c.aclose()
 
-# %% ../../../nbs/astra/11_rl_recipe.ipynb #a8980501
-from ..cli import run_recipe_command
-
-def run_from_command_line(args) -> dict:
-    "What `envsynth astra rl` does with its parsed arguments: the run, then a one-line summary."
-    out = asyncio.run(run_astra_rl(read_params(args.params, AstraRLParams, **args.overrides), args.run_dir, stages=args.stages, shard=args.shard, progress=True))
-    if 'status' not in out: return {'run_dir': str(args.run_dir), **{k: out[k] for k in ('stages', 'shard', 'wall_s')}}
-    return {'run_dir': str(args.run_dir), 'status': out['status'], 'rl_rows': out['stages']['rl_data']['kept'] or 0,
-            'kept': {k: v.get('kept') for k, v in out['stages'].items()}, 'wall_s': out['wall_s']}
+def summarize(card: dict) -> dict:
+    "The command's summary of a finished run."
+    return {'rl_rows': card['stages']['rl_data']['kept'] or 0, 'kept': {k: v.get('kept') for k, v in card['stages'].items()}}
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
     `envsynth astra rl --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
-    return run_recipe_command('astra-rl', ITEM_STAGES, run_from_command_line, argv, "Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable).")
+    return recipe_command(RECIPE, run_astra_rl, summarize, argv)
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #e8f7a955
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # not when a notebook runs this cell

@@ -90,6 +90,10 @@ class AstraRLParams(BaseModel):
         if not self.exec_timeout_s > 0 or not self.reward_eps > 0: raise ValueError('exec_timeout_s and reward_eps must be > 0')
         return self
 
+def read_params(path: str | Path | None = None, **overrides) -> AstraRLParams:
+    "The environment pipeline's parameters from a YAML or JSON file, then `overrides`."
+    return read_recipe_params(AstraRLParams, path, **overrides)
+
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #f4cb21d7
 ROLES = ('teacher', 'judge')
 STEPS = (Step('qa', '01_qa', per_item=True), Step('qa_validation', '02_qa_validation', per_item=True), Step('qa_gate', '03_qa_gate'),
@@ -99,10 +103,6 @@ ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
 RECIPE = Recipe('astra', STEPS, AstraRLParams, ROLES, offline_teacher, command='rl', namespace='astra-rl',
                 description="Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable).")
-
-def read_params(path: str | Path | None = None, **overrides) -> AstraRLParams:
-    "The environment pipeline's parameters from a YAML or JSON file, then `overrides`."
-    return read_recipe_params(AstraRLParams, path, **overrides)
 
 class RLRecipeRun(RecipeRun):
     "The frame's run, with the sandbox pool and the embedder the stages share."

@@ -580,10 +580,10 @@ def make_client(role: str = 'teacher', teacher: OfflineTeacher | None = None, se
                 sampling: dict | None = None, ledger: Ledger | None = None,
                 model: str | None = None) -> LLMClient:
     """The `LLMClient` for `role` (one of `envsynth.settings.LLM_ROLES`) as settings.ini configures
-    it; `sampling`: the role's default sampling parameters (`{'max_tokens': 256}`). `cache`: True for
-    the site cache, a path or a `ChatCache` of the caller's (a run's own), False for none; `ledger`:
-    where calls are counted (e.g. one journaled to a run folder); `model`: a name instead of the
-    role's (the offline teacher answers as `offline-teacher` unless told otherwise)."""
+    it; `sampling`: the role's default sampling parameters (`{'max_tokens': 256}`). `cache`: True
+    for the site cache, a path or a `ChatCache` of the caller's (a run's own), False for none;
+    `ledger`: where calls are counted (e.g. one journaled to a run folder); `model`: a name instead
+    of the role's."""
     from envsynth.settings import get_settings
     s = settings or get_settings()
     cfg = s.llm.role(role)                       # unknown role: ValueError listing the roles

@@ -351,7 +351,9 @@ def _write_total_stats(out_dir: Path):
     """`stats.json`: the counts of every item journaled in `out_dir`, each counted once whichever
     shard layouts computed it, and the shards that have finished."""
     total = _stats(read_entries(out_dir))
-    total['shards'] = [p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))]
+    total['shards'] = [
+        p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))
+    ]
     atomic_write(out_dir / 'stats.json',
                  (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
 
@@ -691,7 +693,8 @@ class StageInputsError(ValueError):
 
 @patch
 def upstream(self: RunFolder, step: str) -> tuple[str, ...]:
-    "The per-item steps whose records `step` reads (its `needs`, else every per-item step before it)."
+    """The per-item steps whose records `step` reads (its `needs`, else every per-item step before
+    it)."""
     if (needs := self.step(step).needs) is not None: return needs
     names = list(self.steps)
     return tuple(s for s in names[:names.index(step)] if self.steps[s].per_item)
@@ -704,7 +707,8 @@ def check_inputs(self: RunFolder, step: str) -> None:
     waiting = [u for u in self.upstream(step) if u not in self._feeds and not self.finished(u)]
     if waiting:
         raise StageInputsError(
-            f'step {step!r} reads {", ".join(waiting)}, which {"has" if len(waiting) == 1 else "have"} not'
+            f'step {step!r} reads {", ".join(waiting)}, which'
+            f' {"has" if len(waiting) == 1 else "have"} not'
             ' finished (every shard, no failed item): run '
             f'{"it" if len(waiting) == 1 else "them"} first'
         )

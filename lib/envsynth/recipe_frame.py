@@ -9,150 +9,291 @@ from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 from pydantic import BaseModel, ValidationError
 from .llm import Ledger, LLMClient, OfflineTeacher, make_client
 from .pipeline import RunFolder, StageResult, Step, parse_shard
 
 # %% auto #0
-__all__ = ['LEDGER_KEYS', 'read_params', 'Recipe', 'OfflineRoleError', 'offline_role_check', 'client_name', 'recipe_clients',
-           'ledger_counts', 'run_ledger', 'journal_spending', 'RecipeRun', 'open_run', 'stage_counts', 'finish_card',
-           'card_markdown', 'write_data_card', 'NoDataError', 'run_summary', 'recipe_command']
+__all__ = ['MAX_INPUT_LINE_BYTES', 'LEDGER_KEYS', 'read_params', 'input_lines', 'Recipe', 'OfflineRoleError',
+           'offline_role_check', 'client_name', 'recipe_clients', 'ledger_counts', 'run_ledger', 'journal_spending',
+           'RecipeRun', 'open_run', 'stage_counts', 'finish_card', 'card_markdown', 'write_data_card', 'NoDataError',
+           'run_summary', 'recipe_command']
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #ac781ba9
-def read_params(params_class: type[BaseModel], path: str | Path | None = None, **overrides) -> BaseModel:
-    "`params_class` from the file at `path` (YAML or JSON; a papermill file's `overrides` merged), then `overrides`."
+# %% ../../nbs/core/17_recipe_frame.ipynb #cdf6154a
+def read_params(
+    params_class: type[BaseModel], path: str | Path | None = None, **overrides
+) -> BaseModel:
+    """`params_class` from the file at `path` (YAML or JSON; a papermill file's `overrides` merged),
+    then `overrides`."""
     data = {}
     if path:
         text = Path(path).read_text()
         if str(path).endswith(('.yaml', '.yml')):
             import yaml
-            data = yaml.safe_load(text) or {}
-        else: data = json.loads(text)
-        if not isinstance(data, dict): raise ValueError(f'{path}: a parameter file holds a mapping of fields, not {type(data).__name__}')
-        data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
-    try: return params_class(**{**data, **overrides})
-    except ValidationError as e:
-        raise ValueError('bad parameters: ' + '; '.join(
-            f"{'.'.join(map(str, x['loc'])) or '(params)'}: {x['msg']}" for x in e.errors())) from None
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #36c2cf02
+            data = yaml.safe_load(text) or {}
+        else:
+            data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError(
+                f'{path}: a parameter file holds a mapping of fields, not {type(data).__name__}'
+            )
+        data = {
+            **{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')},
+            **(data.get('overrides') or {}),
+        }
+    try:
+        return params_class(**{**data, **overrides})
+    except ValidationError as e:
+        raise ValueError(
+            'bad parameters: '
+            + '; '.join(
+                f"{'.'.join(map(str, x['loc'])) or '(params)'}: {x['msg']}" for x in e.errors()
+            )
+        ) from None
+
+# %% ../../nbs/core/17_recipe_frame.ipynb #6d8fc92a
+MAX_INPUT_LINE_BYTES = (
+    1 << 20
+)  # ours: 1 MiB per JSONL line (a server with hundreds of tool schemas fits)
+
+
+def input_lines(
+    path: str | Path, max_bytes: int = MAX_INPUT_LINE_BYTES
+) -> Iterator[tuple[int, str]]:
+    """`(line number, text)` of the non-empty lines of `path`; `ValueError` naming the file and line
+    for one over `max_bytes` or not UTF-8."""
+    with open(path, 'rb') as f:
+        for n, raw in enumerate(iter(lambda: f.readline(max_bytes + 1), b''), 1):
+            body = raw.rstrip(b'\r\n')
+            if len(body) > max_bytes:
+                raise ValueError(
+                    f'{path}:{n}: a line over {max_bytes:,} bytes;'
+                    ' split the record or raise the limit'
+                )
+            try:
+                text = body.decode('utf-8')
+            except UnicodeDecodeError as e:
+                raise ValueError(f'{path}:{n}: not UTF-8 ({e.reason})') from None
+            if text.strip():
+                yield n, text
+
+# %% ../../nbs/core/17_recipe_frame.ipynb #5815392b
 @dataclass(frozen=True)
 class Recipe:
     "A recipe as the frame sees it (see above)."
-    name: str                                   # 'astra' (`envsynth astra run`)
+
+    name: str  # 'astra' (`envsynth astra run`)
     steps: tuple[Step, ...]
     params: type[BaseModel]
-    roles: tuple[str, ...]                      # the LLM roles its stages call
-    offline_teacher: Callable[[], OfflineTeacher]   # answers the roles that have no endpoint
-    command: str = 'run'                        # `envsynth <name> <command>`
+    roles: tuple[str, ...]  # the LLM roles its stages call
+    offline_teacher: Callable[[], OfflineTeacher]  # answers the roles that have no endpoint
+    command: str = 'run'  # `envsynth <name> <command>`
     description: str = ''
-    unshardable: tuple[str, ...] = ()           # per-item stages that refuse --shard
-    namespace: str | None = None                # journal names '<namespace>.<step>' (default: the name)
+    unshardable: tuple[str, ...] = ()  # per-item stages that refuse --shard
+    namespace: str | None = None  # journal names '<namespace>.<step>' (default: the name)
 
     @property
-    def item_stages(self) -> tuple[str, ...]: return tuple(s.name for s in self.steps if s.per_item)
+    def item_stages(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.steps if s.per_item)
 
-    def run_folder(self, run_dir: str | Path, concurrency: int = 8, progress: bool = False) -> RunFolder:
-        return RunFolder(run_dir, self.steps, namespace=self.namespace or self.name, concurrency=concurrency,
-                         progress=progress)
+    def run_folder(
+        self, run_dir: str | Path, concurrency: int = 8, progress: bool = False
+    ) -> RunFolder:
+        return RunFolder(
+            run_dir,
+            self.steps,
+            namespace=self.namespace or self.name,
+            concurrency=concurrency,
+            progress=progress,
+        )
 
     def plan(self, run: RunFolder, stages: Sequence[str] | None, shard: str | None) -> list[str]:
-        "The per-item stages this process runs; `ValueError` for --shard on a stage that cannot shard."
+        """The per-item stages this process runs; `ValueError` for --shard on a stage that cannot
+        shard."""
         todo = run.plan(stages, shard)
-        if shard is not None and parse_shard(shard) != (0, 1) and (bad := [s for s in todo if s in self.unshardable]):
-            raise ValueError(f'{self.name} stage {", ".join(bad)} cannot run as a shard: run it without --shard')
+        if (
+            shard is not None
+            and parse_shard(shard) != (0, 1)
+            and (bad := [s for s in todo if s in self.unshardable])
+        ):
+            raise ValueError(
+                f'{self.name} stage {", ".join(bad)} cannot run as a shard: run it without --shard'
+            )
         return todo
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #3e1ad7f3
+# %% ../../nbs/core/17_recipe_frame.ipynb #cc6477a4
 class OfflineRoleError(ValueError):
-    "A role the recipe uses would be answered by the offline teacher, and the parameters do not allow it."
+    """A role the recipe uses would be answered by the offline teacher, and the parameters do not
+    allow it."""
+
 
 def offline_role_check(roles: Sequence[str], offline: Sequence[str], allow: bool | None):
     "Raise `OfflineRoleError` when `offline` roles (of `roles`) are not allowed (see above)."
     online = [r for r in roles if r not in offline]
-    if not offline or allow is True or (allow is None and not online): return
-    why = (f'the parameters say allow_offline_roles: false' if allow is False
-           else f'{", ".join(online)} {"has" if len(online) == 1 else "have"} an endpoint')
+    if not offline or allow is True or (allow is None and not online):
+        return
+    why = (
+        f'the parameters say allow_offline_roles: false'
+        if allow is False
+        else f'{", ".join(online)} {"has" if len(online) == 1 else "have"} an endpoint'
+    )
     raise OfflineRoleError(
-        f'role {", ".join(offline)} has no endpoint and would be answered by the offline teacher ({why}): '
-        f'set [llm.{offline[0]}] endpoint in settings.ini (or ENVSYNTH_LLM_{offline[0].upper()}_ENDPOINT), '
-        'or set allow_offline_roles: true to mix them on purpose')
+        f'role {", ".join(offline)} has no endpoint and would be answered by the offline'
+        f' teacher ({why}): set [llm.{offline[0]}] endpoint in settings.ini (or'
+        f' ENVSYNTH_LLM_{offline[0].upper()}_ENDPOINT), '
+        'or set allow_offline_roles: true to mix them on purpose'
+    )
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #222cd073
+# %% ../../nbs/core/17_recipe_frame.ipynb #812b755e
 def client_name(roles: Sequence[str]) -> str:
     "The name of a client serving `roles` in ledgers: `teacher+judge`."
     return '+'.join(roles)
 
-def recipe_clients(recipe: Recipe, run: RunFolder, given: LLMClient | Mapping[str, LLMClient] | None = None,
-                   allow_offline_roles: bool | None = None, settings=None,
-                   models: Mapping[str, str] | None = None) -> dict[str, LLMClient]:
-    """`{role: client}` for the recipe's roles: `given` ones (one client = every role), the others built
+
+def recipe_clients(
+    recipe: Recipe,
+    run: RunFolder,
+    given: LLMClient | Mapping[str, LLMClient] | None = None,
+    allow_offline_roles: bool | None = None,
+    settings=None,
+    models: Mapping[str, str] | None = None,
+) -> dict[str, LLMClient]:
+    """`{role: client}` for the recipe's roles: `given` ones (one client = every role), the others
+    built
     from settings (see above), asking for `models[role]` where the parameters name a model. Built
     clients journal their ledger into the run folder call by call."""
     models = dict(models or {})
     from envsynth.settings import get_settings
+
     s = settings or get_settings()
-    given = dict.fromkeys(recipe.roles, given) if isinstance(given, LLMClient) else dict(given or {})
+    given = (
+        dict.fromkeys(recipe.roles, given) if isinstance(given, LLMClient) else dict(given or {})
+    )
     offline = [r for r in recipe.roles if r not in given and s.llm.role(r).offline]
     offline_role_check([r for r in recipe.roles if r not in given], offline, allow_offline_roles)
     clients, cache = dict(given), run.file(None, 'llm_cache.sqlite')
     if offline:
-        shared = make_client(offline[0], teacher=recipe.offline_teacher(), settings=s, cache=cache,
-                             ledger=Ledger(run.ledger_journal(client_name(offline))), model='offline-teacher')
+        shared = make_client(
+            offline[0],
+            teacher=recipe.offline_teacher(),
+            settings=s,
+            cache=cache,
+            ledger=Ledger(run.ledger_journal(client_name(offline))),
+            model='offline-teacher',
+        )
         clients |= dict.fromkeys(offline, shared)
     for role in recipe.roles:
         if role not in clients:
-            clients[role] = make_client(role, settings=s, cache=cache, ledger=Ledger(run.ledger_journal(role)),
-                                        model=models.get(role))
+            clients[role] = make_client(
+                role,
+                settings=s,
+                cache=cache,
+                ledger=Ledger(run.ledger_journal(role)),
+                model=models.get(role),
+            )
     return {r: clients[r] for r in recipe.roles}
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #61c5a9c3
-LEDGER_KEYS = ('requests', 'cache_hits', 'backend_calls', 'retries', 'failures', 'prompt_tokens', 'completion_tokens')
+# %% ../../nbs/core/17_recipe_frame.ipynb #9430f44f
+LEDGER_KEYS = (
+    'requests',
+    'cache_hits',
+    'backend_calls',
+    'retries',
+    'failures',
+    'prompt_tokens',
+    'completion_tokens',
+)
+
 
 def ledger_counts(ledger: Ledger | LLMClient | Mapping) -> dict:
-    "Per-tag counts of a `Ledger` (or an `LLMClient`'s, or a `to_dict()`), with a 'total' row; latencies left out."
-    if isinstance(ledger, LLMClient): ledger = ledger.ledger
-    d = ledger.to_dict() if isinstance(ledger, Ledger) else {k: v for k, v in ledger.items() if k != 'total'}
-    out = {tag: {k: (dict(sorted(s.get(k, {}).items())) if k == 'failures' else s.get(k, 0)) for k in LEDGER_KEYS}
-           for tag, s in sorted(d.items())}
+    """Per-tag counts of a `Ledger` (or an `LLMClient`'s, or a `to_dict()`), with a 'total' row;
+    latencies left out."""
+    if isinstance(ledger, LLMClient):
+        ledger = ledger.ledger
+    d = (
+        ledger.to_dict()
+        if isinstance(ledger, Ledger)
+        else {k: v for k, v in ledger.items() if k != 'total'}
+    )
+    out = {
+        tag: {
+            k: (dict(sorted(s.get(k, {}).items())) if k == 'failures' else s.get(k, 0))
+            for k in LEDGER_KEYS
+        }
+        for tag, s in sorted(d.items())
+    }
     total = {k: sum(s[k] for s in out.values()) for k in LEDGER_KEYS if k != 'failures'}
-    total['failures'] = dict(sorted(sum((Counter(s['failures']) for s in out.values()), Counter()).items()))
+    total['failures'] = dict(
+        sorted(sum((Counter(s['failures']) for s in out.values()), Counter()).items())
+    )
     return out | {'total': total}
+
 
 def run_ledger(run: RunFolder) -> dict:
     "What every process of the run spent (its `ledger/` journals), also written to `ledger.json`."
     names = sorted({p.name.split('.', 1)[0] for p in run.ledger_journals()})
-    if len(names) <= 1: counts = ledger_counts(Ledger.read_journals(run.ledger_journals()))
+    if len(names) <= 1:
+        counts = ledger_counts(Ledger.read_journals(run.ledger_journals()))
     else:
-        merged = {f'{name}/{tag}': s for name in names
-                  for tag, s in Ledger.read_journals(run.ledger_journals(name)).to_dict().items()}
+        merged = {
+            f'{name}/{tag}': s
+            for name in names
+            for tag, s in Ledger.read_journals(run.ledger_journals(name)).to_dict().items()
+        }
         counts = ledger_counts(merged)
     run.write_json(None, 'ledger.json', counts, indent=1)
     return counts
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #e6b952f4
+# %% ../../nbs/core/17_recipe_frame.ipynb #80f3b285
 def journal_spending(run: RunFolder, client: LLMClient, before: dict, name: str):
-    "Append to the run's ledger what `client` counted since its ledger read `before` (its `to_dict()`)."
+    """Append to the run's ledger what `client` counted since its ledger read `before` (its
+    `to_dict()`)."""
     after = client.ledger.to_dict()
     out = Ledger(run.ledger_journal(name))
     for tag, s in after.items():
         b = before.get(tag, {})
-        inc = {k: v - b.get(k, 0) for k, v in s.items() if k not in ('failures', 'max_latency_s') and v - b.get(k, 0)}
-        if inc: out.count(tag, **inc)
+        inc = {
+            k: v - b.get(k, 0)
+            for k, v in s.items()
+            if k not in ('failures', 'max_latency_s') and v - b.get(k, 0)
+        }
+        if inc:
+            out.count(tag, **inc)
         for kind, n in s.get('failures', {}).items():
-            for _ in range(n - b.get('failures', {}).get(kind, 0)): out.fail(tag, kind)
+            for _ in range(n - b.get('failures', {}).get(kind, 0)):
+                out.fail(tag, kind)
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #b863666b
+# %% ../../nbs/core/17_recipe_frame.ipynb #9754cebf
 class RecipeRun:
-    "What a run's stages share: the recipe, parameters `p`, the run folder `run`, the clients by role and the stages to run."
-    def __init__(self, recipe: Recipe, p: BaseModel, run: RunFolder, clients: dict[str, LLMClient],
-                 todo: list[str], shard: str | None):
-        self.recipe, self.p, self.run, self.clients, self.todo, self.shard = recipe, p, run, clients, todo, shard
+    """What a run's stages share: the recipe, parameters `p`, the run folder `run`, the clients by
+    role and the stages to run."""
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        p: BaseModel,
+        run: RunFolder,
+        clients: dict[str, LLMClient],
+        todo: list[str],
+        shard: str | None,
+    ):
+        self.recipe, self.p, self.run, self.clients, self.todo, self.shard = (
+            recipe,
+            p,
+            run,
+            clients,
+            todo,
+            shard,
+        )
         self.t0 = time.perf_counter()
 
     def client(self, role: str) -> LLMClient:
-        if role not in self.clients: raise KeyError(f'{self.recipe.name} uses no {role!r} role; its roles are {list(self.clients)}')
+        if role not in self.clients:
+            raise KeyError(
+                f'{self.recipe.name} uses no {role!r} role; its roles are {list(self.clients)}'
+            )
         return self.clients[role]
 
     @property
@@ -161,42 +302,78 @@ class RecipeRun:
         return self.shard is not None or not self.run.finished(*self.recipe.item_stages)
 
     def partial_summary(self) -> dict:
-        return {'run_dir': str(self.run.root), 'stages': self.todo, 'shard': self.shard,
-                'wall_s': round(time.perf_counter() - self.t0, 1)}
+        return {
+            'run_dir': str(self.run.root),
+            'stages': self.todo,
+            'shard': self.shard,
+            'wall_s': round(time.perf_counter() - self.t0, 1),
+        }
+
 
 @asynccontextmanager
-async def open_run(recipe: Recipe, p: BaseModel, run_dir: str | Path, clients=None, *,
-                   stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False,
-                   models: Mapping[str, str] | None = None, run_class: type[RecipeRun] = RecipeRun):
-    """`async with open_run(...) as r:` a `RecipeRun` (see above; `run_class`: a recipe's subclass holding
+async def open_run(
+    recipe: Recipe,
+    p: BaseModel,
+    run_dir: str | Path,
+    clients=None,
+    *,
+    stages: Sequence[str] | None = None,
+    shard: str | None = None,
+    progress: bool = False,
+    models: Mapping[str, str] | None = None,
+    run_class: type[RecipeRun] = RecipeRun,
+):
+    """`async with open_run(...) as r:` a `RecipeRun` (see above; `run_class`: a recipe's subclass
+    holding
     what its stages share beyond it, e.g. a sandbox)."""
     run = recipe.run_folder(run_dir, getattr(p, 'concurrency', 8), progress)
     todo = recipe.plan(run, stages, shard)
-    built = recipe_clients(recipe, run, clients, getattr(p, 'allow_offline_roles', None), models=models)
+    built = recipe_clients(
+        recipe, run, clients, getattr(p, 'allow_offline_roles', None), models=models
+    )
     run.write_params(p)
     handed = [clients] if isinstance(clients, LLMClient) else list((clients or {}).values())
     given = {id(c): c for c in handed}
     before = {k: c.ledger.to_dict() for k, c in given.items()}
     r = run_class(recipe, p, run, built, todo, shard)
-    try: yield r
+    try:
+        yield r
     finally:
         for k, c in given.items():
-            journal_spending(run, c, before[k], client_name([role for role, x in built.items() if x is c]))
-        for c in {id(c): c for c in built.values()}.values(): await c.aclose()
+            journal_spending(
+                run, c, before[k], client_name([role for role, x in built.items() if x is c])
+            )
+        for c in {id(c): c for c in built.values()}.values():
+            await c.aclose()
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #b5cbe174
+# %% ../../nbs/core/17_recipe_frame.ipynb #4b2f11a7
 def stage_counts(stage: StageResult | Mapping | str | Path) -> dict:
-    "A stage's `{inputs, kept, records, dropped, failed}`: from a `StageResult`, its stats dict, or a stage folder / its stats.json."
-    if isinstance(stage, StageResult): stats = stage.stats
+    """A stage's `{inputs, kept, records, dropped, failed}`: from a `StageResult`, its stats dict,
+    or a stage folder / its stats.json."""
+    if isinstance(stage, StageResult):
+        stats = stage.stats
     elif isinstance(stage, (str, Path)):
-        p = Path(stage); p = p / 'stats.json' if p.is_dir() else p
-        if not p.exists(): raise FileNotFoundError(f'no stage stats at {p}')
+        p = Path(stage)
+        p = p / 'stats.json' if p.is_dir() else p
+        if not p.exists():
+            raise FileNotFoundError(f'no stage stats at {p}')
         stats = json.loads(p.read_text())
-    elif isinstance(stage, Mapping): stats = stage
-    else: raise TypeError(f'a stage must be a StageResult, a stats dict or a path, got {type(stage).__name__}')
-    if missing := [k for k in ('inputs', 'kept') if k not in stats]: raise ValueError(f'stage stats without {missing}: {dict(stats)!r:.120}')
-    return {'inputs': stats['inputs'], 'kept': stats['kept'], 'records': stats.get('records', stats['kept']),
-            'dropped': dict(sorted((stats.get('dropped') or {}).items())), 'failed': dict(sorted((stats.get('failed') or {}).items()))}
+    elif isinstance(stage, Mapping):
+        stats = stage
+    else:
+        raise TypeError(
+            f'a stage must be a StageResult, a stats dict or a path, got {type(stage).__name__}'
+        )
+    if missing := [k for k in ('inputs', 'kept') if k not in stats]:
+        raise ValueError(f'stage stats without {missing}: {dict(stats)!r:.120}')
+    return {
+        'inputs': stats['inputs'],
+        'kept': stats['kept'],
+        'records': stats.get('records', stats['kept']),
+        'dropped': dict(sorted((stats.get('dropped') or {}).items())),
+        'failed': dict(sorted((stats.get('failed') or {}).items())),
+    }
+
 
 def finish_card(r: RecipeRun, card: dict, status: str = 'ok') -> dict:
     "`card` with the run's ledger, `status` (unless the card has one) and the wall time."
@@ -205,50 +382,100 @@ def finish_card(r: RecipeRun, card: dict, status: str = 'ok') -> dict:
     card['wall_s'] = round(time.perf_counter() - r.t0, 1)
     return card
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #8ffb5911
+# %% ../../nbs/core/17_recipe_frame.ipynb #0dc62ae7
 def _cell(v) -> str:
-    if isinstance(v, dict): return ', '.join(f'{a}: {b}' for a, b in v.items()) or '-'
+    if isinstance(v, dict):
+        return ', '.join(f'{a}: {b}' for a, b in v.items()) or '-'
     return '-' if v is None else str(v)
+
 
 def card_markdown(card: dict) -> str:
     "The card's title, status, stage table and ledger as markdown."
-    lines = [f"# {card.get('title', 'data card')}", '', f"status: {card.get('status')}", '',
-             '| stage | inputs | kept | dropped |', '|---|---|---|---|']
-    lines += [f"| {k} | {_cell(v.get('inputs'))} | {_cell(v.get('kept'))} | {_cell(v.get('dropped') or {})} |"
-              for k, v in (card.get('stages') or {}).items()]
+    lines = [
+        f"# {card.get('title', 'data card')}",
+        '',
+        f"status: {card.get('status')}",
+        '',
+        '| stage | inputs | kept | dropped |',
+        '|---|---|---|---|',
+    ]
+    lines += [
+        f"| {k} | {_cell(v.get('inputs'))} | {_cell(v.get('kept'))} |"
+        f" {_cell(v.get('dropped') or {})} |"
+        for k, v in (card.get('stages') or {}).items()
+    ]
     if led := card.get('ledger'):
-        lines += ['', '## Token ledger', '', '| tag | requests | cache hits | backend calls | failures | prompt tokens | completion tokens |',
-                  '|---|---|---|---|---|---|---|']
-        lines += [f"| {t} | {s['requests']} | {s['cache_hits']} | {s['backend_calls']} | {sum(s['failures'].values())} | "
-                  f"{s['prompt_tokens']} | {s['completion_tokens']} |" for t, s in led.items()]
+        lines += [
+            '',
+            '## Token ledger',
+            '',
+            '| tag | requests | cache hits | backend calls | failures | prompt tokens'
+            ' | completion tokens |',
+            '|---|---|---|---|---|---|---|',
+        ]
+        lines += [
+            f"| {t} | {s['requests']} | {s['cache_hits']} | {s['backend_calls']} |"
+            f" {sum(s['failures'].values())} | "
+            f"{s['prompt_tokens']} | {s['completion_tokens']} |"
+            for t, s in led.items()
+        ]
     return '\n'.join(lines) + '\n'
 
+
 def write_data_card(run: RunFolder, card: dict, figure=None, markdown: str | None = None) -> None:
-    "`data_card.json`, `data_card.md` (`markdown`, else `card_markdown`) and, given a figure, `data_card.png`."
+    """`data_card.json`, `data_card.md` (`markdown`, else `card_markdown`) and, given a figure,
+    `data_card.png`."""
     run.write_json(None, 'data_card.json', card, indent=1)
-    run.file(None, 'data_card.md').write_text(markdown if markdown is not None else card_markdown(card))
+    run.file(None, 'data_card.md').write_text(
+        markdown if markdown is not None else card_markdown(card)
+    )
     if figure is not None:
         import matplotlib.pyplot as plt
-        figure.savefig(run.file(None, 'data_card.png'), dpi=80); plt.close(figure)
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #e22c1c13
+        figure.savefig(run.file(None, 'data_card.png'), dpi=80)
+        plt.close(figure)
+
+# %% ../../nbs/core/17_recipe_frame.ipynb #f3b09a7f
 class NoDataError(RuntimeError):
     "The run finished but yielded no data; its data card says why."
 
+
 def run_summary(card: dict, run_dir: str | Path, **fields) -> dict:
-    "The command's one-line summary of a finished run (`NoDataError` if its status is not ok) or of a partial one."
-    if 'status' not in card: return {'run_dir': str(run_dir), **{k: card[k] for k in ('stages', 'shard', 'wall_s')}}
+    """The command's one-line summary of a finished run (`NoDataError` if its status is not ok) or
+    of a partial one."""
+    if 'status' not in card:
+        return {'run_dir': str(run_dir), **{k: card[k] for k in ('stages', 'shard', 'wall_s')}}
     if card['status'] != 'ok':
-        raise NoDataError(f"the run finished with no data ({card['status']}); data card: {Path(run_dir) / 'data_card.md'}")
+        raise NoDataError(
+            f"the run finished with no data ({card['status']}); data card:"
+            f" {Path(run_dir) / 'data_card.md'}"
+        )
     return {'run_dir': str(run_dir), 'status': 'ok', **fields, 'wall_s': card['wall_s']}
 
-def recipe_command(recipe: Recipe, run: Callable[..., Awaitable[dict]], summarize: Callable[[dict], dict],
-                   argv: Sequence[str] | None = None) -> int:
-    """`envsynth <recipe> <command>`: `run(params, run_dir, stages=, shard=, progress=)` gives the card,
+
+def recipe_command(
+    recipe: Recipe,
+    run: Callable[..., Awaitable[dict]],
+    summarize: Callable[[dict], dict],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """`envsynth <recipe> <command>`: `run(params, run_dir, stages=, shard=, progress=)` gives the
+    card,
     `summarize(card)` the summary fields of a finished run; returns the exit status (see above)."""
     from envsynth.cli import run_recipe_command
+
     def go(args) -> dict:
-        card = asyncio.run(run(read_params(recipe.params, args.params, **args.overrides), args.run_dir,
-                               stages=args.stages, shard=args.shard, progress=True))
+        card = asyncio.run(
+            run(
+                read_params(recipe.params, args.params, **args.overrides),
+                args.run_dir,
+                stages=args.stages,
+                shard=args.shard,
+                progress=True,
+            )
+        )
         return run_summary(card, args.run_dir, **({} if 'status' not in card else summarize(card)))
-    return run_recipe_command(recipe.name, recipe.item_stages, go, argv, recipe.description or None, recipe.command)
+
+    return run_recipe_command(
+        recipe.name, recipe.item_stages, go, argv, recipe.description or None, recipe.command
+    )

@@ -11,6 +11,7 @@ from typing import Iterable, Literal
 from pydantic import BaseModel, Field, ValidationError
 from .tool_docs import inputs_block, load_prompt
 from ..llm import LLMError
+from ..recipe_frame import input_lines
 from ..schema import SubQuestion, Task, content_hash
 
 # %% auto #0
@@ -43,10 +44,10 @@ def _title(text: str, fallback: str) -> str:
 def _documents_of(path: Path) -> list[KnowledgeDocument]:
     if path.suffix == '.jsonl':
         out = []
-        for i, line in enumerate(path.read_text().splitlines()):
-            if not line.strip(): continue
+        for n, line in input_lines(path):
+            i = n - 1
             try: rec = json.loads(line)
-            except json.JSONDecodeError as e: raise ValueError(f'{path}:{i + 1}: not JSON: {e.msg}') from None
+            except json.JSONDecodeError as e: raise ValueError(f'{path}:{n}: not JSON: {e.msg}') from None
             if not isinstance(rec, dict) or not str(rec.get('text') or '').strip(): raise ValueError(f'{path}:{i + 1}: a document needs a non-empty "text"')
             doc_id = str(rec.get('id') or f'{path.stem}-{i}')
             out.append(KnowledgeDocument(id=doc_id, title=rec.get('title') or _title(rec['text'], doc_id), text=rec['text'], source=str(path)))
@@ -75,8 +76,8 @@ class GivenQuestion(BaseModel):
 def read_questions(path: str | Path, documents: Iterable[KnowledgeDocument]) -> list[GivenQuestion]:
     "Questions from a JSONL file; a question about a document the source lacks is an error."
     known, out = {d.id for d in documents}, []
-    for i, line in enumerate(Path(path).read_text().splitlines()):
-        if not line.strip(): continue
+    for n, line in input_lines(path):
+        i = n - 1
         try: q = GivenQuestion.model_validate_json(line)
         except ValidationError as e: raise ValueError(f'{path}:{i + 1}: {e.errors()[0]["msg"]}') from None
         if q.document not in known: raise ValueError(f'{path}:{i + 1}: unknown document {q.document!r}; the knowledge source has {sorted(known)}')

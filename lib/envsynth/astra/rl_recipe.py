@@ -300,7 +300,7 @@ def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     stages['mix'] = _item_counts(run, 'mix')
     stages['rl_data'] = {k: rl[k] for k in ('inputs', 'kept', 'dropped')}
     card = {'title': 'ASTRA (§2.2, §3.2.2) environment data card', 'stages': stages, 'distributions': rl_distributions(run),
-            'trainer_oracle_scores': rl['trainer_oracle_scores'], 'sandbox': r.sandbox.stats if r.sandbox is not None else None}
+            'trainer_oracle_scores': rl['trainer_oracle_scores']}     # the sandbox's counters are this process's, not the data's
     ok = rl['kept'] and all(s == 1.0 for s in rl['trainer_oracle_scores'])
     return finish_card(r, card, 'ok' if ok else 'no_rl_data' if not rl['kept'] else 'oracle_not_scored_1')
 

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel, Field, field_serializer, field_validator
 from ..corpora import normalize_tool, vague_description
 from ..llm import LLMError
+from ..recipe_frame import input_lines
 from ..schema import Tool, ToolSchemaError
 from ..llm import fill_prompt, prompt_folder
 
@@ -72,7 +73,7 @@ def read_mcp_servers(path: str | Path) -> tuple[list[MCPServer], Counter]:
     try: records = json.loads(text); records = records if isinstance(records, list) else [records]
     except json.JSONDecodeError:
         records = []
-        for line in filter(str.strip, text.splitlines()):
+        for _, line in input_lines(path):              # a line over the size limit is refused, naming it
             try: records.append(json.loads(line))
             except json.JSONDecodeError: dropped['invalid_json'] += 1
     for rec in records:

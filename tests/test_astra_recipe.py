@@ -47,6 +47,31 @@ def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
     a, b = _outputs(whole), _outputs(cut)
     assert sorted(a) == sorted(b)
     for k in a: assert a[k] == b[k], f'{k} differs after kill and resume (killed mid-tasks: {killed_in_tasks})'
+    # the killed processes' calls are in the ledger: what the run spent equals the clean run's
+    assert _spending(whole) == _spending(cut)
+
+
+def _spending(run_dir: Path) -> dict:
+    "What the run's ledger says was spent, per tag: calls that reached a model and their tokens."
+    ledger = json.loads((run_dir / 'ledger.json').read_text())
+    return {tag: {k: s[k] for k in ('backend_calls', 'prompt_tokens', 'completion_tokens')} for tag, s in ledger.items()}
+
+
+def test_a_role_without_an_endpoint_beside_one_with_an_endpoint_stops_the_run(tmp_path):
+    "A judge left on the offline teacher while the teacher has a server is refused at start (exit 2, one line, no stage run);"
+    " `allow_offline_roles=true` lets the mix through (the unreachable teacher then fails the run: exit 1)."
+    env = os.environ | {'ENVSYNTH_LLM_TEACHER_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
+    proc = _start(tmp_path / 'mixed', env=env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, err[-2000:]
+    assert 'judge, tool_emulator' in err and 'allow_offline_roles' in err and not (tmp_path / 'mixed' / '01_tool_docs').exists()
+    proc = _start(tmp_path / 'mixed', '--set', 'allow_offline_roles=true', '--set', 'clarity_check=false', env=env)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and 'allow_offline_roles' not in err, err[-2000:]
+    assert (tmp_path / 'mixed' / '01_tool_docs').exists()
+    proc = _start(tmp_path / 'paper', '--params', str(REPO / 'papers_repro/astra/paper.yaml'))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and 'allow_offline_roles: false' in err, err[-2000:]
 
 def test_bad_parameters_are_a_clear_error(tmp_path):
     for bad, word in ((['--set', 'n_vote=2'], 'n_vote'), (['--set', 'deployed_servers=["fetch"]'], 'fetch'),

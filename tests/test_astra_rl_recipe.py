@@ -68,9 +68,11 @@ def test_a_model_that_fails_every_request_is_counted_not_passed(tmp_path):
     from envsynth.fake_server import FakeOpenAIServer, completion
     with FakeOpenAIServer(lambda body: completion({'content': 'I cannot help with that.'})) as server:
         env = os.environ | {'ENVSYNTH_LLM_ENDPOINT': server.base_url, 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
-        summary = _finish(_start(tmp_path / 'junk', env=env))
-    assert summary['status'] == 'no_rl_data' and summary['rl_rows'] == 0
+        out, err = _start(tmp_path / 'junk', env=env).communicate(timeout=600)
+    last = err.strip().splitlines()[-1]
+    assert 'no_rl_data' in last and 'NoDataError' in last and not out.strip(), err[-2000:]     # a run with no data never exits 0
     card = json.loads((tmp_path / 'junk' / 'data_card.json').read_text())
+    assert card['status'] == 'no_rl_data' and card['stages']['rl_data']['kept'] == 0
     dropped = card['stages']['qa']['dropped']
     assert card['stages']['qa']['kept'] == 0 and dropped.get('unconditional_failed', 0) > 0 and dropped.get('conditional_failed', 0) > 0
     assert not (tmp_path / 'junk' / '09_rl_data' / 'train.parquet').exists()

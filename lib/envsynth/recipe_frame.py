@@ -161,9 +161,8 @@ def recipe_clients(
     models: Mapping[str, str] | None = None,
 ) -> dict[str, LLMClient]:
     """`{role: client}` for the recipe's roles: `given` ones (one client = every role), the others
-    built
-    from settings (see above), asking for `models[role]` where the parameters name a model. Built
-    clients journal their ledger into the run folder call by call."""
+    built from settings (see above), asking for `models[role]` where the parameters name a model.
+    Built clients journal their ledger into the run folder call by call."""
     models = dict(models or {})
     from envsynth.settings import get_settings
 
@@ -270,24 +269,19 @@ class RecipeRun:
     """What a run's stages share: the recipe, parameters `p`, the run folder `run`, the clients by
     role and the stages to run."""
 
-    def __init__(
-        self,
-        recipe: Recipe,
-        p: BaseModel,
-        run: RunFolder,
-        clients: dict[str, LLMClient],
-        todo: list[str],
-        shard: str | None,
-    ):
-        self.recipe, self.p, self.run, self.clients, self.todo, self.shard = (
-            recipe,
-            p,
-            run,
-            clients,
-            todo,
-            shard,
-        )
-        self.t0 = time.perf_counter()
+    def __init__(self, recipe: Recipe, p: BaseModel, run: RunFolder, clients: dict[str, LLMClient],
+                 todo: list[str], shard: str | None, given: Sequence[LLMClient] = ()):
+        self.recipe, self.p, self.run, self.clients = recipe, p, run, clients
+        self.todo, self.shard, self.t0 = todo, shard, time.perf_counter()
+        # clients handed in by the caller: their spending is journaled from these snapshots
+        self._given = {id(c): (c, c.ledger.to_dict()) for c in given}
+
+    def journal_given_spending(self) -> None:
+        "Journal what the caller's clients spent since the last call (or the start)."
+        for key, (c, before) in self._given.items():
+            name = client_name([role for role, x in self.clients.items() if x is c])
+            journal_spending(self.run, c, before, name)
+            self._given[key] = (c, c.ledger.to_dict())
 
     def client(self, role: str) -> LLMClient:
         if role not in self.clients:
@@ -311,40 +305,24 @@ class RecipeRun:
 
 
 @asynccontextmanager
-async def open_run(
-    recipe: Recipe,
-    p: BaseModel,
-    run_dir: str | Path,
-    clients=None,
-    *,
-    stages: Sequence[str] | None = None,
-    shard: str | None = None,
-    progress: bool = False,
-    models: Mapping[str, str] | None = None,
-    run_class: type[RecipeRun] = RecipeRun,
-):
+async def open_run(recipe: Recipe, p: BaseModel, run_dir: str | Path, clients=None, *,
+                   stages: Sequence[str] | None = None, shard: str | None = None,
+                   progress: bool = False, models: Mapping[str, str] | None = None,
+                   run_class: type[RecipeRun] = RecipeRun):
     """`async with open_run(...) as r:` a `RecipeRun` (see above; `run_class`: a recipe's subclass
-    holding
-    what its stages share beyond it, e.g. a sandbox)."""
+    holding what its stages share beyond it, e.g. a sandbox)."""
     run = recipe.run_folder(run_dir, getattr(p, 'concurrency', 8), progress)
     todo = recipe.plan(run, stages, shard)
-    built = recipe_clients(
-        recipe, run, clients, getattr(p, 'allow_offline_roles', None), models=models
-    )
+    allow = getattr(p, 'allow_offline_roles', None)
+    built = recipe_clients(recipe, run, clients, allow, models=models)
     run.write_params(p)
-    handed = [clients] if isinstance(clients, LLMClient) else list((clients or {}).values())
-    given = {id(c): c for c in handed}
-    before = {k: c.ledger.to_dict() for k, c in given.items()}
-    r = run_class(recipe, p, run, built, todo, shard)
-    try:
-        yield r
+    given = {id(c): c for c in ([clients] if isinstance(clients, LLMClient)
+                                else (clients or {}).values())}
+    r = run_class(recipe, p, run, built, todo, shard, list(given.values()))
+    try: yield r
     finally:
-        for k, c in given.items():
-            journal_spending(
-                run, c, before[k], client_name([role for role, x in built.items() if x is c])
-            )
-        for c in {id(c): c for c in built.values()}.values():
-            await c.aclose()
+        r.journal_given_spending()
+        for c in {id(c): c for c in built.values()}.values(): await c.aclose()
 
 # %% ../../nbs/core/17_recipe_frame.ipynb #4b2f11a7
 def stage_counts(stage: StageResult | Mapping | str | Path) -> dict:
@@ -377,6 +355,7 @@ def stage_counts(stage: StageResult | Mapping | str | Path) -> dict:
 
 def finish_card(r: RecipeRun, card: dict, status: str = 'ok') -> dict:
     "`card` with the run's ledger, `status` (unless the card has one) and the wall time."
+    r.journal_given_spending()
     card['ledger'] = run_ledger(r.run)
     card.setdefault('status', status)
     card['wall_s'] = round(time.perf_counter() - r.t0, 1)

@@ -37,9 +37,13 @@ def _outputs(run_dir: Path) -> dict:
     out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
     out |= {f.name: f.read_bytes() for f in sorted((run_dir / '08_export').glob('*')) if f.is_file()}
     card = json.loads((run_dir / 'data_card.json').read_text())
-    card['table1']['ours'].pop('avg_tokens_per_task')          # from the ledger: a killed run's recomputed items count twice
     out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
     return out
+
+def _spending(run_dir: Path) -> dict:
+    "What the run paid per tag (ledger.json, every process's journal): backend calls and tokens; requests and cache hits differ after a resume."
+    ledger = json.loads((run_dir / 'ledger.json').read_text())
+    return {tag: {k: s[k] for k in ('backend_calls', 'prompt_tokens', 'completion_tokens')} for tag, s in ledger.items()}
 
 def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
     personas = _personas(tmp_path)
@@ -54,6 +58,7 @@ def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
     a, b = _outputs(whole), _outputs(cut)
     assert sorted(a) == sorted(b)
     for k in a: assert a[k] == b[k], f'{k} differs after kill and resume'
+    assert _spending(cut) == _spending(whole)                  # the killed processes' calls are in the ledger, none twice
 
 def test_bad_parameters_are_a_clear_error(tmp_path):
     for sets, word in ((['--set', 'demo=2'], 'demo'), (['--set', 'min_tools=9'], 'min_tools'), (['--set', 'unknown_verdicts=half'], 'unknown_verdicts')):
@@ -101,3 +106,41 @@ def test_the_same_call_in_two_rollouts_of_a_task_gets_the_same_answer():
     assert len(answers) == 1                                  # 12 calls, two spellings, six concurrent rollouts: one answer
     assert len(world) == 1 and world.stats['new'] == 1 and world.stats['semantic'] + world.stats['exact'] == 11
     assert other.info['mock_world']['scope_size'] == 1        # an episode-scoped world starts empty
+
+
+def test_a_role_without_an_endpoint_beside_one_with_an_endpoint_is_refused(tmp_path):
+    "Only the teacher has an endpoint: the other roles would be the offline teacher's. Refused at start (exit 2, one line,"
+    "no stage written) unless allow_offline_roles=true says the mix is meant."
+    env = {**os.environ, 'ENVSYNTH_LLM_TEACHER_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_MAX_RETRIES': '0', 'ENVSYNTH_LLM_TIMEOUT_S': '5'}
+    for k in [k for k in env if k.startswith('ENVSYNTH_LLM_') and k.endswith('_ENDPOINT') and k != 'ENVSYNTH_LLM_TEACHER_ENDPOINT']: env.pop(k)
+    run_dir = tmp_path / 'run'
+    cmd = [sys.executable, '-m', 'envsynth.synthagent.recipe', '--run-dir', str(run_dir), '--params', str(SMOKE)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (r.returncode, r.stderr[-2000:])
+    assert 'no endpoint' in r.stderr and 'allow_offline_roles' in r.stderr and 'teacher has an endpoint' in r.stderr, r.stderr
+    written = {p.name for p in run_dir.glob('*')} if run_dir.exists() else set()
+    assert not written & {'params.json', '01_personas', *ITEM_STAGES, '08_export'}, written
+    r = subprocess.run([*cmd, '--set', 'allow_offline_roles=true', '--set', 'problem_files=[]'], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert 'allow_offline_roles' not in r.stderr and (run_dir / 'params.json').exists(), r.stderr[-2000:]
+    assert r.returncode == 1 and 'TransportError' in r.stderr, (r.returncode, r.stderr[-2000:])     # past the check: the teacher is unreachable
+
+def test_persona_files_are_read_by_content_and_an_overlong_line_is_refused(tmp_path):
+    "Personas appended to a file are run (the personas step is keyed on the file's content); a line over 64 KiB is a"
+    "one-line error naming the file and the line, for persona and problem files alike."
+    personas = _personas(tmp_path, n=2)
+    run_dir = tmp_path / 'run'
+    cmd = lambda *extra: [*_cmd(run_dir, personas), '--stages', 'tool_suites', *extra]
+    _finish(cmd())
+    assert len(read_records(run_dir / '02_tool_suites')) + sum((json.loads((run_dir / '02_tool_suites' / 'stats.json').read_text())['dropped'] or {}).values()) == 2
+    with personas.open('a') as f: f.write(json.dumps({'persona': 'A lighthouse keeper who logs passing ships every night.'}) + '\n')
+    _finish(cmd())
+    assert json.loads((run_dir / '02_tool_suites' / 'stats.json').read_text())['inputs'] == 3
+    with personas.open('a') as f: f.write(json.dumps({'persona': 'x' * 70_000}) + '\n')
+    r = subprocess.run(cmd(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and f'{personas}:4:' in r.stderr, r.stderr[-2000:]
+    problems = tmp_path / 'problems.jsonl'
+    problems.write_text(json.dumps({'question': 'What is 2 + 2?', 'answer': '4'}) + '\n' + json.dumps({'question': 'y' * 70_000, 'answer': '1'}) + '\n')
+    r = subprocess.run([*_cmd(tmp_path / 'run2', _personas(tmp_path, n=2)), '--stages', 'reasoning', '--set', f'problem_files=["{problems}"]'],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and f'{problems}:2:' in r.stderr, r.stderr[-2000:]

@@ -4,13 +4,16 @@
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #d3f714a8
 from __future__ import annotations
-import asyncio, json, sys, time
-from collections import Counter
+import asyncio, hashlib, json, sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Literal, Sequence
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from ..llm import ChatCache, LLMClient
-from ..pipeline import Drop, RunFolder, Step, concurrently
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from ..llm import LLMClient
+from ..pipeline import Drop, Step, concurrently, without_timing
+from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, recipe_command, run_ledger, write_data_card
+from ..recipe_frame import input_lines, read_params as frame_read_params
 from ..rewards import RubricJudge
 from ..schema import Task, Trajectory, content_hash
 from .mock_world import (MapEntry, MockWorld, MockWorlds, agent_system_prompt, rollout_in_world, teacher_demos,
@@ -21,11 +24,11 @@ from .tasks import (Persona, ReasoningProblem, ToolSuite, generate_tool_suite, l
                                        make_fuzzy_task, rewrite_problem, task_tools)
 
 # %% auto #0
-__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'CODE_TOOL', 'PAPER_TABLE1', 'PAPER_TABLE2', 'SYNTHESIS_TAGS', 'SynthAgentParams',
-           'read_params', 'repo_path', 'recipe_clients', 'ledger_counts', 'synthagent_run_folder', 'RecipeRun',
-           'stage_personas', 'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split',
-           'seeded_world', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'export_rows', 'data_card',
-           'data_card_markdown', 'plot_data_card', 'run_synthagent', 'run_from_command_line', 'main']
+__all__ = ['read_params', 'MAX_LINE_BYTES', 'STEPS', 'RECIPE', 'CODE_TOOL', 'PAPER_TABLE1', 'PAPER_TABLE2', 'SYNTHESIS_TAGS',
+           'SynthAgentParams', 'repo_path', 'input_file', 'recipe_for', 'stage_personas', 'stage_tool_suites',
+           'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split', 'seeded_world', 'stage_rewards',
+           'stage_reasoning', 'synthagent_rl_row', 'export_rows', 'data_card', 'data_card_markdown', 'plot_data_card',
+           'run_synthagent', 'summarize', 'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -73,6 +76,8 @@ class SynthAgentParams(BaseModel):
     # running
     concurrency: int = Field(4, ge=1)
     seed: int = 0
+    allow_offline_roles: bool | None = None   # ours. None: refuse a run where some roles have endpoints and a used role has none;
+                                              # False: refuse any offline role; True: allow mixing
 
     @model_validator(mode='after')
     def _ranges(self):
@@ -80,19 +85,7 @@ class SynthAgentParams(BaseModel):
             if getattr(self, lo) > getattr(self, hi): raise ValueError(f'{lo}={getattr(self, lo)} is above {hi}={getattr(self, hi)}')
         return self
 
-def read_params(path: str | Path | None = None, **overrides) -> SynthAgentParams:
-    "Parameters from a YAML or JSON file (papermill parameter files work: their `overrides` key is merged), then `overrides`."
-    data = {}
-    if path:
-        text = Path(path).read_text()
-        if str(path).endswith(('.yaml', '.yml')):
-            import yaml
-            data = yaml.safe_load(text) or {}
-        else: data = json.loads(text)
-        data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
-    try: return SynthAgentParams(**{**data, **overrides})
-    except ValidationError as e:                      # one line: what is wrong with which field
-        raise ValueError('bad SynthAgent parameters: ' + '; '.join(f"{'.'.join(map(str, x['loc'])) or '(params)'}: {x['msg']}" for x in e.errors())) from None
+read_params = partial(frame_read_params, SynthAgentParams)   # read_params(path, **overrides)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #4c7f8d3c
 def repo_path(path: str | Path) -> Path:
@@ -102,107 +95,89 @@ def repo_path(path: str | Path) -> Path:
     from envsynth.synthagent.tasks import prompts_dir
     return prompts_dir().parents[1] / path
 
-ROLES = ('teacher', 'tool_emulator', 'user_simulator', 'judge', 'policy')
+MAX_LINE_BYTES = 64 * 1024      # ours: the longest line of a persona or problem file
 
-def recipe_clients(run: RunFolder, clients: dict[str, LLMClient] | LLMClient | None = None) -> dict[str, LLMClient]:
-    "An `LLMClient` per role: those given (one client = every role), else the settings' (offline roles share one offline teacher)."
-    if isinstance(clients, LLMClient): return {r: clients for r in ROLES}
-    given = dict(clients or {})
-    from envsynth.settings import get_settings
-    from envsynth.llm import make_client
-    s, out, offline = get_settings(), {}, None
-    for role in ROLES:
-        if role in given: out[role] = given[role]
-        elif s.llm.role(role).offline:
-            offline = offline or LLMClient(offline_synthagent_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
-            out[role] = offline
-        else:
-            c = make_client(role, cache=False); c.cache = ChatCache(run.file(None, 'llm_cache.sqlite')); out[role] = c
-    return out
-
-def ledger_counts(clients: dict[str, LLMClient]) -> dict[str, dict]:
-    "Per-tag counts of every distinct client of the run."
-    total = {}
-    for c in {id(c): c for c in clients.values()}.values():
-        for tag, s in c.ledger.to_dict().items():
-            t = total.setdefault(tag, {k: ({} if k == 'failures' else 0) for k in s})
-            for k, v in s.items():
-                t[k] = dict(Counter(t[k]) + Counter(v)) if k == 'failures' else t[k] + v
-    return total
+def input_file(path: str | Path) -> tuple[Path, str]:
+    "`path` (see `repo_path`) and the hash of its content; `ValueError` naming the file and line for a line over `MAX_LINE_BYTES`."
+    path = repo_path(path)
+    for _ in input_lines(path, MAX_LINE_BYTES): pass      # the frame's check: a line too long or not UTF-8 is an error
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()[:24]
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #b5309dea
-STEPS = (Step('personas', '01_personas'), Step('tool_suites', '02_tool_suites', per_item=True), Step('tasks', '03_tasks', per_item=True),
-         Step('demos', '04_demos', per_item=True), Step('rubrics', '05_rubrics', per_item=True), Step('rewards', '06_rewards', per_item=True),
-         Step('reasoning', '07_reasoning', per_item=True), Step('export', '08_export'))
-ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
+STEPS = (Step('personas', '01_personas'), Step('tool_suites', '02_tool_suites', per_item=True, needs=()),
+         Step('tasks', '03_tasks', per_item=True, needs=('tool_suites',)), Step('demos', '04_demos', per_item=True, needs=('tasks',)),
+         Step('rubrics', '05_rubrics', per_item=True, needs=('tasks', 'demos')), Step('rewards', '06_rewards', per_item=True, needs=('demos', 'rubrics')),
+         Step('reasoning', '07_reasoning', per_item=True, needs=()), Step('export', '08_export'))   # needs: the stages whose records it reads
 
-def synthagent_run_folder(run_dir: str | Path, p: SynthAgentParams, progress: bool = False) -> RunFolder:
-    "The run folder of a SynthAgent run (per-item stages are named `synthagent.<step>` in their journals)."
-    return RunFolder(run_dir, STEPS, namespace='synthagent', concurrency=p.concurrency, progress=progress)
+RECIPE = Recipe('synthagent', STEPS, SynthAgentParams, ('teacher', 'tool_emulator', 'user_simulator', 'judge', 'policy'),
+                offline_synthagent_teacher, description='Run the SynthAgent recipe into a run folder (resumable).')
 
-class RecipeRun:
-    "What the stages share: parameters, the run folder and the clients by role."
-    def __init__(self, p: SynthAgentParams, run: RunFolder, clients: dict[str, LLMClient]):
-        self.p, self.run, self.clients = p, run, clients
+def recipe_for(p: SynthAgentParams) -> Recipe:
+    "`RECIPE` with the roles a run with `p` calls: `policy` only when held-out tasks are rolled out by it."
+    uses_policy = p.heldout_fraction > 0 and p.heldout_policy == 'policy'
+    return RECIPE if uses_policy else replace(RECIPE, roles=tuple(x for x in RECIPE.roles if x != 'policy'))
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #ecabcf91
 def stage_personas(r: RecipeRun) -> list[Persona]:
     "Stage 1: the personas (files, else our own), deduplicated, the first `max_personas`."
+    files = [input_file(f) for f in r.p.persona_files]
     cfg = r.p.model_dump(include={'persona_files', 'max_personas'})
+    if files: cfg['content'] = [h for _, h in files]         # appended personas re-run what depends on them
     recs = r.run.cached('personas', cfg)
     if recs is None:
-        found = [x for f in r.p.persona_files for x in load_personas(repo_path(f))] if r.p.persona_files else load_personas()
+        found = [x for f, _ in files for x in load_personas(f)] if files else load_personas()
         unique = list({x.persona.strip(): x for x in reversed(found)}.values())[::-1]
         recs = r.run.save('personas', cfg, [x.model_dump() for x in unique[:r.p.max_personas]])
     return [Persona.model_validate(x) for x in recs]
 
-async def stage_tool_suites(r: RecipeRun, personas: list[Persona], shard=None):
+async def stage_tool_suites(r: RecipeRun, personas: list[Persona]):
     "Stage 2 → the journal of checked tool suites (drops: the failed call, workflow length, tool count, invalid schema, no forbidden rule)."
     p = r.p
     async def suite(rec: dict):
-        return await generate_tool_suite(Persona.model_validate(rec), r.clients['teacher'], (p.min_tools, p.max_tools), (p.min_steps, p.max_steps),
+        return await generate_tool_suite(Persona.model_validate(rec), r.client('teacher'), (p.min_tools, p.max_tools), (p.min_steps, p.max_steps),
                                          temperature=p.teacher_temperature)
     cfg = p.model_dump(include={'min_tools', 'max_tools', 'min_steps', 'max_steps', 'teacher_temperature'})
-    return await r.run.run_items('tool_suites', suite, [x.model_dump() for x in personas], config=cfg, shard=shard)
+    return await r.run.run_items('tool_suites', suite, [x.model_dump() for x in personas], config=cfg, shard=r.shard)
 
-async def stage_tasks(r: RecipeRun, shard=None):
+async def stage_tasks(r: RecipeRun):
     "Stage 3 → the journal of fuzzy tasks (drops: failed calls, distractor count, output size, no information gap)."
     p = r.p
     async def fuzz(rec: dict):
-        task = await make_fuzzy_task(ToolSuite.model_validate(rec), r.clients['teacher'], r.clients['judge'], information_gap=p.information_gap,
+        task = await make_fuzzy_task(ToolSuite.model_validate(rec), r.client('teacher'), r.client('judge'), information_gap=p.information_gap,
                                      gap_check=p.gap_check, distractors=(p.min_distractors, p.max_distractors), min_tools=p.min_tools,
                                      max_output_fields=p.max_output_fields, temperature=p.teacher_temperature)
         return task if isinstance(task, Drop) else task.model_dump(mode='json')
     cfg = p.model_dump(include={'information_gap', 'gap_check', 'min_distractors', 'max_distractors', 'min_tools', 'max_output_fields', 'teacher_temperature'})
-    return await r.run.run_items('tasks', fuzz, r.run.inputs('tool_suites'), config=cfg, shard=shard)
+    return await r.run.run_items('tasks', fuzz, r.run.inputs('tool_suites'), config=cfg, shard=r.shard)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #544f701b
 def _task_tools_ok(task: Task) -> Task: task_tools(task); return task
 
-async def stage_demos(r: RecipeRun, shard=None):
+async def stage_demos(r: RecipeRun):
     "Stage 4 → per task: its k demonstrations, the map M they built and the map statistics."
     p = r.p
     async def demos(rec: dict):
         task = _task_tools_ok(Task.model_validate(rec))
         world = MockWorlds(p.map_scope, p.max_map_entries, p.prompt_map_entries).for_task(task)
-        trajs = await teacher_demos(task, r.clients['teacher'], r.clients['tool_emulator'], r.clients['user_simulator'], world, k=p.demos,
+        trajs = await teacher_demos(task, r.client('teacher'), r.client('tool_emulator'), r.client('user_simulator'), world, k=p.demos,
                                     max_turns=p.max_turns, temperature=p.teacher_temperature)
         if all(t.info['termination'] in ('policy_error', 'user_error') for t in trajs):
             return Drop('no_demonstrations', '; '.join(sorted({str(t.info.get('error'))[:150] for t in trajs})))
         return {'task_id': task.id, 'demos': [t.model_dump(mode='json', exclude_none=True) for t in trajs], 'world': world_stats(world),
                 'map': [e.model_dump(mode='json') for e in world.entries]}
     cfg = p.model_dump(include={'demos', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'teacher_temperature'})
-    return await r.run.run_items('demos', demos, r.run.inputs('tasks'), config=cfg, shard=shard)
+    return await r.run.run_items('demos', demos, r.run.inputs('tasks'), config=cfg, shard=r.shard)
 
-async def stage_rubrics(r: RecipeRun, shard=None):
+async def stage_rubrics(r: RecipeRun):
     "Stage 5 → the tasks with rubrics (drops: uncovered workflow steps, failed readings)."
     tasks = r.run.records_by('tasks', 'id')
     async def rubric(rec: dict):
         task = Task.model_validate(tasks[rec['task_id']])
-        ruled, outcome = await build_rubric(task, [Trajectory.model_validate(d) for d in rec['demos']], r.clients['judge'], r.p.max_interactions,
+        ruled, outcome = await build_rubric(task, [Trajectory.model_validate(d) for d in rec['demos']], r.client('teacher'), r.p.max_interactions,
                                             temperature=0.0)
         return ruled if isinstance(ruled, Drop) else {**ruled.model_dump(mode='json'), 'readings': outcome}
-    return await r.run.run_items('rubrics', rubric, r.run.inputs('demos'), config=r.p.model_dump(include={'max_interactions'}), shard=shard)
+    return await r.run.run_items('rubrics', rubric, r.run.inputs('demos'), config=r.p.model_dump(include={'max_interactions'}),
+                                 shard=r.shard, keyed_on=without_timing)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #9877f590
 def task_split(task_id: str, heldout_fraction: float, seed: int = 0) -> str:
@@ -216,19 +191,19 @@ def seeded_world(task: Task, entries: list[dict], p: SynthAgentParams) -> MockWo
     return world
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #8605f81f
-async def stage_rewards(r: RecipeRun, shard=None):
+async def stage_rewards(r: RecipeRun):
     "Stage 6 → per task: its split, the judged demonstrations, probes and (held-out) policy trajectories."
     p, demos_of = r.p, r.run.records_by('demos', 'task_id')
     async def reward(rec: dict):
         rec = {k: v for k, v in rec.items() if k != 'readings'}
         task, d = Task.model_validate(rec), demos_of[rec['id']]
-        judge = RubricJudge(r.clients['judge'], tag='synthagent.rubric_judge', temperature=p.judge_temperature)
+        judge = RubricJudge(r.client('judge'), tag='synthagent.rubric_judge', temperature=p.judge_temperature)
         async def judged(traj: Trajectory) -> dict:
             s = await rubric_score(judge, task, traj, p.reward_formula)
             return {**trajectory_row(traj, s), 'status': s['status'], 'error': s['error'], 'reward': reward_of(s, p.unknown_verdicts),
                     'termination': traj.info.get('termination')}
         def rollout(policy):            # one after another: each adds answers to the task's world
-            return rollout_in_world(task, policy, world, r.clients['tool_emulator'], r.clients['user_simulator'], max_turns=p.max_turns)
+            return rollout_in_world(task, policy, world, r.client('tool_emulator'), r.client('user_simulator'), max_turns=p.max_turns)
         demos = [Trajectory.model_validate(x) for x in d['demos']]
         demo_scores = list(await asyncio.gather(*(judged(t) for t in demos)))
         best = max(range(len(demos)), key=lambda i: (demo_scores[i]['score'] or -1, -i))
@@ -239,7 +214,7 @@ async def stage_rewards(r: RecipeRun, shard=None):
                 verdicts[name] = asyncio.ensure_future(judged(await rollout(probe_policy(name, task, demos[best]))))
             if split == 'heldout':
                 from envsynth.rollout import LLMPolicy
-                client = r.clients['policy' if p.heldout_policy == 'policy' else 'teacher']
+                client = r.client('policy' if p.heldout_policy == 'policy' else 'teacher')
                 tag = 'policy' if p.heldout_policy == 'policy' else 'synthagent.agent'
                 verdicts[None] = asyncio.ensure_future(judged(await rollout(LLMPolicy(client, tag=tag))))
             scores = {name: await v for name, v in verdicts.items()}
@@ -250,19 +225,20 @@ async def stage_rewards(r: RecipeRun, shard=None):
                 'world_after': world_stats(world)}
     cfg = p.model_dump(include={'reward_formula', 'unknown_verdicts', 'judge_temperature', 'probe_policies', 'heldout_fraction',
                                 'heldout_policy', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'seed'})
-    return await r.run.run_items('rewards', reward, r.run.inputs('rubrics'), config=cfg, shard=shard)
+    return await r.run.run_items('rewards', reward, r.run.inputs('rubrics'), config=cfg, shard=r.shard,
+                                 keyed_on=without_timing)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #87d04ec3
-async def stage_reasoning(r: RecipeRun, personas: list[Persona], shard=None):
+async def stage_reasoning(r: RecipeRun, personas: list[Persona]):
     "Stage 7 → the journal of persona-rewritten problems kept by self-consistency."
     p = r.p
-    problems = [x for f in p.problem_files for x in load_problems(repo_path(f))][:p.max_problems]
+    problems = [x for f in p.problem_files for x in load_problems(input_file(f)[0])][:p.max_problems]
     async def rewrite(rec: dict):
         prob = ReasoningProblem.model_validate(rec)
         persona = personas[int(content_hash([prob.id, p.seed], 8), 16) % len(personas)]
-        return await rewrite_problem(prob, persona, r.clients['teacher'], p.self_consistency, temperature=p.teacher_temperature)
+        return await rewrite_problem(prob, persona, r.client('teacher'), p.self_consistency, temperature=p.teacher_temperature)
     cfg = p.model_dump(include={'self_consistency', 'teacher_temperature', 'seed'})
-    return await r.run.run_items('reasoning', rewrite, [x.model_dump() for x in problems], config=cfg, shard=shard)
+    return await r.run.run_items('reasoning', rewrite, [x.model_dump() for x in problems], config=cfg, shard=r.shard)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #15504772
 def synthagent_rl_row(task: Task, index: int, split: str, p: SynthAgentParams) -> dict:
@@ -322,18 +298,19 @@ def _mean(xs) -> float | None:
     xs = [x for x in xs if x is not None]
     return round(sum(xs) / len(xs), 3) if xs else None
 
-def data_card(r: RecipeRun, personas: list[Persona], exports: dict, ledger: dict) -> dict:
+def data_card(r: RecipeRun, personas: list[Persona], exports: dict) -> dict:
     "The card of a finished run (also written as `data_card.json` and `data_card.md`)."
-    run = r.run
+    run, ledger = r.run, run_ledger(r.run)         # what every process of the run spent
     rewards = run.records('rewards')
     tasks = [t for t in run.records('rubrics') if t['id'] in {x['task_id'] for x in rewards}]
     demos = {x['task_id']: x for x in run.records('demos')}
-    stages = {'personas': {'inputs': len(personas), 'kept': len(personas)}, **{s: run.stats(s) for s in ITEM_STAGES}}
+    stages = {'personas': {'inputs': len(personas), 'kept': len(personas)}, **{s: run.stats(s) for s in RECIPE.item_stages}}
     for s in stages.values(): s.pop('shards', None)
     rub = run.stats('rubrics')
     uncovered = rub.get('dropped', {}).get('uncovered_workflow_steps', 0)
     trajs = [d for t in tasks for d in demos[t['id']]['demos']]
-    tokens = sum(v.get('prompt_tokens', 0) + v.get('completion_tokens', 0) for k, v in ledger.items() if k in SYNTHESIS_TAGS)
+    tokens = sum(v.get('prompt_tokens', 0) + v.get('completion_tokens', 0) for k, v in ledger.items()
+                 if k.rsplit('/', 1)[-1] in SYNTHESIS_TAGS)
     ours = {'tasks': len(tasks), 'avg_tools_per_task': _mean(len(t['metadata']['tool_suite']) for t in tasks),
             'avg_interactions': _mean(x['info'].get('tool_calls', 0) + sum(1 for y in x['info'].get('turns', []) if y['role'] == 'user') for x in trajs),
             'avg_map_size': _mean(demos[t['id']]['world']['map_size'] for t in tasks),
@@ -404,48 +381,31 @@ def plot_data_card(card: dict):
     return fig
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #97dc15fc
-async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | Path = 'runs/synthagent', clients=None, *,
+async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | Path = 'runs/synthagent',
+                         clients: LLMClient | dict[str, LLMClient] | None = None, *,
                          stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
     "Run the recipe (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
-    p, t0 = params or SynthAgentParams(), time.perf_counter()
-    run = synthagent_run_folder(run_dir, p, progress)
-    todo = run.plan(stages, shard)
-    run.write_params(p)
-    r = RecipeRun(p, run, recipe_clients(run, clients))
-    personas = stage_personas(r)
-    chain = {'tool_suites': lambda: stage_tool_suites(r, personas, shard), 'tasks': lambda: stage_tasks(r, shard),
-             'demos': lambda: stage_demos(r, shard), 'rubrics': lambda: stage_rubrics(r, shard), 'rewards': lambda: stage_rewards(r, shard)}
-    async def task_stages():              # each task goes on to the next stage as soon as it is kept
-        await run.run_chain(chain, todo, shard)
-    async def reasoning_stage():          # needs only the personas: it runs beside the task stages
-        if 'reasoning' in todo: await stage_reasoning(r, personas, shard)
-    await concurrently(task_stages(), reasoning_stage())
-    ledger = run.add_to_ledger(ledger_counts(r.clients))
-    if shard or not run.finished(*ITEM_STAGES):
-        return {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}
-    card = data_card(r, personas, export_rows(r), ledger)
-    card['wall_s'] = round(time.perf_counter() - t0, 1)
-    run.write_json(None, 'data_card.json', card, indent=1)
-    (run.root / 'data_card.md').write_text(data_card_markdown(card))
-    import matplotlib.pyplot as plt
-    fig = plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80); plt.close(fig)
-    return card
+    p = params or SynthAgentParams()
+    async with open_run(recipe_for(p), p, run_dir, clients, stages=stages, shard=shard, progress=progress) as r:
+        personas = stage_personas(r)
+        chain = {'tool_suites': lambda: stage_tool_suites(r, personas), 'tasks': lambda: stage_tasks(r),
+                 'demos': lambda: stage_demos(r), 'rubrics': lambda: stage_rubrics(r), 'rewards': lambda: stage_rewards(r)}
+        async def reasoning_stage():      # needs only the personas: it runs beside the task stages
+            if 'reasoning' in r.todo: await stage_reasoning(r, personas)
+        await concurrently(r.run.run_chain(chain, r.todo, r.shard), reasoning_stage())   # each task goes on as soon as it is kept
+        if r.partial: return r.partial_summary()
+        card = finish_card(r, data_card(r, personas, export_rows(r)))
+        write_data_card(r.run, card, plot_data_card(card), data_card_markdown(card))
+        return card
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #a511c41a
-from ..cli import run_recipe_command
-
-def run_from_command_line(args) -> dict:
-    "What `envsynth synthagent run` does with its parsed arguments: the run, then a one-line summary."
-    out = asyncio.run(run_synthagent(read_params(args.params, **args.overrides), args.run_dir, stages=args.stages, shard=args.shard, progress=True))
-    if 'status' not in out: return {'run_dir': str(args.run_dir), **{k: out[k] for k in ('stages', 'shard', 'wall_s')}}
-    if out['status'] != 'ok': raise ValueError(f"{out['status']}; data card: {Path(args.run_dir) / 'data_card.md'}")
-    return {'run_dir': str(args.run_dir), 'tasks': out['table1']['ours']['tasks'], 'probe_ranking_ok': out['probe_ranking_ok'],
-            'exports': out['exports'], 'wall_s': out['wall_s']}
+def summarize(card: dict) -> dict:
+    "The command's summary of a finished run."
+    return {'tasks': card['table1']['ours']['tasks'], 'probe_ranking_ok': card['probe_ranking_ok'], 'exports': card['exports']}
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the SynthAgent recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
-    `envsynth synthagent run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
-    return run_recipe_command('synthagent', ITEM_STAGES, run_from_command_line, argv, 'Run the SynthAgent recipe into a run folder (resumable).')
+    """`envsynth synthagent run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    return recipe_command(RECIPE, run_synthagent, summarize, argv)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #5666877d
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # not when a notebook runs this cell

@@ -1,10 +1,11 @@
 """The EnvFactory recipe end to end through its command line: the smoke run meets the recipe's contract
 (tested environments, satisfiable chains, multi-turn tasks, solutions that replay to the gold state, the
 reward check, counts with reasons, the environment-scaling table), a run killed mid-stage and resumed
-finishes with exactly the outputs of an uninterrupted run, bad parameters are a clear error, and a model
-that fails every request is counted, never reported as success. The dependency graph's similarity rules
+finishes with exactly the outputs and the model spending of an uninterrupted run, bad parameters are a clear
+error, a role left offline beside one with an endpoint is refused at the start, and a model that fails every
+request is counted, never reported as success. The dependency graph's similarity rules
 are checked against their definitions."""
-import json, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_records
@@ -31,6 +32,11 @@ def _outputs(run_dir: Path) -> dict:
     card = json.loads((run_dir / 'data_card.json').read_text())
     out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
     return out
+
+def _spending(run_dir: Path) -> dict:
+    "What the run's model calls cost per tag of its ledger, whichever processes made them."
+    ledger = json.loads((run_dir / 'ledger.json').read_text())
+    return {tag: {k: s[k] for k in ('backend_calls', 'prompt_tokens', 'completion_tokens')} for tag, s in ledger.items()}
 
 @pytest.fixture(scope='module')
 def smoke_run(tmp_path_factory) -> tuple[Path, dict]:
@@ -115,6 +121,12 @@ def test_killed_and_resumed_run_matches_an_uninterrupted_run(smoke_run, tmp_path
     assert _kill_during(cut, '04_queries')
     finish(_start(cut))
     assert _outputs(cut) == _outputs(whole)
+    # The killed process's calls are in the ledger, none twice. Only a kill landing between a model answer's cache
+    # write and its ledger line loses that call (the resumed run finds it cached): at most one per concurrent request.
+    cut_s, whole_s = _spending(cut), _spending(whole)
+    lost = {t: {k: v - cut_s.get(t, {}).get(k, 0) for k, v in s.items()} for t, s in whole_s.items()}
+    assert set(cut_s) <= set(whole_s) and all(n >= 0 for x in lost.values() for n in x.values()), lost
+    assert lost['total']['backend_calls'] <= 4, lost                                # smoke.yaml: concurrency 4
 
 def test_bad_parameters_are_a_clear_error(tmp_path):
     for bad in (['--set', 'n_envs=0'], ['--set', 'operators=["shout"]'], ['--set', 'no_such_knob=1'], ['--stages', 'nope']):
@@ -122,6 +134,21 @@ def test_bad_parameters_are_a_clear_error(tmp_path):
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 2, (bad, err[-2000:])
         assert len(err.strip().splitlines()) == 1 and 'error' in err, err
+
+def test_a_role_left_offline_beside_one_with_an_endpoint_is_refused(tmp_path):
+    """The teacher has an endpoint, the agent (`policy`) none: the run stops at its start with one line (exit 2) and
+    writes no stage; with `allow_offline_roles=true` the same run starts (and fails later: nothing listens there)."""
+    env = {**os.environ, 'ENVSYNTH_LLM_TEACHER_ENDPOINT': 'http://127.0.0.1:9/v1', 'ENVSYNTH_LLM_TEACHER_MAX_RETRIES': '0',
+           'ENVSYNTH_LLM_TEACHER_TIMEOUT_S': '5'}
+    run_dir = tmp_path / 'run'
+    cmd = [sys.executable, '-m', 'envsynth.envfactory.recipe', '--run-dir', str(run_dir), '--params', SMOKE]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr[-2000:]
+    assert 'policy has no endpoint' in r.stderr and 'allow_offline_roles' in r.stderr
+    assert not any((run_dir / f).exists() for f in ('params.json', '01_propose', '03_graph', *ITEM_STAGES))
+    r = subprocess.run([*cmd, '--set', 'allow_offline_roles=true'], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1 and 'no endpoint' not in r.stderr, r.stderr[-2000:]
+    assert (run_dir / 'params.json').exists()                       # past the role check: the run began
 
 def test_a_model_that_always_fails_is_counted_not_passed(tmp_path):
     import asyncio
@@ -131,6 +158,7 @@ def test_a_model_that_always_fails_is_counted_not_passed(tmp_path):
     teacher = OfflineTeacher({tag: (lambda req: 'I cannot help with that.') for tag in TAGS.values()})   # every answer is unusable
     out = asyncio.run(run_envfactory(read_params(SMOKE, n_envs=2), tmp_path / 'r', LLMClient(teacher, 'broken')))
     assert out['reward_check']['ok'] is False and out['reward_check']['tasks'] == 0, out['reward_check']   # no success claimed
+    assert out['status'] != 'ok'                                                                      # the command exits 1
     assert out['rows'] == {'sft_trajectories': 0, 'rl_rows': 0} and out['stages']['build']['kept'] == 0
     stats = json.loads((tmp_path / 'r' / '01_propose' / 'stats.json').read_text())
     assert stats['kept'] == 0 and stats['dropped'] == {'proposal_failed': 4}
@@ -171,3 +199,20 @@ def test_graph_links_every_pair_above_the_threshold_with_no_neighbour_cap():
         assert all(d['weight'] >= 0.85 - 1e-5 for _, _, d in g.edges(data=True))
         loose = tool_graph(corpus, embedder, similarity=similarity, threshold=0.5, k=8)
         assert g.number_of_edges() < loose.number_of_edges()
+
+def test_each_call_goes_to_its_role(tmp_path):
+    "Synthesis to the teacher, the solving agent's turns to the policy: the ledger names each client's calls."
+    import asyncio
+    from envsynth.llm import LLMClient, OfflineTeacher
+    from envsynth.envfactory.envgen import TAGS
+    from envsynth.envfactory.offline import offline_envfactory_teacher
+    from envsynth.envfactory.recipe import read_params, run_envfactory
+    teacher, agent = LLMClient(offline_envfactory_teacher(), 'teacher'), LLMClient(OfflineTeacher(), 'agent')
+    out = asyncio.run(run_envfactory(read_params(SMOKE, n_envs=2), tmp_path / 'r', {'teacher': teacher, 'policy': agent}))
+    assert out['status'] == 'ok' and out['rows']['sft_trajectories'] > 0
+    assert set(agent.ledger.to_dict()) == {TAGS['agent']}
+    assert TAGS['agent'] not in teacher.ledger.to_dict() and TAGS['propose'] in teacher.ledger.to_dict()
+    from envsynth.envfactory.recipe import RECIPE
+    from envsynth.recipe_frame import run_ledger
+    tags = set(run_ledger(RECIPE.run_folder(tmp_path / 'r')))      # the given clients' spending, journaled at the end
+    assert f"policy/{TAGS['agent']}" in tags and f"teacher/{TAGS['querygen']}" in tags

@@ -522,10 +522,12 @@ class LLMClient:
                 except TransientError as e: errors.append(str(e)); continue
                 except LLMError as e: raise self._failed(req.tag, e) from None
                 dt = time.monotonic() - t0
-                if self.cache is not None: self.cache.put(key, out)
+                # counted before it is cached: a process killed in between has its spending in the
+                # ledger journal (the resumed run pays again, and counts it again), never missing
                 self.ledger.count(req.tag, backend_calls=1, latency_s=dt, max_latency_s=dt,
                                   prompt_tokens=out.prompt_tokens,
                                   completion_tokens=out.completion_tokens)
+                if self.cache is not None: self.cache.put(key, out)
                 return out
         raise self._failed(req.tag, TransportError(f'{req.tag}: {len(errors)} attempts failed; '
                                                    f'last: {errors[-1]}'))

@@ -4,28 +4,32 @@
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #fb27a47d
 from __future__ import annotations
-import argparse, asyncio, json, sys, time
+import asyncio, json, sys
 from collections import Counter
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Literal, Sequence
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from ..agentscaler.sft_data import ledger_counts, stage_counts
+from typing import Literal, Mapping, Sequence
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .build import EnvRecord, build_environment
 from .envgen import SEED_CATEGORIES, EnvProposal, authentic_sources, propose_environments
+from .offline import offline_envfactory_teacher
 from .queries import OPERATORS, chain_task
 from .solutions import composite_reward, solve_task
 from .toolgraph import (classify_parameters, isolated_tools, pool_corpus, refine_graph,
                                            sample_chains, tool_graph)
 from ..envs import Environment, load_environment
-from ..llm import ChatCache, LLMClient, OfflineTeacher
+from ..llm import LLMClient, OfflineTeacher
 from ..pipeline import RunFolder, Step
+from ..recipe_frame import (Recipe, RecipeRun, finish_card, open_run, read_params as read_frame_params,
+                                   recipe_command, stage_counts, write_data_card)
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['STEPS', 'ITEM_STAGES', 'EnvFactoryParams', 'read_params', 'envfactory_run_folder', 'recipe_client', 'RecipeRun',
-           'stage_propose', 'stage_build', 'stage_graph', 'stage_queries', 'stage_solutions', 'reward_check',
-           'write_rows', 'candidate_rewards', 'scaling_table', 'plot_scaling', 'write_scaling', 'finish_run',
-           'embedder_loading', 'register_offline_agent_for', 'run_envfactory', 'run_from_command_line', 'main']
+__all__ = ['read_params', 'STEPS', 'RECIPE', 'EnvFactoryParams', 'recipe_for', 'EnvFactoryRun', 'stage_propose', 'stage_build',
+           'stage_graph', 'stage_queries', 'stage_solutions', 'reward_check', 'write_rows', 'candidate_rewards',
+           'scaling_table', 'plot_scaling', 'write_scaling', 'finish_run', 'embedder_loading',
+           'register_offline_agent_for', 'run_stages', 'run_envfactory', 'summarize', 'main']
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #a028e100
 class EnvFactoryParams(BaseModel):
@@ -74,83 +78,79 @@ class EnvFactoryParams(BaseModel):
     concurrency: int = Field(4, ge=1)
     sandbox_workers: int = Field(2, ge=1)
     seed: int = 0
+    # ours. None: refuse a run where some roles have endpoints and a used role has none;
+    # False: refuse any offline role; True: allow mixing
+    allow_offline_roles: bool | None = None
 
-def read_params(path: str | Path | None = None, **overrides) -> EnvFactoryParams:
-    "Parameters from a YAML or JSON file (a papermill file's `overrides` key is merged), then `overrides`."
-    data = {}
-    if path:
-        text = Path(path).read_text()
-        data = (__import__('yaml').safe_load(text) or {}) if str(path).endswith(('.yaml', '.yml')) else json.loads(text)
-        data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
-    try: p = EnvFactoryParams(**{**data, **overrides})
-    except ValidationError as e:
-        raise ValueError('bad parameters: ' + '; '.join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())) from None
-    if p.max_tools < p.min_tools: raise ValueError(f'max_tools ({p.max_tools}) < min_tools ({p.min_tools})')
-    if abs(p.name_weight + p.description_weight - 1) > 1e-9:
-        raise ValueError(f'name_weight + description_weight must be 1, '
-                         f'got {p.name_weight} + {p.description_weight}')
-    if bad := [n for n in p.pool_sizes if n < 1]:
-        raise ValueError(f'pool_sizes must be >= 1, got {bad}')
-    if bad := sorted(set(p.operators) - set(OPERATORS)): raise ValueError(f'unknown operators {bad}; choose from {list(OPERATORS)}')
-    return p
+    @model_validator(mode='after')
+    def _consistent(self):
+        if self.max_tools < self.min_tools: raise ValueError(f'max_tools ({self.max_tools}) < min_tools ({self.min_tools})')
+        if abs(self.name_weight + self.description_weight - 1) > 1e-9:
+            raise ValueError(f'name_weight + description_weight must be 1, got {self.name_weight} + {self.description_weight}')
+        if bad := [n for n in self.pool_sizes if n < 1]: raise ValueError(f'pool_sizes must be >= 1, got {bad}')
+        if bad := sorted(set(self.operators) - set(OPERATORS)):
+            raise ValueError(f'unknown operators {bad}; choose from {list(OPERATORS)}')
+        return self
+
+read_params = partial(read_frame_params, EnvFactoryParams)   # read_params(path, **overrides)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #3ea1cf82
 STEPS = (Step('propose', '01_propose'), Step('build', '02_build', per_item=True), Step('graph', '03_graph'),
          Step('queries', '04_queries', per_item=True),
          Step('solutions', '05_solutions', per_item=True), Step('envs', 'envs'),
          Step('data', '06_data'), Step('scaling', '07_scaling'))
-ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
-def envfactory_run_folder(run_dir: str | Path, p: EnvFactoryParams, progress: bool = False) -> RunFolder:
-    return RunFolder(run_dir, STEPS, namespace='envfactory', concurrency=p.concurrency, progress=progress)
+RECIPE = Recipe('envfactory', STEPS, EnvFactoryParams, roles=('teacher', 'policy', 'user_simulator'),
+                offline_teacher=offline_envfactory_teacher,
+                description='Run the EnvFactory recipe into a run folder (resumable).')
 
-def recipe_client(run: RunFolder, client: LLMClient | None = None) -> LLMClient:
-    "The client given, else the settings' teacher (offline: the EnvFactory stand-ins), cached in the run folder."
-    if client is not None: return client
-    from envsynth.settings import get_settings
-    from envsynth.llm import make_client
-    if get_settings().llm.role('teacher').offline:
-        from envsynth.envfactory.offline import offline_envfactory_teacher
-        return LLMClient(offline_envfactory_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
-    c = make_client('teacher', cache=False); c.cache = ChatCache(run.file(None, 'llm_cache.sqlite'))
-    return c
+def recipe_for(p: EnvFactoryParams) -> Recipe:
+    "The recipe with the roles a run with `p` calls: no simulated user when the user is scripted."
+    if p.user_variant != 'scripted': return RECIPE
+    return replace(RECIPE, roles=tuple(x for x in RECIPE.roles if x != 'user_simulator'))
 
-class RecipeRun:
-    "What the stages share: parameters, run folder, client, sandbox, loaded environments."
-    def __init__(self, p: EnvFactoryParams, run: RunFolder, client: LLMClient, sandbox=None):
-        self.p, self.run, self.client, self.sandbox, self._envs = p, run, client, sandbox, {}
+class EnvFactoryRun(RecipeRun):
+    "The frame's run, with the sandbox the environments run in and the environments loaded so far."
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sandbox, self._envs = None, {}
     def env(self, name: str) -> Environment:
         if name not in self._envs: self._envs[name] = load_environment(self.run.dir('envs') / name, sandbox=self.sandbox)
         return self._envs[name]
+    def close_envs(self):
+        for e in self._envs.values(): e.close()
+        self._envs = {}
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #445fb1da
-async def stage_propose(r: RecipeRun) -> list[EnvProposal]:
+async def stage_propose(r: EnvFactoryRun) -> list[EnvProposal]:
     "Stage 1: EnvGen's proposals (a whole-set step: each proposal sees the ones before it)."
     p = r.p
     cfg = p.model_dump(include={'n_envs', 'sources_dir', 'min_tools', 'max_tools', 'seed'})
+    sources = authentic_sources(p.sources_dir) if p.sources_dir else SEED_CATEGORIES
+    if p.sources_dir: cfg['sources'] = content_hash(sources, 16)     # an edited document re-runs EnvGen
     recs = r.run.cached('propose', cfg)
     if recs is None:
-        sources = authentic_sources(p.sources_dir) if p.sources_dir else SEED_CATEGORIES
-        out = await propose_environments(r.client, sources, p.n_envs, min_tools=p.min_tools, max_tools=p.max_tools)
+        out = await propose_environments(r.client('teacher'), sources, p.n_envs, min_tools=p.min_tools, max_tools=p.max_tools)
         r.run.write_json('propose', 'stats.json', {'inputs': len(out.proposals) + sum(out.dropped.values()), 'kept': len(out.proposals),
                                                    'dropped': out.dropped, 'log': out.log})
         recs = r.run.save('propose', cfg, [x.model_dump(mode='json') for x in out.proposals])
     return [EnvProposal.model_validate(x) for x in recs]
 
-async def stage_build(r: RecipeRun, proposals: list[EnvProposal], shard=None):
+async def stage_build(r: EnvFactoryRun, proposals: list[EnvProposal], shard=None):
     "Stages 2-3: code agent and test agent per proposal → `envs/<name>/` and the journal of `EnvRecord`s."
     async def build(rec: dict):
-        return await build_environment(EnvProposal.model_validate(rec), r.client, r.run.dir('envs'), r.sandbox,
+        return await build_environment(EnvProposal.model_validate(rec), r.client('teacher'), r.run.dir('envs'), r.sandbox,
                                        max_revisions=r.p.max_revisions, rows_per_table=r.p.rows_per_table, seed=r.p.seed)
     cfg = r.p.model_dump(include={'max_revisions', 'rows_per_table', 'seed'})
     return await r.run.run_items('build', build, [x.model_dump(mode='json') for x in proposals], config=cfg, shard=shard)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #58cbaf93
-async def stage_graph(r: RecipeRun, proposals: list[EnvProposal], records: list[EnvRecord], embedder=None) -> list[dict]:
+async def stage_graph(r: EnvFactoryRun, proposals: list[EnvProposal], records: list[EnvRecord], embedder=None) -> list[dict]:
     "Stages 4-5: the tool graph, its LLM refinement, parameter classes and the sampled chains (a whole-set step)."
     p = r.p
     kept = {x.name: x.tools for x in records}
-    cfg = {'envs': content_hash(sorted(kept.items()), 16), **p.model_dump(include={
+    cfg = {'envs': content_hash(sorted(kept.items()), 16),
+           'proposals': content_hash([x.model_dump(mode='json') for x in proposals], 16), **p.model_dump(include={
         'graph_mode', 'similarity', 'name_weight', 'description_weight', 'threshold', 'k',
         'refine_graph',
         'chains_per_env', 'min_chain_len', 'max_chain_nodes', 'max_depth', 'extend', 'seed'})}
@@ -164,8 +164,8 @@ async def stage_graph(r: RecipeRun, proposals: list[EnvProposal], records: list[
                                     similarity=p.similarity, threshold=p.threshold, k=p.k,
                                     name_weight=p.name_weight, description_weight=p.description_weight)
         similarity_edges, isolated = g.number_of_edges(), {'similarity': len(isolated_tools(g))}
-        edits = await refine_graph(g, corpus, r.client) if p.refine_graph else Counter()
-        kinds, failed = await classify_parameters(corpus, r.client)
+        edits = await refine_graph(g, corpus, r.client('teacher')) if p.refine_graph else Counter()
+        kinds, failed = await classify_parameters(corpus, r.client('teacher'))
         chains, dropped = [], Counter({'param_classes_failed': len(failed)} if failed else {})
         for env in sorted(kept):
             if env in failed: continue
@@ -184,27 +184,28 @@ async def stage_graph(r: RecipeRun, proposals: list[EnvProposal], records: list[
         recs = r.run.save('graph', cfg, [c.model_dump(mode='json') for c in chains])
     return recs
 
-async def stage_queries(r: RecipeRun, chains: list[dict], shard=None):
+async def stage_queries(r: EnvFactoryRun, chains: list[dict], shard=None):
     "Stage 6: QueryGen per chain → the journal of tasks."
     async def make(rec: dict):
         cid = f"{rec['env']}-{rec['index']}-" + content_hash(rec['tools'], 8)
-        out = await chain_task(r.env(rec['env']), rec['tools'], r.client, chain_id=cid, refine=r.p.refine, operators=tuple(r.p.operators),
+        out = await chain_task(r.env(rec['env']), rec['tools'], r.client('teacher'), chain_id=cid, refine=r.p.refine, operators=tuple(r.p.operators),
                                max_turns=r.p.max_turns, seed=r.p.seed)
         return out.model_dump(mode='json', exclude_none=True) if isinstance(out, Task) else out
     cfg = r.p.model_dump(include={'refine', 'operators', 'max_turns', 'seed'})
     return await r.run.run_items('queries', make, chains, config=cfg, shard=shard)
 
-async def stage_solutions(r: RecipeRun, tasks: list[dict], shard=None):
+async def stage_solutions(r: EnvFactoryRun, tasks: list[dict], shard=None):
     "Stage 7: k candidate solutions per task, the best kept if it replays to the gold state."
     async def solve(rec: dict):
         t = Task.model_validate(rec)
-        return await solve_task(r.env(t.env_id), t, r.client, k=r.p.candidates, user_variant=r.p.user_variant,
+        user = r.client('user_simulator') if r.p.user_variant != 'scripted' else None
+        return await solve_task(r.env(t.env_id), t, r.client('policy'), user_client=user, k=r.p.candidates, user_variant=r.p.user_variant,
                                 max_turns=r.p.max_episode_turns, alpha=r.p.alpha, gamma=r.p.gamma)
     cfg = r.p.model_dump(include={'candidates', 'user_variant', 'agent_noise', 'max_episode_turns', 'alpha', 'gamma', 'seed'})
     return await r.run.run_items('solutions', solve, tasks, config=cfg, shard=shard)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #7412bc58
-async def reward_check(r: RecipeRun, tasks: list[Task]) -> dict:
+async def reward_check(r: EnvFactoryRun, tasks: list[Task]) -> dict:
     "Oracle and do-nothing rewards of every task (the oracle must score 1; the do-nothing agent at most the floor)."
     from envsynth.rollout import DoNothingPolicy, OraclePolicy, ScriptedUser, rollout_env
     kw = dict(alpha=r.p.alpha, gamma=r.p.gamma, format_penalty=r.p.format_penalty, clip_at_zero=r.p.clip_at_zero)
@@ -218,7 +219,7 @@ async def reward_check(r: RecipeRun, tasks: list[Task]) -> dict:
     return {'tasks': len(tasks), 'oracle_min': min(oracle, default=None), 'do_nothing_max': max(nothing, default=None), 'floor': floor,
             'ok': bool(tasks) and min(oracle) >= 1 - 1e-9 and max(nothing) <= floor + 1e-9}
 
-def write_rows(r: RecipeRun, solutions: list[dict]) -> dict:
+def write_rows(r: EnvFactoryRun, solutions: list[dict]) -> dict:
     "SFT trajectories (JSONL) and verl RL rows (parquet) of the kept solutions."
     from envsynth.data import rl_row, write_rl_parquet
     out = r.run.dir('data'); out.mkdir(parents=True, exist_ok=True)
@@ -229,7 +230,7 @@ def write_rows(r: RecipeRun, solutions: list[dict]) -> dict:
     return {'sft_trajectories': len(solutions), 'rl_rows': len(rows)}
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #4067b8b0
-def candidate_rewards(r: RecipeRun) -> dict[int, list[float]]:
+def candidate_rewards(r: EnvFactoryRun) -> dict[int, list[float]]:
     "Task index -> its k candidates' rewards (kept tasks, and tasks dropped with no state match)."
     out = {}
     for e in r.run.entries('solutions'):
@@ -239,7 +240,7 @@ def candidate_rewards(r: RecipeRun) -> dict[int, list[float]]:
         out[e['index']] = [c['reward'] for c in scores]
     return out
 
-def scaling_table(r: RecipeRun, order: list[str]) -> dict:
+def scaling_table(r: EnvFactoryRun, order: list[str]) -> dict:
     "Per size in `pool_sizes`: what the first n environments of the pool (in `order`) yield."
     built = {x['name']: x for x in r.run.records('build')}
     order = [name for name in order if name in built]
@@ -282,7 +283,7 @@ def plot_scaling(table: dict):
     return fig
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #d3303a02
-def write_scaling(r: RecipeRun, order: list[str]) -> list[dict] | None:
+def write_scaling(r: EnvFactoryRun, order: list[str]) -> list[dict] | None:
     "`RUN/07_scaling/scaling.json` and `.png` when `pool_sizes` is set; the rows, without task ids."
     if not r.p.pool_sizes: return None
     table = scaling_table(r, order)
@@ -295,13 +296,13 @@ def write_scaling(r: RecipeRun, order: list[str]) -> list[dict] | None:
     return rows + table['skipped']
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #419e8c4c
-def finish_run(r: RecipeRun, proposals: list[EnvProposal], reward: dict, t0: float) -> dict:
+def finish_run(r: EnvFactoryRun, proposals: list[EnvProposal], reward: dict) -> dict:
     "The data card: counts per stage with reasons, the graph, QueryGen's refinements, the reward check, rows, tokens."
     run = r.run
     sols = run.records('solutions')
     tasks = [Task.model_validate(x) for x in run.records('queries')]
     stages = {'propose': run.stats('propose') and {k: run.stats('propose')[k] for k in ('inputs', 'kept', 'dropped')},
-              **{s: stage_counts(run.dir(s)) for s in ITEM_STAGES}, 'graph': {k: v for k, v in run.stats('graph').items()}}
+              **{s: stage_counts(run.dir(s)) for s in r.recipe.item_stages}, 'graph': {k: v for k, v in run.stats('graph').items()}}
     builds = [EnvRecord.model_validate(x) for x in run.records('build')]
     card = {'title': 'EnvFactory data card', 'stages': stages,
             'environments': {b.name: {'tools': len(b.tools), 'dropped_tools': len(b.dropped_tools), 'tests': b.tests, 'revisions': b.revisions} for b in builds},
@@ -312,10 +313,9 @@ def finish_run(r: RecipeRun, proposals: list[EnvProposal], reward: dict, t0: flo
             'solutions': {'candidate_reward_mean': round(sum(c['reward'] for s in sols for c in s['candidates']) / max(1, sum(len(s['candidates']) for s in sols)), 4),
                           'masked_arguments': sum(len(s['task'].get('masked_arguments', [])) for s in sols)},
             'reward_check': reward, 'rows': write_rows(r, sols),
-            'scaling': write_scaling(r, [x.name for x in proposals]),
-            'ledger': run.add_to_ledger(ledger_counts(r.client)),
-            'wall_s': round(time.perf_counter() - t0, 1)}
-    run.write_json(None, 'data_card.json', card, indent=1)
+            'scaling': write_scaling(r, [x.name for x in proposals])}
+    card = finish_card(r, card, 'ok' if sols else 'no data: no solution replayed to its gold state')
+    write_data_card(run, card)
     return card
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #ef1a0b01
@@ -343,49 +343,46 @@ def register_offline_agent_for(client: LLMClient, tasks: list[Task], noise: floa
     register_offline_agent(t, tasks, noise)
     t.responders[TAGS['agent']].recipe_agent = True
 
-async def run_envfactory(params: EnvFactoryParams | None = None, run_dir: str | Path = 'runs/envfactory', client: LLMClient | None = None, *,
-                         embedder=None, stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
-    "Run the recipe (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
-    p, t0 = params or EnvFactoryParams(), time.perf_counter()
-    run = envfactory_run_folder(run_dir, p, progress)
-    todo = run.plan(stages, shard)
-    run.write_params(p)
-    r = RecipeRun(p, run, recipe_client(run, client))
+async def run_stages(r: EnvFactoryRun, embedder=None) -> dict:
+    "Every stage in order, stopping after the ones this process runs; the data card (a partial run: what it ran)."
+    run, todo, shard = r.run, r.todo, r.shard
     proposals = await stage_propose(r)
     embedder, loading = embedder_loading(run, embedder)
-    from envsynth.sandbox import SandboxPool
-    with SandboxPool(size=p.sandbox_workers) as r.sandbox:
-        if 'build' in todo: await stage_build(r, proposals, shard)
-        partial = {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}
-        if not run.finished('build'): return partial
-        records = [EnvRecord.model_validate(x) for x in run.records('build')]
-        if loading is not None: await loading
-        chains = await stage_graph(r, proposals, records, embedder) if records else []
-        if 'queries' in todo: await stage_queries(r, chains, shard)
-        if not run.finished('queries'): return partial
-        tasks = [Task.model_validate(x) for x in run.records('queries')]
-        register_offline_agent_for(r.client, tasks, p.agent_noise)
-        if 'solutions' in todo: await stage_solutions(r, [t.model_dump(mode='json', exclude_none=True) for t in tasks], shard)
-        if shard or not run.finished(*ITEM_STAGES): return partial
-        kept = [Task.model_validate(s['task']) for s in run.records('solutions')]
-        reward = await reward_check(r, kept)
-        card = finish_run(r, proposals, reward, t0)
-        for e in r._envs.values(): e.close()
-        return card
+    if 'build' in todo: await stage_build(r, proposals, shard)
+    if not run.finished('build'): return r.partial_summary()
+    records = [EnvRecord.model_validate(x) for x in run.records('build')]
+    if loading is not None: await loading
+    chains = await stage_graph(r, proposals, records, embedder) if records else []
+    if 'queries' in todo: await stage_queries(r, chains, shard)
+    if not run.finished('queries'): return r.partial_summary()
+    tasks = [Task.model_validate(x) for x in run.records('queries')]
+    register_offline_agent_for(r.client('policy'), tasks, r.p.agent_noise)
+    if 'solutions' in todo: await stage_solutions(r, [t.model_dump(mode='json', exclude_none=True) for t in tasks], shard)
+    if r.partial: return r.partial_summary()
+    kept = [Task.model_validate(s['task']) for s in run.records('solutions')]
+    return finish_run(r, proposals, await reward_check(r, kept))
+
+async def run_envfactory(params: EnvFactoryParams | None = None, run_dir: str | Path = 'runs/envfactory',
+                         client: LLMClient | Mapping[str, LLMClient] | None = None, *, embedder=None,
+                         stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
+    "Run the recipe (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
+    p = params or EnvFactoryParams()
+    async with open_run(recipe_for(p), p, run_dir, client, stages=stages, shard=shard, progress=progress,
+                        run_class=EnvFactoryRun) as r:
+        from envsynth.sandbox import SandboxPool
+        with SandboxPool(size=p.sandbox_workers) as r.sandbox:
+            try: return await run_stages(r, embedder)
+            finally: r.close_envs()
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #e190b426
-from ..cli import run_recipe_command
-
-def run_from_command_line(args) -> dict:
-    out = asyncio.run(run_envfactory(read_params(args.params, **args.overrides), args.run_dir, stages=args.stages, shard=args.shard, progress=False))
-    if 'reward_check' not in out: return {k: out[k] for k in ('run_dir', 'stages', 'shard')}
-    return {'run_dir': str(args.run_dir), 'reward_check': out['reward_check'], 'rows': out['rows'],
-            'kept': {k: v.get('kept') for k, v in out['stages'].items()}}
+def summarize(card: dict) -> dict:
+    "The command's summary of a finished run: the reward check, the rows and what each stage kept."
+    return {'reward_check': card['reward_check'], 'rows': card['rows'],
+            'kept': {k: v.get('kept') for k, v in card['stages'].items()}}
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the EnvFactory recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
-    `envsynth envfactory run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
-    return run_recipe_command('envfactory', ITEM_STAGES, run_from_command_line, argv, 'Run the EnvFactory recipe into a run folder (resumable).')
+    "`envsynth envfactory run ...`; returns the exit status."
+    return recipe_command(RECIPE, run_envfactory, summarize, argv)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #6e7942ad
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())

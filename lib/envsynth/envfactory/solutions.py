@@ -62,15 +62,15 @@ def masked_arguments(env: Environment, actions: list[Action]) -> list[MaskedArgu
 
 # %% ../../../nbs/envfactory/04_solutions.ipynb #329acee7
 async def solve_task(env: Environment, task: Task, client: LLMClient, *, k: int = 3, user_variant: Literal['scripted', 'customer'] = 'scripted',
-                     max_turns: int = 20, alpha: float = 0.5, gamma: float = 1.0) -> dict | Drop:
-    "The best of `k` candidate solutions, cleaned and replayed: `{'task', 'trajectory', 'candidates'}`, or a `Drop`."
+                     max_turns: int = 20, alpha: float = 0.5, gamma: float = 1.0, user_client: LLMClient | None = None) -> dict | Drop:
+    "The best of `k` candidate solutions of the agent `client` (the user: `user_client`, else `client`), cleaned and replayed: `{'task', 'trajectory', 'candidates'}`, or a `Drop`."
     if k < 1: raise ValueError(f'k must be >= 1, got {k}')
     cands = []
     for i in range(k):
         ex = EnvExecutor(env.reset(task))
         try:
             traj = await run_episode(LLMPolicy(client, tag=TAGS['agent'], seed=i), ex,
-                                     user_for_task(task, user_variant, client if user_variant != 'scripted' else None),
+                                     user_for_task(task, user_variant, (user_client or client) if user_variant != 'scripted' else None),
                                      task=task, system_prompt=env_system_prompt(env), limits=EpisodeLimits(max_turns=max_turns))
         finally: ex.close()
         cands.append((traj, composite_reward(traj, task, alpha=alpha, gamma=gamma)))

@@ -4,9 +4,10 @@ on finishes with gold tasks that the oracle passes and a stage-2 split chosen fo
 import asyncio, json
 from pathlib import Path
 import pytest
-from envsynth.agentscaler.recipe import (AgentScalerParams, RecipeRun, agentscaler_run_folder, read_params, recipe_client,
-                                         run_agentscaler, stage_pool)
+from envsynth.agentscaler.recipe import (RECIPE, AgentScalerParams, AgentScalerRun, read_params, run_agentscaler, stage_pool,
+                                         teacher_models)
 from envsynth.pipeline import read_records
+from envsynth.recipe_frame import recipe_clients
 from envsynth.settings import get_settings
 
 REPRO = Path(__file__).resolve().parents[1] / 'papers_repro' / 'agentscaler'
@@ -15,8 +16,9 @@ def test_paper_yaml_holds_the_papers_choices():
     p = read_params(REPRO / 'paper.yaml')
     assert (p.rewrite_descriptions, p.edge_top_k, p.initial_states, p.walk_stop) == (True, None, 'generated', 'dead_end')
     assert (p.exact_match_filter, p.stage2_target, p.max_length) == ('read_only', 'tau2:retail,airline,telecom', 32768)
-    assert p.teacher_model == 'Qwen/Qwen3-235B-A22B-Thinking-2507'
+    assert p.teacher_model == 'Qwen/Qwen3-235B-A22B-Thinking-2507' and p.allow_offline_roles is False
     smoke = read_params(REPRO / 'smoke.yaml')
+    assert smoke.allow_offline_roles is None
     assert (smoke.edge_top_k, smoke.walk_stop, smoke.initial_states, smoke.stage2_target) == (8, 'target_length', 'perturbed', 'largest')
     with pytest.raises(ValueError, match='walk_stop'): AgentScalerParams(walk_stop='forever')
     with pytest.raises(ValueError, match='exact_match_filter'): AgentScalerParams(exact_match_filter='writes')
@@ -31,18 +33,27 @@ def teacher_settings(monkeypatch):
     monkeypatch.undo(); get_settings.cache_clear()
 
 def test_the_teacher_role_asks_for_the_papers_model(tmp_path, teacher_settings):
-    run = agentscaler_run_folder(tmp_path / 'a', AgentScalerParams())
-    teacher_settings(ENVSYNTH_LLM_TEACHER_ENDPOINT='http://127.0.0.1:9/v1')
-    assert recipe_client(run, teacher_model='Qwen/Qwen3-235B-A22B-Thinking-2507').model == 'Qwen/Qwen3-235B-A22B-Thinking-2507'
+    "The frame builds the teacher's client asking for `teacher_model`; settings naming another model stop the run before it writes."
+    p = AgentScalerParams(teacher_model='Qwen/Qwen3-235B-A22B-Thinking-2507')
+    teacher_settings(ENVSYNTH_LLM_TEACHER_ENDPOINT='http://127.0.0.1:9/v1', ENVSYNTH_LLM_USER_SIMULATOR_ENDPOINT='http://127.0.0.1:9/v1')
+    clients = recipe_clients(RECIPE, RECIPE.run_folder(tmp_path / 'a'), models=teacher_models(p))
+    assert clients['teacher'].model == 'Qwen/Qwen3-235B-A22B-Thinking-2507' and clients['user_simulator'] is not clients['teacher']
+    for c in clients.values(): asyncio.run(c.aclose())
+    assert teacher_models(AgentScalerParams()) is None
     teacher_settings(ENVSYNTH_LLM_TEACHER_MODEL='some-other-model')
-    with pytest.raises(ValueError, match='set one of them'):
-        recipe_client(agentscaler_run_folder(tmp_path / 'b', AgentScalerParams()), teacher_model='Qwen/Qwen3-235B-A22B-Thinking-2507')
+    with pytest.raises(ValueError, match='set one of them'): teacher_models(p)
+    with pytest.raises(ValueError, match='set one of them'): asyncio.run(run_agentscaler(p, tmp_path / 'b'))
+    assert not (tmp_path / 'b').exists()
+
+def _stage_run(p: AgentScalerParams, run_dir: Path) -> AgentScalerRun:
+    "A run of the recipe's stages with the frame's clients (offline here), without `open_run`."
+    run = RECIPE.run_folder(run_dir)
+    return AgentScalerRun(RECIPE, p, run, recipe_clients(RECIPE, run), [], None)
 
 def test_stage_one_rewrites_descriptions_into_specs(tmp_path):
     p = AgentScalerParams(rewrite_descriptions=True)
-    run = agentscaler_run_folder(tmp_path, p)
-    plain = asyncio.run(stage_pool(RecipeRun(AgentScalerParams(), agentscaler_run_folder(tmp_path / 'plain', p), recipe_client(run))))
-    pool = asyncio.run(stage_pool(RecipeRun(p, run, recipe_client(run))))
+    plain = asyncio.run(stage_pool(_stage_run(AgentScalerParams(), tmp_path / 'plain')))
+    pool = asyncio.run(stage_pool(_stage_run(p, tmp_path)))
     assert [t.key for t in pool] == [t.key for t in plain]
     assert [t.tool.function.parameters for t in pool] == [t.tool.function.parameters for t in plain]
     for old, new in zip(plain, pool):

@@ -117,14 +117,16 @@ def test_edge_review_prompts_do_not_depend_on_the_hash_seed():
 def test_filter_items_are_keyed_without_timings(tmp_path):
     "The filter stage's inputs carry latencies: two runs (different timings) must journal the same keys."
     import asyncio
-    from envsynth.agentscaler.recipe import AgentScalerParams, RecipeRun, agentscaler_run_folder, stage_filter
+    from envsynth.agentscaler.recipe import RECIPE, AgentScalerParams, AgentScalerRun, stage_filter
     from envsynth.llm import LLMClient, OfflineTeacher
     p = AgentScalerParams()
     traj = {'task_id': 't1', 'messages': [], 'info': {'turns': [{'role': 'user', 'latency_s': 0.25}], 'wall_s': 1.5}}
     keys = []
     for run_no, latency in enumerate((0.25, 0.75)):
-        run = agentscaler_run_folder(tmp_path / f'run{run_no}', p)
-        r = RecipeRun(p, run, LLMClient(OfflineTeacher(), 'offline-teacher'))
+        run, client = RECIPE.run_folder(tmp_path / f'run{run_no}'), LLMClient(OfflineTeacher(), 'offline-teacher')
+        r = AgentScalerRun(RECIPE, p, run, {'teacher': client, 'user_simulator': client}, [], None)
+        for step in run.upstream('filter'):     # the stages the filter reads, finished (empty)
+            run.write_json(step, 'stats.json', {'inputs': 0, 'kept': 0, 'dropped': {}, 'failed': {}, 'shards': ['00000-of-00001']})
         rec = json.loads(json.dumps(traj)); rec['info']['turns'][0]['latency_s'] = latency; rec['info']['wall_s'] = latency * 3
         with pytest.raises(Exception):          # no task 't1': the item fails, but its key is journaled
             asyncio.run(stage_filter(r, [], [rec]))

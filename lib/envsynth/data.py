@@ -111,7 +111,8 @@ def _offsets(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
             f'{type(tokenizer).__name__} is not a fast tokenizer: the loss mask needs its offset'
             ' mapping'
         )
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    # the whole conversation: the caller truncates (and counts) rows over max_length
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     return list(enc['input_ids']), [tuple(o) for o in enc['offset_mapping']]
 
 def tokenize_sft(traj: Trajectory, tokenizer, reasoning: Reasoning = 'all',

@@ -29,12 +29,14 @@ def read_params(
     data = {}
     if path:
         text = Path(path).read_text()
-        if str(path).endswith(('.yaml', '.yml')):
-            import yaml
-
-            data = yaml.safe_load(text) or {}
-        else:
-            data = json.loads(text)
+        try:
+            if str(path).endswith(('.yaml', '.yml')):
+                import yaml
+                data = yaml.safe_load(text) or {}
+            else: data = json.loads(text)
+        except Exception as e:            # a YAML or JSON syntax error: one line, naming the file
+            msg = ' '.join(str(e).split())
+            raise ValueError(f'{path} is not a valid parameter file: {msg}') from None
         if not isinstance(data, dict):
             raise ValueError(
                 f'{path}: a parameter file holds a mapping of fields, not {type(data).__name__}'

@@ -44,10 +44,11 @@ def _check_task(env: Environment, task: Task):
     if unknown := sorted({a.name for a in task.gold_actions} - set(env.tool_info)):
         raise ValueError(f'task {task.id}: gold actions call {unknown}, which environment {env.name!r} does not have')
 
-async def interplay(env: Environment, task: Task, client: LLMClient, *, attempts: int = 2,
+async def interplay(env: Environment, task: Task, client: LLMClient, *, user_client: LLMClient | None = None, attempts: int = 2,
                     limits: EpisodeLimits = EpisodeLimits(max_turns=20), temperature: float = 0.6,
                     system_prompt: str | None = None, **sampling) -> list[Trajectory]:
     """AgentScaler stage 5: `attempts` episodes of simulated user ↔ agent ↔ environment for `task`, in attempt order.
+    `client` plays the agent, `user_client` the user (default: `client`).
     Attempt i samples user and agent with `seed=i` (and `temperature`, `sampling`, e.g. `top_p`, `max_tokens`).
     Model failures end an episode with a recorded reason, never raise."""
     _check_task(env, task)
@@ -58,7 +59,7 @@ async def interplay(env: Environment, task: Task, client: LLMClient, *, attempts
     info = {'env': env.name, 'domain': task_domain(task, env), 'task_kind': task_kind(task, env)}
 
     async def attempt(i: int) -> Trajectory:
-        user_sim = LLMUser(client, task.instruction, task.user_context, tag=USER_TAG, **sampling, temperature=temperature, seed=i)
+        user_sim = LLMUser(user_client or client, task.instruction, task.user_context, tag=USER_TAG, **sampling, temperature=temperature, seed=i)
         policy = LLMPolicy(client, tag=AGENT_TAG, **sampling, temperature=temperature, seed=i)
         ex = EnvExecutor(env.reset(task))
         try: return await run_episode(policy, ex, user_sim, task=task, system_prompt=prompt, limits=limits, info=info | {'attempt': i})

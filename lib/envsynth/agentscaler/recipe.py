@@ -4,8 +4,9 @@
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #23ab2307
 from __future__ import annotations
-import argparse, asyncio, json, sys, threading, time
+import json, sys, threading
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,19 +14,20 @@ from .interplay import AGENT_TAG, filter_trajectory, interplay
 from .materialize import materialize_domain
 from .offline import offline_recipe_teacher, register_offline_agent
 from .pool import Domain, api_pool, build_domains, rewrite_descriptions
-from .sft_data import (SFTSplitError, contaminated_domains, data_card, domain_profile, match_target_domains, data_card_markdown, ledger_counts, plot_data_card,
-                                           sft_splits, write_data_card, write_sft_splits)
+from .sft_data import (SFTSplitError, contaminated_domains, data_card, data_card_markdown, domain_profile,
+                                           match_target_domains, plot_data_card, sft_splits, write_sft_splits)
 from .tasks import synthesize_tasks
 from ..envs import Environment, load_environment
 from ..corpora import CorpusTool, ToolCorpus
-from ..llm import ChatCache, Ledger, LLMClient, OfflineTeacher
+from ..llm import LLMClient, OfflineTeacher
 from ..pipeline import Drop, RunFolder, Step, without_timing
+from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params, recipe_command, write_data_card
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['STEPS', 'ITEM_STAGES', 'AgentScalerParams', 'read_params', 'recipe_client', 'agentscaler_run_folder', 'RecipeRun',
-           'stage_pool', 'stage_domains', 'stage_materialize', 'stage_tasks', 'stage_interplay', 'stage_filter',
-           'oracle_check', 'run_agentscaler', 'vertical_choice', 'finish_run', 'run_from_command_line', 'main']
+__all__ = ['read_params', 'STEPS', 'RECIPE', 'AgentScalerParams', 'teacher_models', 'AgentScalerRun', 'stage_pool',
+           'stage_domains', 'stage_materialize', 'stage_tasks', 'stage_interplay', 'stage_filter', 'oracle_check',
+           'run_agentscaler', 'vertical_choice', 'finish_run', 'summarize', 'main']
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #42b79078
 class AgentScalerParams(BaseModel):
@@ -71,44 +73,24 @@ class AgentScalerParams(BaseModel):
     decontamination: bool = True                             # check tools and tasks against BFCL and tau2 (envsynth.eval.decontam)
     # running
     teacher_model: str | None = None                         # the teacher's model name on the settings' [llm.teacher] endpoint
+    allow_offline_roles: bool | None = None                  # ours. None: refuse a run where some roles have endpoints and a used
+                                                             # role has none; False: refuse any offline role; True: allow mixing
     concurrency: int = 4
     sandbox_workers: int = 2
     seed: int = 0
 
-def read_params(path: str | Path | None = None, **overrides) -> AgentScalerParams:
-    "Parameters from a YAML or JSON file (papermill parameter files work: their `overrides` key is merged), then `overrides`."
-    data = {}
-    if path:
-        text = Path(path).read_text()
-        try:
-            if str(path).endswith(('.yaml', '.yml')):
-                import yaml
-                data = yaml.safe_load(text) or {}
-            else: data = json.loads(text)
-        except Exception as e:          # yaml.YAMLError, json.JSONDecodeError
-            raise ValueError(f'{path} is not a valid parameter file: ' + ' '.join(str(e).split())) from None
-        if not isinstance(data, dict): raise ValueError(f'{path} must hold a mapping of parameters, not a {type(data).__name__}')
-        data = {**{k: v for k, v in data.items() if k not in ('overrides', 'run_dir', 'params_file')}, **(data.get('overrides') or {})}
-    return AgentScalerParams(**{**data, **overrides})
+read_params = partial(read_recipe_params, AgentScalerParams)   # read_params(path, **overrides): the file, then overrides
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #649abfa4
-def recipe_client(run: RunFolder, client: LLMClient | None = None, teacher_model: str | None = None) -> LLMClient:
-    """The client given, else the settings' teacher (offline: `offline_recipe_teacher`), cached in the run folder's `llm_cache.sqlite`;
-    its ledger journals to the run folder (`RunFolder.ledger_journal`). `teacher_model` names the model asked at the
-    `[llm.teacher]` endpoint; settings that name another one are an error (offline it is only recorded)."""
-    if client is None:
-        from envsynth.settings import get_settings
-        from envsynth.llm import make_client
-        if get_settings().llm.role('teacher').offline:           # settings are read (and checked) before anything is written
-            client = LLMClient(offline_recipe_teacher(), 'offline-teacher', cache=run.file(None, 'llm_cache.sqlite'))
-        else:
-            client = make_client('teacher', cache=False)
-            if teacher_model and client.model not in (teacher_model, 'offline-teacher'):
-                raise ValueError(f'settings name the teacher model {client.model!r}, the parameters {teacher_model!r}: set one of them')
-            client.model = teacher_model or client.model
-            client.cache = ChatCache(run.file(None, 'llm_cache.sqlite'))
-    client.ledger.journal_to(run.ledger_journal())       # every call counted as it happens: a killed process loses nothing
-    return client
+def teacher_models(p: AgentScalerParams, settings=None) -> dict[str, str] | None:
+    """`open_run`'s `models`: the teacher role asks for `p.teacher_model`; settings that name another model are an
+    error (offline it is only recorded: the offline teacher answers as `offline-teacher`)."""
+    if not p.teacher_model: return None
+    from envsynth.settings import get_settings
+    cfg = (settings or get_settings()).llm.role('teacher')
+    if not cfg.offline and cfg.model not in (p.teacher_model, 'offline-teacher'):
+        raise ValueError(f'settings name the teacher model {cfg.model!r}, the parameters {p.teacher_model!r}: set one of them')
+    return {'teacher': p.teacher_model}
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d6164f28
 def _register_offline_agent(client: LLMClient, tasks: list[Task], noise: float):
@@ -125,18 +107,15 @@ STEPS = (Step('pool', '01_pool'), Step('domains', '02_domains'),
          Step('materialize', '03_materialize', per_item=True), Step('tasks', '04_tasks', per_item=True),
          Step('interplay', '05_interplay', per_item=True), Step('filter', '06_filter', per_item=True),
          Step('sft', '07_sft'), Step('envs', 'envs'))
-ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
-
-def agentscaler_run_folder(run_dir: str | Path, p: AgentScalerParams, progress: bool = False) -> RunFolder:
-    "The run folder of an AgentScaler run (per-item stages are named `agentscaler.<step>` in their journals)."
-    return RunFolder(run_dir, STEPS, namespace='agentscaler', concurrency=p.concurrency, progress=progress)
+RECIPE = Recipe('agentscaler', STEPS, AgentScalerParams, roles=('teacher', 'user_simulator'), offline_teacher=offline_recipe_teacher,
+                description='Run the AgentScaler recipe into a run folder (resumable).')
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #045c45bc
-class RecipeRun:
-    "What the stages share: parameters, the run folder, the client, the sandbox and the loaded environments."
-    def __init__(self, p: AgentScalerParams, run: RunFolder, client: LLMClient, sandbox=None):
-        self.p, self.run, self.client, self.sandbox = p, run, client, sandbox
-        self.embedder = None                  # the embedding model, loaded once when a stage needs it
+class AgentScalerRun(RecipeRun):
+    "The frame's run, plus the sandbox, the loaded environments and the embedding model (loaded once when a stage needs it)."
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sandbox, self.embedder = None, None
         self._envs: dict[str, Environment] = {}
         self._lock = threading.Lock()         # the filter stage runs in threads
     def env(self, name: str) -> Environment:
@@ -146,31 +125,38 @@ class RecipeRun:
             return self._envs[name]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #4ea1d801
-async def stage_pool(r: RecipeRun) -> ToolCorpus:
+def _pool_inputs(p: AgentScalerParams) -> dict:
+    "Hashes of the tool documents the pool is made from: the curated environments' and each corpus file's."
+    from envsynth.corpora import corpus_from_environments
+    curated = content_hash([t.model_dump(mode='json') for t in corpus_from_environments()]) if p.curated_tools else None
+    return {'curated': curated, 'files': [content_hash(Path(f).read_text()) for f in p.corpus_files]}
+
+async def stage_pool(r: AgentScalerRun) -> ToolCorpus:
     "Stage 1: the API pool, and the tools dropped by reason; with `rewrite_descriptions`, each description as an input/output spec."
     p, run = r.p, r.run
     cfg = p.model_dump(include={'corpus_files', 'curated_tools', 'exclude_servers', 'synthetic_tools', 'min_server_tools', 'min_description_words', 'rewrite_descriptions', 'seed'})
+    cfg['read'] = _pool_inputs(p)             # the content of what the pool reads: an edited file makes a new pool
     recs = run.cached('pool', cfg)
     if recs is None:
         pool = api_pool(None if p.curated_tools else ToolCorpus(), p.corpus_files, p.synthetic_tools, p.seed,
                               p.min_server_tools, p.min_description_words, p.exclude_servers)
         if p.rewrite_descriptions:
-            pool, rewrites = await rewrite_descriptions(pool, r.client)
+            pool, rewrites = await rewrite_descriptions(pool, r.client('teacher'))
             run.write_json('pool', 'rewrites.json', dict(sorted(rewrites.items())))
         run.write_json('pool', 'dropped.json', dict(pool.dropped))
         recs = run.save('pool', cfg, [t.model_dump(mode='json') for t in pool])
     return ToolCorpus([CorpusTool.model_validate(x) for x in recs], Counter(run.read_json('pool', 'dropped.json')))
 
-async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[Domain]:
+async def stage_domains(r: AgentScalerRun, pool: ToolCorpus, embedder=None) -> list[Domain]:
     "Stage 2: Louvain domains of the parameter graph, reviewed by the teacher; the largest `max_domains` kept."
     p, run = r.p, r.run
-    cfg = {'pool': content_hash([t.key for t in pool], 16),
+    cfg = {'pool': content_hash([t.model_dump(mode='json') for t in pool], 16),     # the tools' content, not only their keys
            **p.model_dump(include={'threshold', 'edge_top_k', 'resolution', 'min_tools', 'max_tools', 'max_domains', 'seed'})}
     recs = run.cached('domains', cfg)
     if recs is None:
         from envsynth.embed import Embedder
         r.embedder = r.embedder or embedder or Embedder()
-        split = await build_domains(pool, r.embedder, r.client, threshold=p.threshold, k=p.edge_top_k, resolution=p.resolution,
+        split = await build_domains(pool, r.embedder, r.client('teacher'), threshold=p.threshold, k=p.edge_top_k, resolution=p.resolution,
                                           min_tools=p.min_tools, max_tools=p.max_tools, seed=p.seed)
         doms = split.domains[:p.max_domains] if p.max_domains else split.domains
         beyond = {'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms):])} if len(doms) < len(split.domains) else {}
@@ -179,20 +165,20 @@ async def stage_domains(r: RecipeRun, pool: ToolCorpus, embedder=None) -> list[D
     return [Domain.model_validate(x) for x in recs]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #cbd5c904
-async def stage_materialize(r: RecipeRun, domains: list[Domain], shard=None):
+async def stage_materialize(r: AgentScalerRun, domains: list[Domain], shard=None):
     "Stage 3 → `envs/<domain>/` and the journal of `EnvBuild` records."
     async def materialize(rec: dict):
-        return await materialize_domain(Domain.model_validate(rec), r.client, r.run.dir('envs'), r.sandbox,
+        return await materialize_domain(Domain.model_validate(rec), r.client('teacher'), r.run.dir('envs'), r.sandbox,
                                                      max_repairs=r.p.max_repairs, rows_per_table=r.p.rows_per_table, seed=r.p.seed)
     cfg = r.p.model_dump(include={'max_repairs', 'rows_per_table', 'seed'})
     return await r.run.run_items('materialize', materialize, [d.model_dump(mode='json') for d in domains], config=cfg, shard=shard)
 
-async def stage_tasks(r: RecipeRun, domains: list[Domain], builds: list[dict], shard=None):
+async def stage_tasks(r: AgentScalerRun, domains: list[Domain], builds: list[dict], shard=None):
     "Stage 4 → the journal of tasks (gold actions, gold hash, intent) and `drops/<env>.json` (drop counts inside an environment)."
     by_name = {d.name: d for d in domains}
     async def synthesize(build: dict):
         env = r.env(build['domain'])
-        batch = await synthesize_tasks(env, by_name[build['domain']], r.client, n_states=r.p.n_states, walks_per_state=r.p.walks_per_state,
+        batch = await synthesize_tasks(env, by_name[build['domain']], r.client('teacher'), n_states=r.p.n_states, walks_per_state=r.p.walks_per_state,
                                               min_len=r.p.min_len, max_len=r.p.max_len, seed=r.p.seed,
                                               initial_states=r.p.initial_states, walk_stop=r.p.walk_stop)
         r.run.write_json('tasks', f'drops/{env.name}.json', {'dropped': batch.dropped, 'counts': batch.counts})
@@ -202,17 +188,18 @@ async def stage_tasks(r: RecipeRun, domains: list[Domain], builds: list[dict], s
     return await r.run.run_items('tasks', synthesize, builds, config=cfg, shard=shard)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #0fb20bc6
-async def stage_interplay(r: RecipeRun, tasks: list[Task], shard=None):
+async def stage_interplay(r: AgentScalerRun, tasks: list[Task], shard=None):
     "Stage 5 → the journal of trajectories, `attempts` per task."
     from envsynth.rollout import EpisodeLimits
     async def converse(rec: dict):
         task = Task.model_validate(rec)
-        trajs = await interplay(r.env(task.env_id), task, r.client, attempts=r.p.attempts, limits=EpisodeLimits(max_turns=r.p.max_turns))
+        trajs = await interplay(r.env(task.env_id), task, r.client('teacher'), user_client=r.client('user_simulator'),
+                                 attempts=r.p.attempts, limits=EpisodeLimits(max_turns=r.p.max_turns))
         return [t.model_dump(mode='json', exclude_none=True) for t in trajs]
     cfg = r.p.model_dump(include={'attempts', 'agent_noise', 'max_turns', 'seed'})
     return await r.run.run_items('interplay', converse, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
 
-async def stage_filter(r: RecipeRun, tasks: list[Task], trajectories: list[dict], shard=None):
+async def stage_filter(r: AgentScalerRun, tasks: list[Task], trajectories: list[dict], shard=None):
     "Stage 6 → the journal of kept trajectories; drops named by filter stage (validity, state_alignment, exact_match); items keyed without timings."
     by_id = {t.id: t for t in tasks}
     def keep(rec: dict):
@@ -223,7 +210,7 @@ async def stage_filter(r: RecipeRun, tasks: list[Task], trajectories: list[dict]
     return await r.run.run_items('filter', keep, trajectories, config=cfg, shard=shard, keyed_on=without_timing)   # timings differ run to run
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #24da0c81
-async def oracle_check(r: RecipeRun, tasks: list[Task]) -> dict:
+async def oracle_check(r: AgentScalerRun, tasks: list[Task]) -> dict:
     "Replay every task's gold actions in a fresh episode: `{'tasks', 'passed', 'failed': [task ids]}`."
     from envsynth.rollout import OraclePolicy, ScriptedUser, rollout_env
     failed, by_env = [], {}
@@ -239,35 +226,33 @@ def _tasks_of(run: RunFolder) -> list[Task]: return [Task.model_validate(x) for 
 async def run_agentscaler(params: AgentScalerParams | None = None, run_dir: str | Path = 'runs/agentscaler', client: LLMClient | None = None, *,
                           embedder=None, stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
     "Run the recipe (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
-    p, t0 = params or AgentScalerParams(), time.perf_counter()
-    run = agentscaler_run_folder(run_dir, p, progress)
-    todo = run.plan(stages, shard)
-    r = RecipeRun(p, run, recipe_client(run, client, p.teacher_model))       # reads the settings: a bad one fails before anything is written
-    run.write_params(p)
-    r.embedder = embedder
-    pool = await stage_pool(r)
-    domains = await stage_domains(r, pool, embedder)
-    from envsynth.sandbox import SandboxLimits, SandboxPool
-    # room for what `concurrency` items keep open at once (a task stage item walks all its states at once, an
-    # interplay item runs its attempts at once), so that no episode is parked and replayed; materialize and
-    # tasks run together (each environment goes on to task synthesis as soon as it is built)
-    limits = SandboxLimits().for_load(p.concurrency * max(p.n_states * p.walks_per_state, p.attempts),
-                                      p.sandbox_workers, environments=2 * p.concurrency)
-    with SandboxPool(size=p.sandbox_workers, limits=limits) as r.sandbox:
-        await run.run_chain({'materialize': lambda: stage_materialize(r, domains, shard),
-                             'tasks': lambda: stage_tasks(r, domains, run.inputs('materialize'), shard)},
-                            todo, shard)
-        tasks = _tasks_of(run)
-        _register_offline_agent(r.client, tasks, p.agent_noise)
-        if 'interplay' in todo: await stage_interplay(r, tasks, shard)
-        if 'filter' in todo: await stage_filter(r, tasks, run.records('interplay'), shard)
-        if shard or not run.finished(*ITEM_STAGES):
-            return {'run_dir': str(run.root), 'stages': todo, 'shard': shard, 'wall_s': time.perf_counter() - t0}
-        oracle = await oracle_check(r, tasks)
-        return finish_run(r, pool, domains, tasks, oracle, t0)
+    p = params or AgentScalerParams()
+    models = teacher_models(p) if client is None else None      # settings are read (and checked) before anything is written
+    async with open_run(RECIPE, p, run_dir, client, stages=stages, shard=shard, progress=progress, models=models,
+                        run_class=AgentScalerRun) as r:
+        r.embedder = embedder
+        pool = await stage_pool(r)
+        domains = await stage_domains(r, pool, embedder)
+        from envsynth.sandbox import SandboxLimits, SandboxPool
+        # room for what `concurrency` items keep open at once (a task stage item walks all its states at once, an
+        # interplay item runs its attempts at once), so that no episode is parked and replayed; materialize and
+        # tasks run together (each environment goes on to task synthesis as soon as it is built)
+        limits = SandboxLimits().for_load(p.concurrency * max(p.n_states * p.walks_per_state, p.attempts),
+                                          p.sandbox_workers, environments=2 * p.concurrency)
+        with SandboxPool(size=p.sandbox_workers, limits=limits) as r.sandbox:
+            await r.run.run_chain({'materialize': lambda: stage_materialize(r, domains, shard),
+                                   'tasks': lambda: stage_tasks(r, domains, r.run.inputs('materialize'), shard)},
+                                  r.todo, shard)
+            tasks = _tasks_of(r.run)
+            _register_offline_agent(r.client('teacher'), tasks, p.agent_noise)
+            if 'interplay' in r.todo: await stage_interplay(r, tasks, shard)
+            if 'filter' in r.todo: await stage_filter(r, tasks, r.run.records('interplay'), shard)
+            if r.partial: return r.partial_summary()
+            oracle = await oracle_check(r, tasks)
+            return finish_run(r, pool, domains, tasks, oracle)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #560565c4
-def _tokenizer(r: RecipeRun, trajectories: list[Trajectory]):
+def _tokenizer(r: AgentScalerRun, trajectories: list[Trajectory]):
     from transformers import AutoTokenizer
     if r.p.tokenizer: return AutoTokenizer.from_pretrained(r.p.tokenizer)
     from envsynth.data import sft_text
@@ -284,13 +269,7 @@ def _filter_results(run: RunFolder) -> list:
     return [FilterResult(kept=True) if e['status'] == 'kept' else FilterResult(kept=False, stage=e['reason'], reason=e.get('detail'))
             for e in run.entries('filter') if e['status'] in ('kept', 'dropped')]
 
-def _run_ledger(run: RunFolder) -> dict:
-    "What every process of the run spent (their ledger journals), also written to `ledger.json`."
-    counts = ledger_counts(Ledger.read_journals(run.ledger_journals()))
-    run.write_json(None, 'ledger.json', counts, indent=1)
-    return counts
-
-def vertical_choice(r: RecipeRun, kept: list[Trajectory], tasks: list[Task], envs: dict[str, Environment], index) -> dict:
+def vertical_choice(r: AgentScalerRun, kept: list[Trajectory], tasks: list[Task], envs: dict[str, Environment], index) -> dict:
     """How stage 2's domains are chosen: `vertical_domains` by name, the `stage2_target`'s nearest clean domains
     (`match_target_domains`, never one `contaminated_domains` flags), or None (the largest domain)."""
     p = r.p
@@ -305,8 +284,8 @@ def vertical_choice(r: RecipeRun, kept: list[Trajectory], tasks: list[Task], env
     m = match_target_domains(p.stage2_target, {d: domain_profile(e) for d, e in envs.items()}, r.embedder, counts, flagged)
     return {'rule': p.stage2_target, **m, 'decontamination': 'checked' if index is not None else 'not checked'}
 
-def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[Domain], tasks: list[Task], oracle: dict, t0: float) -> dict:
-    "Stages 7–8: the SFT splits and the data card; returns the card."
+def finish_run(r: AgentScalerRun, pool: ToolCorpus, domains: list[Domain], tasks: list[Task], oracle: dict) -> dict:
+    "Stages 7–8: the SFT splits and the data card; returns the card (status `no_sft_data` when there is none)."
     p, run = r.p, r.run
     kept = [Trajectory.model_validate(x) for x in run.records('filter')]
     splits, sft_skipped = None, None
@@ -326,35 +305,25 @@ def finish_run(r: RecipeRun, pool: ToolCorpus, domains: list[Domain], tasks: lis
               'domains': {'inputs': len(pool), 'kept': sum(len(d.tools) for d in domains), 'records': len(domains),
                           'dropped': dom_stats.get('dropped', {}),
                           'failed': {'edge_review': n} if (n := dom_stats.get('refined', {}).get('failed_domains')) else {}},
-              **{name: run.dir(name) for name in ITEM_STAGES}}
+              **{name: run.dir(name) for name in RECIPE.item_stages}}
     card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=list(envs.values()),
-                          splits=splits, index=index, ledger=_run_ledger(run),
-                          title='AgentScaler data card', sft_skipped=sft_skipped)
+                     splits=splits, index=index, title='AgentScaler data card', sft_skipped=sft_skipped)
     card['oracle'] = oracle
     if splits is not None: card['sft']['stage2_choice'] = vertical
     card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}
-    card['wall_s'] = round(time.perf_counter() - t0, 1)
-    write_data_card(card, run.root)
-    fig = plot_data_card(card); fig.savefig(run.file(None, 'data_card.png'), dpi=80)
-    import matplotlib.pyplot as plt; plt.close(fig)
+    finish_card(r, card, 'ok' if splits is not None else 'no_sft_data')
+    write_data_card(run, card, plot_data_card(card), data_card_markdown(card))
     return card
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #c6f39b9a
-from ..cli import run_recipe_command
-
-def run_from_command_line(args) -> dict:
-    "What `envsynth agentscaler run` does with its parsed arguments: the run, then a one-line summary."
-    out = asyncio.run(run_agentscaler(read_params(args.params, **args.overrides), args.run_dir, stages=args.stages,
-                                      shard=args.shard, progress=True))
-    keys = ('oracle', 'wall_s') if 'oracle' in out else ('stages', 'shard', 'wall_s')
-    return {'run_dir': str(args.run_dir), **{k: out[k] for k in keys},
-            **({'kept_trajectories': out['filter']['funnel']['kept']} if 'filter' in out else {})}
+def summarize(card: dict) -> dict:
+    "What the command prints of a finished run besides its folder, status and wall time."
+    return {'oracle': card['oracle'], 'kept_trajectories': card['filter']['funnel']['kept']}
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the AgentScaler recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
     `envsynth agentscaler run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
-    return run_recipe_command('agentscaler', ITEM_STAGES, run_from_command_line, argv,
-                              'Run the AgentScaler recipe into a run folder (resumable).')
+    return recipe_command(RECIPE, run_agentscaler, summarize, argv)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d9d2b036
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # not when a notebook runs this cell

@@ -12,16 +12,17 @@ from .tasks import task_domain
 from ..data import Overflow, SFTRow, build_sft_rows, write_sft
 from ..envs import Environment
 from ..eval.decontam import BenchmarkIndex, decontamination_report
-from ..llm import LLMClient, Ledger
-from ..pipeline import StageResult, atomic_write
+from ..llm import LLMClient
+from ..pipeline import RunFolder, atomic_write
+from ..recipe_frame import ledger_counts, stage_counts, write_data_card as write_card_files
 from ..rewards import FilterResult, filter_funnel
 from ..schema import Task, Trajectory
 
 # %% auto #0
 __all__ = ['TARGET_DOMAINS', 'SFTSplitError', 'trajectory_domain', 'choose_vertical_domains', 'parse_stage2_target',
            'domain_profile', 'match_target_domains', 'contaminated_domains', 'sft_splits', 'write_sft_splits',
-           'stage_counts', 'reason_kind', 'filter_counts', 'distributions', 'names_index', 'decontamination',
-           'ledger_counts', 'data_card', 'plot_data_card', 'data_card_markdown', 'write_data_card']
+           'reason_kind', 'filter_counts', 'distributions', 'names_index', 'decontamination', 'data_card',
+           'plot_data_card', 'data_card_markdown', 'write_data_card']
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #0730194a
 class SFTSplitError(ValueError):
@@ -143,20 +144,6 @@ def write_sft_splits(splits: Mapping, out_dir: str | Path) -> dict[str, Path]:
     atomic_write(out / 'splits.json', (json.dumps(summary, indent=1, sort_keys=True) + '\n').encode())
     return {'stage1': out / 'stage1', 'stage2': out / 'stage2', 'summary': out / 'splits.json'}
 
-# %% ../../../nbs/agentscaler/04_sft_data.ipynb #1fd4268f
-def stage_counts(stage: StageResult | Mapping | str | Path) -> dict:
-    "A stage's `{inputs, kept, records, dropped, failed}`: from a `StageResult`, its stats dict, or a stage folder / its stats.json."
-    if isinstance(stage, StageResult): stats = stage.stats
-    elif isinstance(stage, (str, Path)):
-        p = Path(stage); p = p / 'stats.json' if p.is_dir() else p
-        if not p.exists(): raise FileNotFoundError(f'no stage stats at {p}')
-        stats = json.loads(p.read_text())
-    elif isinstance(stage, Mapping): stats = stage
-    else: raise TypeError(f'a stage must be a StageResult, a stats dict or a path, got {type(stage).__name__}')
-    if missing := [k for k in ('inputs', 'kept') if k not in stats]: raise ValueError(f'stage stats without {missing}: {dict(stats)!r:.120}')
-    return {'inputs': stats['inputs'], 'kept': stats['kept'], 'records': stats.get('records', stats['kept']),
-            'dropped': dict(sorted((stats.get('dropped') or {}).items())), 'failed': dict(sorted((stats.get('failed') or {}).items()))}
-
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #eda2d7b4
 def reason_kind(reason: str | None) -> str:
     "A drop reason without its particulars (numbers, quoted names, hashes, call arguments), for counting."
@@ -232,18 +219,6 @@ def decontamination(index: BenchmarkIndex, envs: Iterable[Environment] = (), tas
     rep = decontamination_report(index, tools=tools, tasks=texts)
     return {'index': {'kind': 'BFCL + tau2 tools and texts', **index.info, 'counts': index.counts()}, 'checked': rep.counts(), 'clean': rep.clean,
             'flagged': rep.flagged()[:max_matches]}
-
-# %% ../../../nbs/agentscaler/04_sft_data.ipynb #08865335
-_LEDGER_KEYS = ('requests', 'cache_hits', 'backend_calls', 'retries', 'failures', 'prompt_tokens', 'completion_tokens')
-
-def ledger_counts(ledger: Ledger | LLMClient | Mapping) -> dict:
-    "Per-tag counts of an `LLMClient`'s ledger (or a `Ledger`, or its `to_dict()`), with a 'total' row; latencies left out."
-    if isinstance(ledger, LLMClient): ledger = ledger.ledger
-    d = ledger.to_dict() if isinstance(ledger, Ledger) else {k: v for k, v in ledger.items() if k != 'total'}   # a total is recomputed, never summed
-    out = {tag: {k: (dict(sorted(s.get(k, {}).items())) if k == 'failures' else s.get(k, 0)) for k in _LEDGER_KEYS} for tag, s in sorted(d.items())}
-    total = {k: sum(s[k] for s in out.values()) for k in _LEDGER_KEYS if k != 'failures'}
-    total['failures'] = dict(sorted(sum((Counter(s['failures']) for s in out.values()), Counter()).items()))
-    return out | {'total': total}
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #4c20efe9
 def data_card(*, stages: Mapping[str, Any] | None = None, filter_results: Iterable[FilterResult] = (),
@@ -347,9 +322,9 @@ def data_card_markdown(card: Mapping) -> str:
                                             s['completion_tokens']] for t, s in led.items()])]
     return '\n\n'.join(out) + '\n'
 
-def write_data_card(card: Mapping, out_dir: str | Path) -> dict[str, Path]:
-    "Write `out_dir/data_card.json` (the card) and `out_dir/data_card.md` (`data_card_markdown`)."
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / 'data_card.json', (json.dumps(card, indent=1, sort_keys=True, ensure_ascii=False) + '\n').encode())
-    atomic_write(out / 'data_card.md', data_card_markdown(card).encode())
-    return {'json': out / 'data_card.json', 'markdown': out / 'data_card.md'}
+def write_data_card(card: Mapping, out_dir: str | Path, figure=None) -> dict[str, Path]:
+    "Write `out_dir/data_card.json` (the card), `data_card.md` (`data_card_markdown`) and, given a figure, `data_card.png` (the frame's `write_data_card`)."
+    run = RunFolder(out_dir, ())
+    write_card_files(run, dict(card), figure, data_card_markdown(card))
+    return {'json': run.file(None, 'data_card.json'), 'markdown': run.file(None, 'data_card.md'),
+            **({'figure': run.file(None, 'data_card.png')} if figure is not None else {})}

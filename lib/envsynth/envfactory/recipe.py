@@ -381,7 +381,8 @@ def summarize(card: dict) -> dict:
             'kept': {k: v.get('kept') for k, v in card['stages'].items()}}
 
 def main(argv: Sequence[str] | None = None) -> int:
-    "`envsynth envfactory run ...`; returns the exit status."
+    """Run the EnvFactory recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
+    `envsynth envfactory run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
     return recipe_command(RECIPE, run_envfactory, summarize, argv)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #6e7942ad

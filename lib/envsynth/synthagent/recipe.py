@@ -404,7 +404,8 @@ def summarize(card: dict) -> dict:
     return {'tasks': card['table1']['ours']['tasks'], 'probe_ranking_ok': card['probe_ranking_ok'], 'exports': card['exports']}
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`envsynth synthagent run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    """Run the SynthAgent recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
+    `envsynth synthagent run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
     return recipe_command(RECIPE, run_synthagent, summarize, argv)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #5666877d

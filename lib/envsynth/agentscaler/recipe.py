@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 from .interplay import AGENT_TAG, filter_trajectory, interplay
-from .materialize import materialize_domain
+from ..materialize import materialize_domain
 from .offline import offline_recipe_teacher, register_offline_agent
-from .pool import Domain, api_pool, build_domains, rewrite_descriptions
+from .pool import api_pool, build_domains, rewrite_descriptions
+from ..materialize import Domain
 from .sft_data import (SFTSplitError, contaminated_domains, data_card, domain_profile, match_target_domains, data_card_markdown, ledger_counts, plot_data_card,
                                            sft_splits, write_data_card, write_sft_splits)
 from .tasks import synthesize_tasks

@@ -63,23 +63,19 @@ UPDATE_VERBS = frozenset(
     'prioritise snooze'.split())
 DELETE_VERBS = frozenset('delete remove drop discard clear erase purge unregister destroy'.split())
 STATUS_VERBS = {'cancel': 'cancelled', 'close': 'closed', 'revoke': 'revoked',
-                'terminate': 'terminated', 'block': 'blocked',
-                'unblock': 'active', 'activate': 'active', 'deactivate': 'inactive',
-                'suspend': 'suspended', 'renew': 'renewed',
-                'return': 'returned', 'complete': 'completed', 'finish': 'finished', 'end': 'ended',
-                'approve': 'approved',
-                'reject': 'rejected', 'confirm': 'confirmed', 'archive': 'archived',
-                'lock': 'locked', 'unlock': 'unlocked',
-                'fill': 'filled', 'reissue': 'reissued', 'settle': 'settled', 'refund': 'refunded',
-                'check_in': 'checked_in',
-                'check_out': 'checked_out', 'resolve': 'resolved', 'reopen': 'open',
-                'publish': 'published', 'pause': 'paused',
-                'resume': 'active', 'ship': 'shipped', 'deliver': 'delivered', 'accept': 'accepted',
-                'decline': 'declined',
-                'dispatch': 'dispatched', 'enable': 'enabled', 'disable': 'disabled',
-                'expire': 'expired', 'escalate': 'escalated',
-                'receive': 'received', 'release': 'released', 'redeem': 'redeemed',
-                'void': 'voided', 'withdraw': 'withdrawn'}
+                'terminate': 'terminated', 'block': 'blocked', 'unblock': 'active',
+                'activate': 'active', 'deactivate': 'inactive', 'suspend': 'suspended',
+                'renew': 'renewed', 'return': 'returned', 'complete': 'completed',
+                'finish': 'finished', 'end': 'ended', 'approve': 'approved', 'reject': 'rejected',
+                'confirm': 'confirmed', 'archive': 'archived', 'lock': 'locked',
+                'unlock': 'unlocked', 'fill': 'filled', 'reissue': 'reissued', 'settle': 'settled',
+                'refund': 'refunded', 'check_in': 'checked_in', 'check_out': 'checked_out',
+                'resolve': 'resolved', 'reopen': 'open', 'publish': 'published', 'pause': 'paused',
+                'resume': 'active', 'ship': 'shipped', 'deliver': 'delivered',
+                'accept': 'accepted', 'decline': 'declined', 'dispatch': 'dispatched',
+                'enable': 'enabled', 'disable': 'disabled', 'expire': 'expired',
+                'escalate': 'escalated', 'receive': 'received', 'release': 'released',
+                'redeem': 'redeemed', 'void': 'voided', 'withdraw': 'withdrawn'}
 _STOP = frozenset(
     'by to into for of the a an in on at from with and or all my new details detail info '
     'information data id ids '

@@ -5,7 +5,7 @@ A cheap deterministic bag-of-words embedder stands in for sentence-transformers 
 import functools, hashlib, json, random, re
 import numpy as np
 import pytest
-from envsynth.chains import chain_satisfiable, classify_parameters, sample_topology_chain
+from envsynth.chains import chain_satisfiable, sample_topology_chain
 from envsynth.corpora import CorpusTool, ToolCorpus, synthetic_corpus
 from envsynth.graph import (ToolEmbeddings, dependency_graph, embed_corpus, link_names, output_fields, tool_entities,
                             types_compatible)
@@ -163,7 +163,7 @@ def test_topk_bounds_embedding_links_per_field():
 def test_topology_chains_on_an_outputs_graph():
     corpus = with_outputs(synthetic_corpus(600, seed=4), seed=4)
     g = dependency_graph(corpus, embed_corpus(corpus, HashEmbedder()), mode='outputs', threshold=0.9, k=4, scope='server')
-    by_key, kinds = corpus.by_key(), classify_parameters(corpus, g)
+    by_key, kinds = corpus.by_key(), {(v, p): 'internal' for _, v, d in g.edges(data=True) for p in d.get('params', [])}
     assert any(v == 'internal' for v in kinds.values())
     rng = random.Random(0)
     chains = [c for c in (sample_topology_chain(g, kinds, by_key, rng) for _ in range(300)) if c]

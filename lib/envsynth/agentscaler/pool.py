@@ -6,12 +6,13 @@
 from __future__ import annotations
 import re
 from pathlib import Path
-from pydantic import BaseModel, Field, field_serializer, field_validator
+from pydantic import BaseModel, Field
 from ..schema import Tool
+from ..materialize import Domain
 from ..llm import fill_prompt, prompt_folder
 
 # %% auto #0
-__all__ = ['SPEC_TAG', 'prompts_dir', 'load_prompt', 'Domain', 'api_pool', 'IOSpec', 'spec_request', 'spec_problems',
+__all__ = ['SPEC_TAG', 'prompts_dir', 'load_prompt', 'api_pool', 'IOSpec', 'spec_request', 'spec_problems',
            'rewrite_descriptions', 'DomainSplit', 'review_domain_edges', 'build_domains', 'plot_domains']
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #18b4d05f
@@ -22,27 +23,6 @@ def prompts_dir() -> Path:
 def load_prompt(name: str, **fields) -> str:
     "The prompt `prompts/agentscaler/{name}.md` with `{field}`s filled in (other braces are left alone)."
     return fill_prompt('agentscaler', name, **fields)
-
-# %% ../../../nbs/agentscaler/00_pool.ipynb #9a84b844
-class Domain(BaseModel):
-    "One domain of the tool graph: a name usable as a folder name, its tools and its (refined) dependency edges."
-    name: str                                                   # e.g. 'd03_library'
-    index: int                                                  # Louvain community index, largest first
-    tools: list[Tool]                                           # sorted by name; dumped as OpenAI tool dicts
-    edges: list[tuple[str, str, float]] = Field(default_factory=list)   # (from tool, to tool, weight)
-    servers: list[str] = Field(default_factory=list)            # where the tools came from
-
-    @field_validator('tools', mode='before')
-    @classmethod
-    def _parse_tools(cls, tools):
-        "Tool documents in any form `Tool.parse` reads (OpenAI, bare function, MCP); a bad one is an error naming it."
-        return [Tool.parse(t) for t in tools] if isinstance(tools, (list, tuple)) else tools
-
-    @field_serializer('tools')
-    def _dump_tools(self, tools: list[Tool]) -> list[dict]: return [t.to_openai() for t in tools]
-
-    @property
-    def tool_names(self) -> list[str]: return [t.name for t in self.tools]
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #945f9560
 from collections import Counter

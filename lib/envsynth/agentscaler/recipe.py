@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 from .interplay import AGENT_TAG, filter_trajectory, interplay
-from .materialize import materialize_domain
+from ..materialize import materialize_domain
 from .offline import offline_recipe_teacher, register_offline_agent
-from .pool import Domain, api_pool, build_domains, rewrite_descriptions
+from .pool import api_pool, build_domains, rewrite_descriptions
+from ..materialize import Domain
 from .sft_data import (SFTSplitError, contaminated_domains, data_card, data_card_markdown, domain_profile,
                                            match_target_domains, plot_data_card, sft_splits, write_sft_splits)
 from .tasks import synthesize_tasks

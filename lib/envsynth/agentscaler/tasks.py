@@ -9,52 +9,20 @@ from collections import Counter
 from typing import Any, Iterable, Literal
 import networkx as nx
 from pydantic import BaseModel, Field
-from .pool import Domain, load_prompt
-from .materialize import DatabaseDesign, SeedRows, seed_request
-from ..envs import Environment, Episode
+from .pool import load_prompt
+from ..materialize import DatabaseDesign, Domain, SeedRows, seed_request
+from ..envs import Environment
+from ..walks import DATE_LIKE, WalkResult, string_leaves, check_patch, compact, derived_seed, run_walk, user_facts
 from ..chains import WalkStats, random_walks
 from ..llm import LLMClient, LLMError
-from ..schema import Action, Task, Tool, ToolResult, canonical_json, content_hash, user, validate_arguments
+from ..schema import Task, content_hash, user
 
 # %% auto #0
-__all__ = ['DATE_LIKE', 'INITIAL_STATE_TAG', 'FILL_TAG', 'INTENT_TAG', 'derived_seed', 'compact', 'check_patch',
-           'diverse_initial_states', 'state_patch', 'initial_state_request', 'generated_initial_states', 'domain_graph',
-           'sample_walks', 'row_noun', 'tables_for_parameter', 'parameter_tables', 'tables_for_tool', 'plain_schema',
-           'state_view', 'ArgumentChoice', 'fill_request', 'fill_messages', 'StepOutcome', 'fill_and_call',
-           'json_leaves', 'user_facts', 'WalkResult', 'run_walk', 'UserIntent', 'intent_problems', 'intent_request',
-           'write_intent', 'TaskBatch', 'synthesize_tasks', 'task_domain']
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #30b5e16c
-def derived_seed(*parts: Any) -> int:
-    "A 64-bit seed from the content hash of `parts` (JSON data)."
-    return int(content_hash(list(parts), 16), 16)
-
-def compact(value: Any, max_items: int = 5, max_str: int = 160, depth: int = 4) -> Any:
-    "A size-bounded copy of JSON data for a prompt: lists cut to `max_items` (plus a note), long strings cut, deep nesting summarized."
-    if isinstance(value, str): return value if len(value) <= max_str else value[:max_str] + '…'
-    if value is None or isinstance(value, (bool, int, float)): return value
-    if isinstance(value, dict):
-        if depth <= 0: return f'<object with {len(value)} keys>'
-        keys = list(value)[:4 * max_items]
-        out = {str(k): compact(value[k], max_items, max_str, depth - 1) for k in keys}
-        if len(value) > len(keys): out['…'] = f'{len(value) - len(keys)} more keys'
-        return out
-    if isinstance(value, (list, tuple)):
-        if depth <= 0: return f'<list of {len(value)}>'
-        out = [compact(v, max_items, max_str, depth - 1) for v in value[:max_items]]
-        return out + [f'… {len(value) - max_items} more'] if len(value) > max_items else out
-    return compact(str(value), max_items, max_str, depth)
+__all__ = ['INITIAL_STATE_TAG', 'INTENT_TAG', 'diverse_initial_states', 'state_patch', 'initial_state_request',
+           'generated_initial_states', 'domain_graph', 'sample_walks', 'UserIntent', 'intent_problems',
+           'intent_request', 'write_intent', 'TaskBatch', 'synthesize_tasks', 'task_domain']
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #3569b00f
-DATE_LIKE = re.compile(r'^\d{4}-\d{2}-\d{2}')
-
-def _string_leaves(obj: Any) -> Iterable[str]:
-    if isinstance(obj, str): yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values(): yield from _string_leaves(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj: yield from _string_leaves(v)
-
 def _column_kinds(rows: dict[str, dict], row_ids: set[str]) -> dict[str, str]:
     "The fields of a table that may vary: 'category' (a few repeated strings or booleans) or 'number'; ids, references, dates and free text may not."
     out = {}
@@ -72,7 +40,7 @@ def _column_kinds(rows: dict[str, dict], row_ids: set[str]) -> dict[str, str]:
 def _variation(state: dict[str, dict], rng: random.Random, drop_frac: float, change_frac: float, max_rows: int) -> dict:
     "One random patch of `state` (see above)."
     row_ids = {k for rows in state.values() for k in rows}
-    referenced = {s for t, rows in state.items() for k, r in rows.items() for s in _string_leaves(r) if s in row_ids and s != k}
+    referenced = {s for t, rows in state.items() for k, r in rows.items() for s in string_leaves(r) if s in row_ids and s != k}
     patch = {}
     for t in sorted(state):
         rows = state[t]
@@ -98,12 +66,6 @@ def _variation(state: dict[str, dict], rng: random.Random, drop_frac: float, cha
     return patch
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #b32daaaa
-def check_patch(env: Environment, patch: dict | None) -> str | None:
-    "Why `patch` does not load as an initial state of `env`; None if it loads."
-    try:
-        with env.reset(Task(id='state-check', instruction='state check', initial_state=patch)): return None
-    except (ValueError, TypeError, KeyError, RuntimeError) as e: return f'{type(e).__name__}: {e}'
-
 def diverse_initial_states(env: Environment, n: int, seed: int = 0, *, drop_frac: float = 0.1, change_frac: float = 0.2,
                            max_rows: int = 8, dropped: Counter | None = None) -> list[dict | None]:
     """`n` distinct initial states of `env` as `Task.initial_state` patches: the seed state (None) first, then
@@ -180,217 +142,9 @@ def sample_walks(graph: nx.DiGraph, n: int, min_len: int, max_len: int, seed: in
     stats = WalkStats()
     return random_walks(graph, n_walks=n, min_len=min_len, max_len=max_len, seed=seed, stats=stats, stop=stop), stats
 
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #1ee90a77
-_IRREGULAR = {'people': 'person', 'children': 'child', 'men': 'man', 'women': 'woman', 'data': 'data', 'media': 'media'}
-
-def row_noun(word: str) -> str:
-    "The noun naming one row of a table ('standing_orders' → 'standing_order', 'people' → 'person')."
-    w = word.lower()
-    head, _, last = w.rpartition('_')
-    if last in _IRREGULAR: return (head + '_' if head else '') + _IRREGULAR[last]
-    if w.endswith('ies'): return w[:-3] + 'y'
-    if w.endswith(('sses', 'uses', 'xes', 'ches', 'shes')): return w[:-2]
-    return w[:-1] if w.endswith('s') and not w.endswith('ss') else w
-
-def _table_mentioned(table: str, text: str) -> bool:
-    "Whether `text` (lower case) names `table` or one of its rows ('standing order', 'loans')."
-    return any(re.search(rf'\b{re.escape(w)}', text) for w in {table.replace('_', ' '), row_noun(table).replace('_', ' ')})
-
-def tables_for_parameter(param: str, tables: Iterable[str]) -> list[str]:
-    "The tables whose row ids (or keys) a parameter names, best first: `member_id` → members, `from_account_id` → accounts, `order_id` → standing_orders, `issue_key` → issues."
-    m = re.fullmatch(r'(.+)_(ids?|keys?)', param.lower())
-    if not m: return []
-    stem, scored = m.group(1), []
-    for t in sorted(tables):
-        s = row_noun(t)
-        if s == stem: scored.append((0, t))
-        elif stem.endswith('_' + s): scored.append((1, t))
-        elif s.endswith('_' + stem): scored.append((2, t))
-    return [t for _, t in sorted(scored)]
-
-def _shape(s: str) -> str:
-    "The shape of an id: upper-case letters kept, digit runs and lower-case runs collapsed ('P0042' → 'P9', 'lena.quist' → 'a.a')."
-    return re.sub(r'9+', '9', re.sub(r'[a-z]+', 'a', re.sub(r'\d', '9', s)))
-
-def parameter_tables(param: str, schema: dict, ids: dict[str, Iterable[str]]) -> list[str]:
-    """The tables (of `ids`: table → row ids) whose row ids a parameter takes: by its name (`member_id`), else, for an
-    id-like parameter, by the tables its description names, nearest first ('handle of the member'), else by the shape
-    of its description's example ("e.g. 'P0042'")."""
-    found = tables_for_parameter(param, ids)
-    desc = (schema.get('description') or '').lower()
-    if not found and (re.search(r'_(ids?|keys?)$', param) or re.search(r'\b(id|ids|handle|key)\b', desc)):
-        pos = {t: m.start() for t in ids if (m := re.search('|'.join(rf'\b{re.escape(w)}' for w in {t.replace('_', ' '), row_noun(t).replace('_', ' ')}), desc))}
-        found = sorted(pos, key=lambda t: (pos[t], t))
-    if not found and (examples := re.findall(r"e\.g\. ?'([^']+)'", schema.get('description') or '')):
-        shapes = {_shape(x) for x in examples}
-        found = [t for t in sorted(ids) if any(_shape(k) in shapes for k in ids[t])]
-    return found
-
-def tables_for_tool(tool: Tool, state: dict[str, dict], writes: Iterable[str] = ()) -> list[str]:
-    "The tables of `state` a tool is about: those it writes, those its parameters take ids of, those its name or description mentions."
-    fn = tool.function
-    ids = {t: list(rows.get('rows', rows) if isinstance(rows, dict) and 'total_rows' in rows else rows) for t, rows in sorted(state.items())}
-    out = [t for t in writes if t in ids]
-    for p, s in (fn.parameters.get('properties') or {}).items():
-        s = plain_schema(s)
-        out += parameter_tables(p, plain_schema(s.get('items') or {}) | {'description': s.get('description', '')} if s.get('type') == 'array' else s, ids)
-    text = f'{fn.name} {fn.description}'.lower().replace('_', ' ')
-    out += [t for t in ids if _table_mentioned(t, text)]
-    return list(dict.fromkeys(out))
-
-def plain_schema(schema: dict) -> dict:
-    "The non-null branch of an Optional (`anyOf: [X, null]`) schema."
-    for k in ('anyOf', 'oneOf'):
-        if k in schema:
-            alts = [s for s in schema[k] if s.get('type') != 'null']
-            if alts: return {**{a: b for a, b in schema.items() if a != k}, **alts[0]}
-    return schema
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #9a4b4b53
-def state_view(state: dict[str, dict], tables: Iterable[str], focus: Iterable[str] = (), seed: int = 0,
-               max_rows: int = 6, max_chars: int = 6000) -> dict:
-    "A compact view of `tables`: per table `total_rows` and up to `max_rows` rows (ids in `focus` first, then a seeded sample), shrunk to fit `max_chars`."
-    rng, focus = random.Random(seed), set(focus)
-    order = {}
-    for t in tables:
-        rest = sorted(k for k in state[t] if k not in focus)
-        order[t] = sorted(k for k in state[t] if k in focus) + rng.sample(rest, len(rest))
-    for n in range(max_rows, -1, -1):
-        view = {t: {'total_rows': len(state[t]), 'rows': {k: compact(state[t][k]) for k in sorted(order[t][:n])}} for t in order}
-        if n == 0 or len(json.dumps(view, ensure_ascii=False)) <= max_chars: return view
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #ab5dc21d
-FILL_TAG, INTENT_TAG = 'agentscaler.fill_arguments', 'agentscaler.intent'
-
-class ArgumentChoice(BaseModel):
-    "The model's arguments for the next call of a walk."
-    arguments: dict = Field(description='the arguments of the call, as a JSON object')
-
-def fill_request(env: Environment, tool_name: str, state: dict, history: list[tuple[Action, Any]], *, seed: int = 0,
-                 max_rows: int = 6, max_chars: int = 6000, previous: dict | None = None) -> dict:
-    "The JSON the argument filler sees: the tool, its kind, the relevant state, the earlier calls and a failed attempt."
-    tool, info = env.tool(tool_name), env.tool_info[tool_name]
-    tables = tables_for_tool(tool, state, info.writes) or sorted(state)
-    ids = {k for rows in state.values() for k in rows}
-    focus = {s for a, out in history for s in _string_leaves([a.arguments, out]) if s in ids}
-    return {'tool': tool.to_openai()['function'], 'kind': info.kind,
-            'state': state_view(state, tables, focus, seed, max_rows, max_chars),
-            'earlier_calls': [{'name': a.name, 'arguments': a.arguments, 'output': compact(out)} for a, out in history],
-            'previous_attempt': previous}
-
-def fill_messages(request: dict) -> list:
-    "The argument filler's prompt (`prompts/agentscaler/fill_arguments.md`) with the request as a ```json block."
-    return [user(load_prompt('fill_arguments', tool_name=request['tool']['name'], request=json.dumps(request, indent=1, ensure_ascii=False)))]
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #30e3cc86
-class StepOutcome(BaseModel):
-    "One attempt at a step: the call made (`action`, `output`), or the arguments tried and why they failed (`reason`, `error`)."
-    action: Action | None = None
-    output: Any = None
-    arguments: Any = None
-    reason: str | None = None      # an error type ('invalid_arguments', 'execution_error', ...) or 'llm_<kind>'
-    error: str | None = None
-
-    @property
-    def previous(self) -> dict:
-        "The failed attempt as the next request's `previous_attempt`."
-        return {'arguments': self.arguments, 'error': self.error}
-
-async def fill_and_call(env: Environment, ep: Episode, client: LLMClient, tool_name: str, history: list[tuple[Action, Any]],
-                        *, previous: dict | None = None, seed: int = 0, max_rows: int = 6, max_chars: int = 6000) -> StepOutcome:
-    "One attempt: ask the model for the arguments of `tool_name` (showing a failed `previous` attempt), validate them, run the call in `ep`."
-    req = fill_request(env, tool_name, ep.state(), history, seed=seed, max_rows=max_rows, max_chars=max_chars, previous=previous)
-    try: args = (await client.chat(fill_messages(req), response_model=ArgumentChoice, tag=FILL_TAG)).parsed.arguments
-    except LLMError as e: return StepOutcome(reason=f'llm_{e.kind}', error=f'{type(e).__name__}: {e}')
-    if problems := validate_arguments(env.tool(tool_name), args):
-        return StepOutcome(arguments=args, reason='invalid_arguments', error='invalid_arguments: ' + '; '.join(map(str, problems)))
-    res: ToolResult = await ep.astep((tool_name, args))
-    if res.ok: return StepOutcome(action=Action(name=tool_name, arguments=args), output=res.output, arguments=args)
-    return StepOutcome(arguments=args, reason=res.error.type, error=f'{res.error.type}: {res.error.message}')
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #9975cf38
-def json_leaves(obj: Any, key: str | None = None) -> Iterable[tuple[str | None, Any]]:
-    "(key, scalar) pairs of nested JSON data, depth first, in order."
-    if isinstance(obj, dict):
-        for k, v in obj.items(): yield from json_leaves(v, k)
-    elif isinstance(obj, list):
-        for v in obj: yield from json_leaves(v, key)
-    else: yield key, obj
-
-def _produced(param: str, value: Any, outputs: list[Any]) -> bool:
-    "Whether an earlier output holds `value`: under the same key, or (a string of 3+ characters) anywhere."
-    if value is None or isinstance(value, (dict, list)): return False
-    for out in outputs:
-        for k, v in json_leaves(out):
-            if type(v) is bool or type(value) is bool:
-                if k == param and v is value: return True
-            elif v == value and (k == param or (isinstance(v, str) and len(v) >= 3)): return True
-    return False
-
-def user_facts(actions: list[Action], outputs: list[Any]) -> dict:
-    "The argument values the user must supply: those that no earlier call's output produced."
-    facts = {}
-    for i, a in enumerate(actions):
-        for k, v in a.arguments.items():
-            if _produced(k, v, outputs[:i]): continue
-            if any(re.fullmatch(rf'{re.escape(k)}(_\d+)?', fk) and canonical_json(fv) == canonical_json(v) for fk, fv in facts.items()): continue
-            key, n = k, 2
-            while key in facts: key, n = f'{k}_{n}', n + 1
-            facts[key] = v
-    return facts
-
-# %% ../../../nbs/agentscaler/02_tasks.ipynb #746d3223
-class WalkResult(BaseModel):
-    "A walk executed on one initial state: the calls kept, their outputs, the hashes, and why it stopped early (if it did)."
-    task_id: str
-    walk: list[str]
-    state_index: int
-    initial_state: dict | None = None
-    actions: list[Action] = Field(default_factory=list)
-    outputs: list[Any] = Field(default_factory=list)
-    initial_hash: str = ''
-    gold_hash: str = ''
-    cut: str | None = None          # why the walk stopped before its end
-    retries: int = 0
-    errors: list[str] = Field(default_factory=list)   # every failed attempt's error, in order
-    reason: str | None = None       # set when the walk yields no task
-
-def _probe(task_id: str, env: Environment, patch: dict | None) -> Task:
-    return Task(id=task_id, env_id=env.name, instruction='(under construction)', initial_state=patch)
-
-async def run_walk(env: Environment, client: LLMClient, walk: list[str], patch: dict | None, *, task_id: str, state_index: int = 0,
-                   min_len: int = 2, seed: int = 0, max_rows: int = 6, max_chars: int = 6000) -> WalkResult:
-    "Fill and execute the calls of `walk` on the initial state `patch`; cut at a step that fails twice; verify by replay."
-    out = WalkResult(task_id=task_id, walk=walk, state_index=state_index, initial_state=patch)
-    probe = _probe(task_id, env, patch)
-    ep = env.reset(probe)
-    def back_to_gold_prefix():
-        nonlocal ep
-        ep.close(); ep = env.reset(probe)
-        for a in out.actions: ep.step(a)
-    try:
-        out.initial_hash = ep.state_hash()
-        for i, name in enumerate(walk):
-            previous = None
-            for attempt in range(2):                   # one retry, with the error fed back
-                before = ep.state_hash()
-                step = await fill_and_call(env, ep, client, name, list(zip(out.actions, out.outputs)), previous=previous,
-                                           seed=derived_seed(seed, task_id, i), max_rows=max_rows, max_chars=max_chars)
-                if step.action is not None or step.reason.startswith('llm_'): break
-                out.errors.append(step.error); previous = step.previous
-                if ep.state_hash() != before: back_to_gold_prefix()      # a failed call changed the state anyway
-            out.retries += attempt
-            if step.action is None: out.cut = step.reason; break
-            out.actions.append(step.action); out.outputs.append(step.output)
-        out.gold_hash = ep.state_hash()
-    finally: ep.close()
-    if len(out.actions) < min_len: out.reason = out.cut or 'too_short'; return out
-    results, replay_hash = env.run_actions(out.actions, probe)
-    if not all(r.ok for r in results) or replay_hash != out.gold_hash: out.reason = 'replay_mismatch'
-    elif any(env.tool_info[a.name].kind == 'write' for a in out.actions) and out.gold_hash == out.initial_hash: out.reason = 'no_state_change'
-    return out
-
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #e474f4e0
+INTENT_TAG = 'agentscaler.intent'
+
 class UserIntent(BaseModel):
     "The overall intent of the user behind a tool sequence, addressed to them."
     instruction: str = Field(description='second person: "You want to ..., then you intend to ..."')

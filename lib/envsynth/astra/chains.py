@@ -4,18 +4,18 @@
 
 # %% ../../../nbs/astra/01_chains.ipynb #babc785b
 from __future__ import annotations
-import asyncio, random
+import asyncio
 from collections import Counter
 from typing import Literal
 import networkx as nx
 from pydantic import BaseModel, Field
+from ..chains import WalkStats, random_walks
 from .tool_docs import MCPServer, inputs_block, load_prompt
 from ..llm import LLMError
 
 # %% auto #0
 __all__ = ['PROPOSE_TAG', 'VERIFY_TAG', 'ProposedChain', 'ChainProposals', 'server_inputs', 'propose_chains',
-           'chain_transition_graph', 'sample_walks', 'ChainVerdict', 'VerifiedChain', 'task_for_walk', 'verify_chain',
-           'server_chains']
+           'chain_transition_graph', 'ChainVerdict', 'VerifiedChain', 'task_for_walk', 'verify_chain', 'server_chains']
 
 # %% ../../../nbs/astra/01_chains.ipynb #08a708c8
 PROPOSE_TAG = 'astra.propose_chains'
@@ -54,25 +54,6 @@ def chain_transition_graph(server: MCPServer, chains: list[list[str]]) -> nx.DiG
         for a, b in zip(chain, chain[1:]):
             if a in g and b in g and a != b: g.add_edge(a, b, weight=g[a][b]['weight'] + 1 if g.has_edge(a, b) else 1)
     return g
-
-# %% ../../../nbs/astra/01_chains.ipynb #c8202db4
-def sample_walks(g: nx.DiGraph, n: int, min_len: int = 2, max_len: int = 5, acyclic: bool = True, seed: int = 0,
-                 max_tries: int | None = None) -> tuple[list[list[str]], Counter]:
-    "Up to `n` distinct weight-biased walks of `min_len`..`max_len` tools (deterministic for a seed), and the rejected draws by reason."
-    if not 1 <= min_len <= max_len: raise ValueError(f'need 1 <= min_len <= max_len, got {min_len}, {max_len}')
-    rng, dropped, out, seen = random.Random(seed), Counter(), [], set()
-    starts = sorted(v for v in g.nodes if g.out_degree(v) > 0)
-    for _ in range(max_tries or 20 * n):
-        if len(out) >= n or not starts: break
-        walk, target = [rng.choice(starts)], rng.randint(min_len, max_len)
-        while len(walk) < target:
-            nxt = sorted((v, d.get('weight', 1)) for v, d in g[walk[-1]].items() if not (acyclic and v in walk))
-            if not nxt: break
-            walk.append(rng.choices([v for v, _ in nxt], weights=[w for _, w in nxt])[0])
-        if len(walk) < min_len: dropped['too_short'] += 1
-        elif tuple(walk) in seen: dropped['duplicate'] += 1
-        else: seen.add(tuple(walk)); out.append(walk)
-    return out, dropped
 
 # %% ../../../nbs/astra/01_chains.ipynb #256451b4
 VERIFY_TAG = 'astra.verify_chain'
@@ -117,9 +98,10 @@ async def server_chains(server: MCPServer, client, *, proposals: int = 8, walks:
     "Propose → transition graph → walks → vote; returns the accepted chains and the counts of every step with drop reasons."
     kept, dropped = await propose_chains(server, client, proposals)
     g = chain_transition_graph(server, [p.chain for p in kept])
-    cands, rejected = sample_walks(g, walks, min_len, max_len, acyclic, seed)
+    walk_stats = WalkStats()
+    cands = random_walks(g, walks, min_len, max_len, seed, acyclic=acyclic, stats=walk_stats)
     checked = await asyncio.gather(*(verify_chain(server, w, task_for_walk(w, kept), client, n_votes, temperature) for w in cands))
     votes_failed = Counter('vote_unknown' if c.votes['unknown'] * 2 >= n_votes else 'vote_rejected' for c in checked if not c.valid)
     stats = {'proposals': {'kept': len(kept), 'dropped': dict(dropped)}, 'graph': {'nodes': g.number_of_nodes(), 'edges': g.number_of_edges()},
-             'walks': {'kept': len(cands), 'dropped': dict(rejected)}, 'verified': {'kept': sum(c.valid for c in checked), 'dropped': dict(votes_failed)}}
+             'walks': {'kept': len(cands), 'dropped': dict(walk_stats.dropped)}, 'verified': {'kept': sum(c.valid for c in checked), 'dropped': dict(votes_failed)}}
     return [c for c in checked if c.valid], stats

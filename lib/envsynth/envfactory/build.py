@@ -8,9 +8,8 @@ import ast, asyncio, json, re, shutil
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, model_validator
-from ..agentscaler.materialize import (DatabaseDesign, SeedRows, ToolCode, assemble_tools_code, build_round, code_request,
-                                               design_request, finish_environment, materializable_tools, method_problems, seed_request)
-from ..agentscaler.pool import Domain
+from ..materialize import (DatabaseDesign, SeedRows, ToolCode, assemble_tools_code, build_round, code_request,
+                                  Domain, design_request, finish_environment, materializable_tools, method_problems, seed_request)
 from .envgen import LLM_FAILURES, EnvProposal, ask_model
 from ..llm import LLMClient
 from ..pipeline import Drop

@@ -6,16 +6,16 @@
 from __future__ import annotations
 import json, random, re
 from typing import Any, Callable, Iterable
-from ..agentscaler.offline import (offline_code, offline_db_design, offline_fill_arguments, offline_seed, offline_agent,
-                                           request_json)
-from ..agentscaler.materialize import plural, singular
+from ..offline_envs import (offline_code, offline_db_design, offline_fill_arguments, offline_seed, offline_agent,
+                                   request_json)
+from ..materialize import plural, singular
 from ..llm import ChatRequest, OfflineTeacher
 from ..rollout import offline_teacher
 from .envgen import TAGS, EnvProposal
 from .build import UnitTests
 from .toolgraph import GraphEdge, GraphEdits, ParamClasses
 from .queries import QueryPlan, RefinedQueries, Scenario, Subgoal
-from ..agentscaler.tasks import FILL_TAG
+from ..walks import FILL_TAG
 from ..schema import Task
 
 # %% auto #0

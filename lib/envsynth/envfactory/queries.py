@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, re
 from typing import Any
 from pydantic import BaseModel, Field, model_validator
-from ..agentscaler.tasks import check_patch, compact, run_walk, user_facts
+from ..walks import check_patch, compact, run_walk, user_facts
 from .envgen import LLM_FAILURES, ask_model
 from ..envs import Environment
 from ..llm import LLMClient

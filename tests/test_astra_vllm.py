@@ -6,9 +6,9 @@ user simulator; it is set so that no role is left offline). `[llm]` itself point
 nothing listens, so a role that fell back to it would fail the run.
 
 A random model answers every request but produces nothing usable. The run must count that, never
-pass anything by default, and still finish: exit 0 with `status: no_sft_data`, as
-`envsynth agentscaler run` exits 0 when no trajectory survives; a model that does not answer at
-all exits 1 (test_astra_recipe.py). Three runs: the whole pipeline with every role on the server
+pass anything by default, and still finish its card: `status: no_sft_data`, and exit 1 with one
+line (a run with no data is never a success); a model that does not answer at all also exits 1,
+with no card (test_astra_recipe.py). Three runs: the whole pipeline with every role on the server
 (the judge's clarity check comes first: its unparseable verdicts are `clarity_unknown` drops),
 then rollouts and the reward on tasks made offline, once with the agent on the server and once
 with the offline agent, so that real MCP tools and the emulator on the server are both called.
@@ -65,11 +65,25 @@ def _env(settings: Path, url: str | None = None, roles=('tool_emulator', 'user_s
     return env
 
 def _run(run_dir: Path, env: dict, *extra) -> dict:
-    "`envsynth astra run`: it must exit 0 without a traceback; returns its summary line."
+    """`envsynth astra run` without a traceback: its summary line (exit 0), or, for a run that
+    finished with no data (exit 1, one line naming its card), the card's status and wall time."""
     r = subprocess.run([ENVSYNTH, 'astra', 'run', '--run-dir', str(run_dir), *SMOKE, *extra],
                        env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0 and 'Traceback' not in r.stderr, (r.returncode, r.stderr[-3000:])
+    assert 'Traceback' not in r.stderr, r.stderr[-3000:]
+    if r.returncode == 1 and 'NoDataError' in r.stderr.strip().splitlines()[-1]:
+        assert not r.stdout.strip()                    # no success summary
+        card = json.loads((run_dir / 'data_card.json').read_text())
+        return {'status': card['status'], 'sft_rows': card['stages']['sft']['kept'] or 0,
+                'wall_s': card['wall_s']}
+    assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+def _by_client(card: dict) -> dict:
+    "The card's ledger by client: its tags are `<client>/<tag>` when the roles have clients of their own."
+    out = {}
+    for key, s in card['ledger'].items():
+        if key != 'total': client, tag = key.split('/', 1); out.setdefault(client, {})[tag] = s
+    return out
 
 def _card(run_dir: Path) -> dict:
     "The data card, after checking that every stage accounts for each of its inputs."
@@ -92,8 +106,8 @@ def test_every_role_on_the_server_the_clarity_check_fails_closed(vllm_url, tmp_p
     summary = _run(tmp_path / 'whole', _env(_settings(tmp_path, vllm_url), vllm_url))
     card = _card(tmp_path / 'whole')
     assert summary['status'] == card['status'] == 'no_sft_data' and summary['sft_rows'] == 0
-    assert set(card['ledger']) == {'teacher', 'judge', 'tool_emulator'}     # a client per role
-    docs, judge = card['stages']['tool_docs'], card['ledger']['judge']
+    assert set(_by_client(card)) == {'teacher', 'judge', 'tool_emulator'}     # a client per role
+    docs, judge = card['stages']['tool_docs'], _by_client(card)['judge']
     checked = docs['inputs'] - sum(docs['dropped'].get(k, 0) for k in BEFORE_CLARITY)
     clarity = judge['astra.tool_clarity']
     assert checked > 0 and clarity['requests'] == checked and clarity['completion_tokens'] > 0
@@ -102,7 +116,7 @@ def test_every_role_on_the_server_the_clarity_check_fails_closed(vllm_url, tmp_p
     assert unknown == _failures(judge, 'astra.tool_clarity') > 0
     decided = sum(docs['dropped'].get(k, 0) for k in ('unclear_description', 'small_server'))
     assert unknown + decided + docs['kept'] == checked
-    assert all('astra.tool_clarity' not in card['ledger'][r] for r in ('teacher', 'tool_emulator'))
+    assert all('astra.tool_clarity' not in _by_client(card).get(r, {}) for r in ('teacher', 'tool_emulator'))
     print('whole run on vLLM:', _counts(card), summary['wall_s'], 's')
 
 @pytest.fixture(scope='module')
@@ -113,14 +127,14 @@ def offline_tasks(tmp_path_factory):
     assert out['stages'] == ['chains', 'tasks', 'task_scores']
     return tmp / 'tasks'
 
-def _rollouts(offline_tasks: Path, run_dir: Path, env: dict) -> tuple[dict, dict]:
+def _rollouts(offline_tasks: Path, run_dir: Path, env: dict, *extra) -> tuple[dict, dict]:
     shutil.copytree(offline_tasks, run_dir)
-    summary = _run(run_dir, env, '--stages', 'trajectories,rewards')
+    summary = _run(run_dir, env, '--stages', 'trajectories,rewards', *extra)
     return summary, _card(run_dir)
 
 def _check_rewards(run_dir: Path, card: dict):
     "No trajectory passes: a judge answer that does not parse makes its dimension unknown."
-    st, judge = card['stages'], card['ledger']['judge']
+    st, judge = card['stages'], _by_client(card)['judge']
     assert st['rewards']['inputs'] == st['trajectories']['kept'] > 0 and st['rewards']['kept'] == 0
     assert card['status'] == 'no_sft_data' and card['distributions']['rewards'] == []
     drops = [e for e in read_entries(run_dir / '06_rewards') if e['status'] == 'dropped']
@@ -137,22 +151,24 @@ def test_agent_emulator_and_judge_on_the_server(vllm_url, offline_tasks, tmp_pat
     "The random agent answers with text (or a malformed call the parser rejects): episodes end."
     settings = _settings(tmp_path, vllm_url)
     summary, card = _rollouts(offline_tasks, tmp_path / 'agent', _env(settings, vllm_url))
-    st, agent = card['stages']['trajectories'], card['ledger']['teacher']['astra.agent']
+    st, agent = card['stages']['trajectories'], _by_client(card)['teacher']['astra.agent']
     assert st['inputs'] == 4                                            # 4 servers x 1 task
     assert agent['requests'] >= st['inputs'] and agent['completion_tokens'] > 0
     assert set(st['dropped']) <= {'max_turns', 'timeout', 'error'}, st
     _check_rewards(tmp_path / 'agent', card)
     routes = card['distributions']['tool_calls_by_route']
-    emulator = card['ledger']['tool_emulator'].get('astra.tool_emulator', {'requests': 0})
+    emulator = _by_client(card)['tool_emulator'].get('astra.tool_emulator', {'requests': 0})
     assert emulator['requests'] <= routes.get('emulated', 0)
     print('agent on vLLM:', _counts(card), routes, summary['wall_s'], 's')
 
 def test_real_mcp_tools_and_the_emulator_on_the_server(vllm_url, offline_tasks, tmp_path):
     "The offline agent calls tools; an emulator answer that does not parse is an error result."
     settings = _settings(tmp_path, vllm_url, roles=('judge',), dead_default=False)  # offline agent
-    summary, card = _rollouts(offline_tasks, tmp_path / 'tools', _env(settings, vllm_url))
-    d, emulator = card['distributions'], card['ledger']['tool_emulator']
-    assert set(card['ledger']) == {'teacher', 'judge', 'tool_emulator'}
+    summary, card = _rollouts(offline_tasks, tmp_path / 'tools', _env(settings, vllm_url),
+                              '--set', 'allow_offline_roles=true')     # the offline agent, on purpose
+    d, emulator = card['distributions'], _by_client(card)['tool_emulator']
+    # the run's ledger: the offline stages' shared client and this run's client per role
+    assert {'teacher', 'judge', 'tool_emulator'} <= set(_by_client(card))
     assert d['tool_calls_by_route']['emulated'] > 0
     if (REPO / '.venv-mcp-servers' / 'bin' / 'mcp-server-sqlite').exists():
         assert d['tool_calls_by_route']['mcp'] > 0

@@ -484,7 +484,7 @@ class LLMClient:
         self.timeout_s, self.max_retries, self.max_attempts, self.backoff_s = (
             timeout_s, max_retries, max_attempts, backoff_s)
         self.replay, self.ledger = replay, ledger or Ledger()
-        self.max_concurrency, self._sems = max_concurrency, {}
+        self.max_concurrency, self._sems, self._flights = max_concurrency, {}, {}
 
     async def aclose(self):
         """Close the backend's connections for the running event loop (call before
@@ -503,7 +503,31 @@ class LLMClient:
         return await self._call(req, key), False
 
     async def _call(self, req: ChatRequest, key: str | None) -> Completion:
-        "The backend's answer to `req` (not cached), within the semaphore, timeout and retries."
+        """The backend's answer to `req` (not cached). The same request already in flight is asked
+        once: a second caller waits for its answer (counted as a cache hit), so what a run spends
+        does not depend on which of two identical requests the scheduler started first."""
+        if key is None: return await self._ask_backend(req, key)
+        flights = _for_running_loop(self._flights, dict)
+        while (flight := flights.get(key)) is not None:
+            try: out = await asyncio.shield(flight)
+            except asyncio.CancelledError:
+                if flight.cancelled(): continue      # the first caller was cancelled: ask again
+                raise
+            self.ledger.count(req.tag, cache_hits=1)
+            return _copy_completion(out)
+        flights[key] = flight = asyncio.get_running_loop().create_future()
+        try:
+            out = await self._ask_backend(req, key)
+            flight.set_result(out)
+            return out
+        except asyncio.CancelledError: flight.cancel(); raise
+        except BaseException as e:
+            flight.set_exception(e); flight.exception()     # waiters re-raise it
+            raise
+        finally: flights.pop(key, None)
+
+    async def _ask_backend(self, req: ChatRequest, key: str | None) -> Completion:
+        "The backend's answer to `req`, within the semaphore, timeout and retries."
         if self.replay:
             raise self._failed(req.tag, CacheMiss(f'replay mode: no cached answer for a '
                                                   f'{req.tag!r} request ({key})'))

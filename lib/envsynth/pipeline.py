@@ -627,16 +627,38 @@ def saved(self: RunFolder, step: str) -> bool:
 @patch
 def cached(self: RunFolder, step: str, config: Any) -> list[dict] | None:
     """The records of whole-set `step` if its file holds them for this `config`, else None (and
-    `save` will check for failures)."""
-    path = _saved_path(self, step)
-    if path.exists():
-        head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
-        if head.get('config_key') == content_hash(config, 24): return recs
+    `save` will check for failures). On a miss this process computes the step: another process
+    (a shard of the same run) that misses too waits here until it is saved, then reads it."""
+    if (recs := _saved_records(self, step, config)) is not None: return recs
+    _hold_step(self, step)
+    if (recs := _saved_records(self, step, config)) is not None:
+        _release_step(self, step); return recs
     seen = _REPORTED.get()
     # from here on, failures in this task are seen
     if seen is None: seen = []; _REPORTED.set(seen)
     self._computing[step] = (seen, len(seen))
     return None
+
+def _saved_records(run: RunFolder, step: str, config: Any) -> list[dict] | None:
+    path = _saved_path(run, step)
+    if not path.exists(): return None
+    head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    return recs if head.get('config_key') == content_hash(config, 24) else None
+
+# lock files of whole-set steps this process computes, by path (a step computed again in the same
+# process, e.g. after an error in a notebook, takes the lock it already holds)
+_HELD_STEPS: dict[str, Any] = {}
+
+def _hold_step(run: RunFolder, step: str):
+    path = str(run.file(step, f'.{step}.lock'))
+    if path in _HELD_STEPS: return
+    lock = open(path, 'w')
+    fcntl.flock(lock, fcntl.LOCK_EX)                 # waits while another process computes it
+    _HELD_STEPS[path] = lock
+
+def _release_step(run: RunFolder, step: str):
+    if (lock := _HELD_STEPS.pop(str(run.dir(step) / f'.{step}.lock'), None)) is not None:
+        lock.close()
 
 @patch
 def save(self: RunFolder, step: str, config: Any, records: Iterable[dict]) -> list[dict]:
@@ -644,16 +666,18 @@ def save(self: RunFolder, step: str, config: Any, records: Iterable[dict]) -> li
     resumed run will read. `StepFailedError` (and nothing written) if a failure was reported since
     `cached` missed: such a result is not the step's."""
     seen, before = self._computing.pop(step, ([], 0))
-    if failures := seen[before:]:
-        raise StepFailedError(
-            f'step {step!r}: {len(failures)} failure(s) while computing it, first:'
-            f' {type(failures[0]).__name__}: {str(failures[0])[:300]}; nothing was saved: re-run to'
-            ' compute it again'
-        )
-    lines = [json.dumps({'config_key': content_hash(config, 24), 'config': config},
-                        sort_keys=True)] + [json.dumps(r) for r in records]
-    atomic_write(self.file(step, f'{step}.jsonl'), ('\n'.join(lines) + '\n').encode())
-    return self.cached(step, config)
+    try:
+        if failures := seen[before:]:
+            raise StepFailedError(
+                f'step {step!r}: {len(failures)} failure(s) while computing it, first:'
+                f' {type(failures[0]).__name__}: {str(failures[0])[:300]}; nothing was saved:'
+                ' re-run to compute it again'
+            )
+        lines = [json.dumps({'config_key': content_hash(config, 24), 'config': config},
+                            sort_keys=True)] + [json.dumps(r) for r in records]
+        atomic_write(self.file(step, f'{step}.jsonl'), ('\n'.join(lines) + '\n').encode())
+    finally: _release_step(self, step)
+    return _saved_records(self, step, config)
 
 # %% ../../nbs/core/10_pipeline.ipynb #bad529f6
 def _failure_summary(entries: list[dict], stats: dict) -> str:

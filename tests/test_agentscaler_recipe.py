@@ -1,18 +1,14 @@
-"""The AgentScaler recipe end to end through its command line: a run killed mid-stage (twice) and resumed finishes
-with exactly the outputs of an uninterrupted run, two runs with many items in flight give the same outputs, and bad
-parameters are a clear error."""
+"""The AgentScaler recipe end to end through its command line: two runs with many items in flight give the same
+outputs, roles, and bad parameters are a clear error (kills, shards and resumes of every recipe: test_recipe_shards.py)."""
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_records
-from _recipe_runs import finish, journal_lines, kill_during, start, untimed
+from _recipe_runs import finish, start, untimed
 
 pytestmark = pytest.mark.timeout(900)
 SETS = ['--set', 'max_domains=3', '--set', 'attempts=2', '--set', 'decontamination=false', '--set', 'concurrency=2']
 ITEM_STAGES = ('03_materialize', '04_tasks', '05_interplay', '06_filter')
-
-def _kill_during(run_dir: Path, stage: str) -> bool:
-    return kill_during(lambda: _start(run_dir), run_dir, stage)
 
 def _start(run_dir: Path, *extra) -> subprocess.Popen:
     return start([sys.executable, '-m', 'envsynth.agentscaler.recipe', '--run-dir', str(run_dir), *SETS, *extra])
@@ -27,28 +23,6 @@ def _outputs(run_dir: Path) -> dict:
     card = json.loads((run_dir / 'data_card.json').read_text())
     out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
     return out
-
-def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
-    whole = tmp_path / 'whole'
-    summary = json.loads(finish(_start(whole)).strip().splitlines()[-1])
-    assert summary['oracle']['tasks'] > 0 and summary['oracle']['passed'] == summary['oracle']['tasks']
-    assert summary['kept_trajectories'] > 0
-
-    cut = tmp_path / 'cut'
-    killed_in_materialize = _kill_during(cut, '03_materialize')
-    killed_in_interplay = _kill_during(cut, '05_interplay')
-    assert killed_in_interplay, 'the interplay stage finished before the kill: the test did not cut it mid-stage'
-    finish(_start(cut))
-    a, b = _outputs(whole), _outputs(cut)
-    assert sorted(a) == sorted(b)
-    for k in a: assert a[k] == b[k], f'{k} differs after kill and resume (killed mid-materialize: {killed_in_materialize})'
-    # the killed processes' spending is in the ledger (their journals survive the kills), and nothing was asked twice:
-    # what the killed processes asked, the resumed one found in the run's cache
-    whole_ledger, cut_ledger = (json.loads((d / 'ledger.json').read_text()) for d in (whole, cut))
-    assert whole_ledger['total']['backend_calls'] > 0 and whole_ledger['total']['prompt_tokens'] > 0
-    spent = lambda led: {tag: {k: s[k] for k in ('backend_calls', 'prompt_tokens', 'completion_tokens')} for tag, s in led.items()}
-    assert spent(cut_ledger) == spent(whole_ledger)
-    assert json.loads((cut / 'data_card.json').read_text())['ledger'] == cut_ledger
 
 def test_many_items_in_flight_give_the_same_outputs_twice(tmp_path):
     """16 items in flight on 2 sandbox workers (every domain materialized, walked and played at once): the sandbox

@@ -1,36 +1,24 @@
-"""ASTRA's trajectory pipeline (§2.1) end to end through its command line: a run killed mid-stage and resumed finishes
-with exactly the outputs of an uninterrupted run; bad parameters are a clear error; a model that fails every request
+"""ASTRA's trajectory pipeline (§2.1) end to end through its command line: the smoke run's tools (kills, shards and
+resumes of every recipe: test_recipe_shards.py); roles; bad parameters are a clear error; a model that fails every request
 is counted and never reported as success."""
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
-from envsynth.pipeline import read_records
-from _recipe_runs import finish, journal_lines, kill_during, start, untimed
+from _recipe_runs import finish, start
 
 pytestmark = pytest.mark.timeout(900)
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = ['--params', str(REPO / 'papers_repro/astra/smoke.yaml'), '--set', 'concurrency=2']
-ITEM_STAGES = ('02_chains', '03_tasks', '04_task_scores', '05_trajectories', '06_rewards')
 
 def _finish(proc) -> dict:
     "The run's summary: the JSON object its last stdout line prints."
     return json.loads(finish(proc, 600).strip().splitlines()[-1])
 
-def _kill_during(run_dir: Path, stage: str) -> bool:
-    return kill_during(lambda: _start(run_dir), run_dir, stage)
-
 def _start(run_dir: Path, *extra, env=None) -> subprocess.Popen:
     return start([sys.executable, '-m', 'envsynth.astra.recipe', '--run-dir', str(run_dir), *SMOKE, *extra], env)
 
-def _outputs(run_dir: Path) -> dict:
-    out = {stage: untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
-    out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
-    out['sft'] = (run_dir / '07_sft' / 'sft.jsonl').read_bytes()
-    card = json.loads((run_dir / 'data_card.json').read_text())
-    out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
-    return out
-
-def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
+def test_a_clean_run_calls_real_and_emulated_tools(tmp_path):
+    "The smoke run keeps SFT rows and its trajectories call emulated tools and, when installed, the real MCP servers (kills, shards and resumes: test_recipe_shards.py)."
     whole = tmp_path / 'whole'
     summary = _finish(_start(whole))
     assert summary['status'] == 'ok' and summary['sft_rows'] > 0
@@ -39,22 +27,7 @@ def test_killed_and_resumed_run_matches_an_uninterrupted_run(tmp_path):
     assert routes.get('emulated', 0) > 0
     if (REPO / '.venv-mcp-servers' / 'bin' / 'mcp-server-sqlite').exists(): assert routes.get('mcp', 0) > 0
     else: assert any(k.startswith('not_installed') for k in card['distributions']['emulation_reasons'])
-    cut = tmp_path / 'cut'
-    killed_in_tasks = _kill_during(cut, '03_tasks')
-    killed_in_rollouts = _kill_during(cut, '05_trajectories')
-    assert killed_in_rollouts, 'the trajectory stage finished before the kill: the test did not cut it mid-stage'
-    _finish(_start(cut))
-    a, b = _outputs(whole), _outputs(cut)
-    assert sorted(a) == sorted(b)
-    for k in a: assert a[k] == b[k], f'{k} differs after kill and resume (killed mid-tasks: {killed_in_tasks})'
-    # the killed processes' calls are in the ledger: what the run spent equals the clean run's
-    assert _spending(whole) == _spending(cut)
-
-
-def _spending(run_dir: Path) -> dict:
-    "What the run's ledger says was spent, per tag: calls that reached a model and their tokens."
-    ledger = json.loads((run_dir / 'ledger.json').read_text())
-    return {tag: {k: s[k] for k in ('backend_calls', 'prompt_tokens', 'completion_tokens')} for tag, s in ledger.items()}
+    assert card['ledger']['total']['backend_calls'] > 0 and (whole / 'ledger.json').exists()
 
 
 def test_a_role_without_an_endpoint_beside_one_with_an_endpoint_stops_the_run(tmp_path):

@@ -1,42 +1,21 @@
 """The EnvFactory recipe end to end through its command line: the smoke run meets the recipe's contract
 (tested environments, satisfiable chains, multi-turn tasks, solutions that replay to the gold state, the
-reward check, counts with reasons, the environment-scaling table), a run killed mid-stage and resumed
-finishes with exactly the outputs and the model spending of an uninterrupted run, bad parameters are a clear
-error, a role left offline beside one with an endpoint is refused at the start, and a model that fails every
+reward check, counts with reasons, the environment-scaling table), bad parameters are a clear error (kills,
+shards and resumes of every recipe: test_recipe_shards.py), a role left offline beside one with an endpoint is refused at the start, and a model that fails every
 request is counted, never reported as success. The dependency graph's similarity rules
 are checked against their definitions."""
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_records
-from _recipe_runs import finish, journal_lines, kill_during, start, untimed
+from _recipe_runs import finish, start
 
 pytestmark = pytest.mark.timeout(900)
 SMOKE = str(Path(__file__).resolve().parents[1] / 'papers_repro' / 'envfactory' / 'smoke.yaml')
 ITEM_STAGES = ('02_build', '04_queries', '05_solutions')
 
-def _kill_during(run_dir: Path, stage: str) -> bool:
-    return kill_during(lambda: _start(run_dir), run_dir, stage)
-
 def _start(run_dir: Path, *extra) -> subprocess.Popen:
     return start([sys.executable, '-m', 'envsynth.envfactory.recipe', '--run-dir', str(run_dir), '--params', SMOKE, *extra])
-
-def _outputs(run_dir: Path) -> dict:
-    out = {stage: untimed(read_records(run_dir / stage)) for stage in ITEM_STAGES}
-    out |= {f'{stage}/stats': json.loads((run_dir / stage / 'stats.json').read_text()) for stage in ITEM_STAGES}
-    for root in ('envs', '01_propose', '03_graph', '07_scaling'):
-        for f in sorted((run_dir / root).rglob('*')):
-            if f.is_file() and '__pycache__' not in f.parts and f.suffix in ('.json', '.jsonl', '.py'):
-                out[str(f.relative_to(run_dir))] = f.read_bytes()
-    out['sft'] = [untimed(json.loads(l)) for l in (run_dir / '06_data' / 'sft_trajectories.jsonl').read_text().splitlines()]
-    card = json.loads((run_dir / 'data_card.json').read_text())
-    out['card'] = {k: v for k, v in card.items() if k not in ('ledger', 'wall_s')}
-    return out
-
-def _spending(run_dir: Path) -> dict:
-    "What the run's model calls cost per tag of its ledger, whichever processes made them."
-    ledger = json.loads((run_dir / 'ledger.json').read_text())
-    return {tag: {k: s[k] for k in ('backend_calls', 'prompt_tokens', 'completion_tokens')} for tag, s in ledger.items()}
 
 @pytest.fixture(scope='module')
 def smoke_run(tmp_path_factory) -> tuple[Path, dict]:
@@ -113,20 +92,6 @@ def _replays_to_gold(run_dir: Path) -> None:
             results, end = env.run_actions(task.gold_actions, task)
             assert all(r.ok for r in results) and end == task.gold_state_hash, task.id
         for e in envs.values(): e.close()
-
-def test_killed_and_resumed_run_matches_an_uninterrupted_run(smoke_run, tmp_path):
-    whole, summary = smoke_run
-    assert summary['kept']['build'] >= 2 and summary['rows']['rl_rows'] > 0
-    cut = tmp_path / 'cut'
-    assert _kill_during(cut, '04_queries')
-    finish(_start(cut))
-    assert _outputs(cut) == _outputs(whole)
-    # The killed process's calls are in the ledger, none twice. Only a kill landing between a model answer's cache
-    # write and its ledger line loses that call (the resumed run finds it cached): at most one per concurrent request.
-    cut_s, whole_s = _spending(cut), _spending(whole)
-    lost = {t: {k: v - cut_s.get(t, {}).get(k, 0) for k, v in s.items()} for t, s in whole_s.items()}
-    assert set(cut_s) <= set(whole_s) and all(n >= 0 for x in lost.values() for n in x.values()), lost
-    assert lost['total']['backend_calls'] <= 4, lost                                # smoke.yaml: concurrency 4
 
 def test_bad_parameters_are_a_clear_error(tmp_path):
     for bad in (['--set', 'n_envs=0'], ['--set', 'operators=["shout"]'], ['--set', 'no_such_knob=1'], ['--stages', 'nope']):

@@ -8,7 +8,7 @@ import pytest
 from envsynth.corpora import corpus_from_file, filter_corpus, synthetic_corpus
 from envsynth.graph import dependency_graph, detect_domains, embed_corpus, topk_similar
 from envsynth.chains import (BANDS, ToolPool, WalkStats, chain_satisfiable, mix_distractors, random_distractors, random_walks,
-                             sample_topology_chain, similarity_bands)
+                             sample_topology_chain)
 
 class HashEmbedder:
     "Bag of words hashed into 256 dimensions, L2-normalized."

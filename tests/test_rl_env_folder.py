@@ -17,7 +17,7 @@ def astra_run(tmp_path_factory):
     "An ASTRA RL smoke run (offline models, sandboxed synthesis): its folder and its RL rows."
     import pyarrow.parquet as pq
     from envsynth.astra.rl_recipe import read_params
-    from envsynth.astra.rl_recipe import AstraRLParams, run_astra_rl
+    from envsynth.astra.rl_recipe import run_astra_rl
     run_dir = tmp_path_factory.mktemp('astra-rl')
     smoke = str(REPO / 'papers_repro/astra/rl_smoke.yaml')
     card = asyncio.run(run_astra_rl(read_params(smoke, concurrency=2), run_dir))

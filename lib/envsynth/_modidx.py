@@ -1869,6 +1869,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                               'envsynth/recipe_frame.py'),
                                        'envsynth.recipe_frame.Recipe.run_folder': ( 'core/recipe_frame.html#recipe.run_folder',
                                                                                     'envsynth/recipe_frame.py'),
+                                       'envsynth.recipe_frame.Recipe.without': ( 'core/recipe_frame.html#recipe.without',
+                                                                                 'envsynth/recipe_frame.py'),
                                        'envsynth.recipe_frame.RecipeRun': ('core/recipe_frame.html#reciperun', 'envsynth/recipe_frame.py'),
                                        'envsynth.recipe_frame.RecipeRun.__init__': ( 'core/recipe_frame.html#reciperun.__init__',
                                                                                      'envsynth/recipe_frame.py'),

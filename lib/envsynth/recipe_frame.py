@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio, json, sys, time
 from collections import Counter
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 from pydantic import BaseModel, ValidationError
@@ -99,6 +99,10 @@ class Recipe:
     @property
     def item_stages(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.steps if s.per_item)
+
+    def without(self, *roles: str) -> Recipe:
+        "This recipe without `roles`: those a run's parameters never call need no endpoint."
+        return replace(self, roles=tuple(r for r in self.roles if r not in roles))
 
     def run_folder(
         self, run_dir: str | Path, concurrency: int = 8, progress: bool = False

@@ -6,7 +6,6 @@
 from __future__ import annotations
 import asyncio, json, sys
 from collections import Counter
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Literal, Mapping, Sequence
@@ -107,7 +106,7 @@ RECIPE = Recipe('envfactory', STEPS, EnvFactoryParams, roles=('teacher', 'policy
 def recipe_for(p: EnvFactoryParams) -> Recipe:
     "The recipe with the roles a run with `p` calls: no simulated user when the user is scripted."
     if p.user_variant != 'scripted': return RECIPE
-    return replace(RECIPE, roles=tuple(x for x in RECIPE.roles if x != 'user_simulator'))
+    return RECIPE.without('user_simulator')
 
 class EnvFactoryRun(RecipeRun):
     "The frame's run, with the sandbox the environments run in and the environments loaded so far."

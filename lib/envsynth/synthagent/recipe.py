@@ -5,7 +5,6 @@
 # %% ../../../nbs/synthagent/03_recipe.ipynb #d3f714a8
 from __future__ import annotations
 import asyncio, hashlib, json, sys
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Literal, Sequence
@@ -115,7 +114,7 @@ RECIPE = Recipe('synthagent', STEPS, SynthAgentParams, ('teacher', 'tool_emulato
 def recipe_for(p: SynthAgentParams) -> Recipe:
     "`RECIPE` with the roles a run with `p` calls: `policy` only when held-out tasks are rolled out by it."
     uses_policy = p.heldout_fraction > 0 and p.heldout_policy == 'policy'
-    return RECIPE if uses_policy else replace(RECIPE, roles=tuple(x for x in RECIPE.roles if x != 'policy'))
+    return RECIPE if uses_policy else RECIPE.without('policy')
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #ecabcf91
 def stage_personas(r: RecipeRun) -> list[Persona]:

@@ -16,7 +16,8 @@ ENVSYNTH = str(Path(sys.executable).parent / 'envsynth')
 
 def _recipe(run_dir: Path, *extra, endpoint: str | None = None, cache: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith('ENVSYNTH_LLM')}
-    if endpoint: env |= {'ENVSYNTH_LLM_TEACHER_ENDPOINT': endpoint, 'ENVSYNTH_LLM_TEACHER_MAX_RETRIES': '1', 'ENVSYNTH_LLM_TEACHER_TIMEOUT_S': '2'}
+    # every role on the failing endpoint (a role left offline beside it would stop the run at start)
+    if endpoint: env |= {'ENVSYNTH_LLM_ENDPOINT': endpoint, 'ENVSYNTH_LLM_MAX_RETRIES': '1', 'ENVSYNTH_LLM_TIMEOUT_S': '2'}
     return subprocess.run([ENVSYNTH, 'agentscaler', 'run', '--run-dir', str(run_dir), *SETS, *extra], env=env,
                           capture_output=True, text=True, timeout=900)
 
@@ -58,7 +59,7 @@ def _without_ledger_section(markdown: bytes) -> bytes:
     return b'\n'.join(out)
 
 def _outage(kind: str):
-    "A teacher endpoint that never answers usefully."
+    "An endpoint that never answers usefully."
     def handler(body):
         if kind == '500': return Reply({'error': {'message': 'the model server is overloaded'}}, status=500)
         if kind == '400': return Reply({'error': {'message': 'this model does not exist'}}, status=400)

@@ -55,10 +55,9 @@ def read_params(
             )
         ) from None
 
-# %% ../../nbs/core/17_recipe_frame.ipynb #6d8fc92a
-MAX_INPUT_LINE_BYTES = (
-    1 << 20
-)  # ours: 1 MiB per JSONL line (a server with hundreds of tool schemas fits)
+# %% ../../nbs/core/17_recipe_frame.ipynb #891c0c1e
+# ours: 1 MiB per JSONL line (a server with hundreds of tool schemas fits)
+MAX_INPUT_LINE_BYTES = 1 << 20
 
 
 def input_lines(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 from pydantic import BaseModel, ValidationError
 from .llm import Ledger, LLMClient, OfflineTeacher, make_client
-from .pipeline import RunFolder, StageResult, Step, parse_shard
+from .pipeline import RunFolder, StageResult, Step, parse_shard, run_sync
 
 # %% auto #0
 __all__ = ['MAX_INPUT_LINE_BYTES', 'LEDGER_KEYS', 'read_params', 'input_lines', 'Recipe', 'OfflineRoleError',
@@ -449,7 +449,7 @@ def recipe_command(
     from envsynth.cli import run_recipe_command
 
     def go(args) -> dict:
-        card = asyncio.run(
+        card = run_sync(
             run(
                 read_params(recipe.params, args.params, **args.overrides),
                 args.run_dir,

@@ -4,6 +4,7 @@ import os, signal, subprocess, time
 from pathlib import Path
 from typing import Callable
 import pytest
+from envsynth.pipeline import TIMING_SUFFIXES, without_timing
 
 
 def start(cmd: list[str], env: dict | None = None) -> subprocess.Popen:
@@ -24,31 +25,12 @@ def journal_lines(run_dir: Path, stage: str) -> int:
     return sum(len(p.read_text().splitlines()) for p in (run_dir / stage).glob('shard-*.jsonl'))
 
 
-def kill_during(start_run: Callable[[], subprocess.Popen], run_dir: Path, stage: str, *,
-                timeout_s: float = 300, poll_s: float = 0.01) -> bool:
-    """Start a run and SIGKILL its process group once `stage` has journaled an item; True if it was killed
-    before the stage finished (its stats.json not yet written)."""
-    proc = start_run()
-    deadline = time.monotonic() + timeout_s
-    while proc.poll() is None and time.monotonic() < deadline:
-        if journal_lines(run_dir, stage) >= 1:
-            mid = not (run_dir / stage / 'stats.json').exists()
-            os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-            return mid
-        time.sleep(poll_s)
-    err = proc.stderr.read()[-2000:] if proc.poll() is not None and proc.stderr else ''
-    if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-    pytest.fail(f'the run ended (rc={proc.returncode}) before {stage} journaled anything: {err}')
-
-
 def untimed(x):
     "`x` without wall-clock measurements (latencies differ between any two runs; everything else must not)."
-    if isinstance(x, dict): return {k: untimed(v) for k, v in x.items() if not k.endswith(('latency_s', 'wall_s'))}
-    if isinstance(x, list): return [untimed(v) for v in x]
-    return x
+    return without_timing(x)
 
 
-def kill_on_progress(start_run: Callable[[], subprocess.Popen], run_dir: Path, stage: str, *,
+def kill_during(start_run: Callable[[], subprocess.Popen], run_dir: Path, stage: str, *,
                      timeout_s: float = 300, poll_s: float = 0.005) -> bool:
     """Start a run and SIGKILL its process group as soon as `stage` journals a line more than it had when the run
     started (a resumed folder may hold lines of it already); True if killed before the stage's stats.json existed.
@@ -67,14 +49,12 @@ def kill_on_progress(start_run: Callable[[], subprocess.Popen], run_dir: Path, s
     pytest.fail(f'{run_dir}: the run ended (rc={proc.returncode}) before {stage} journaled a new item: {err}')
 
 
-TIMINGS = ('latency_s', 'wall_s', 'seconds')
+TIMINGS = (*TIMING_SUFFIXES, 'seconds')
 
 
 def untimed_all(x):
     "`x` without any key (at any depth) ending in latency_s, wall_s or seconds."
-    if isinstance(x, dict): return {k: untimed_all(v) for k, v in x.items() if not k.endswith(TIMINGS)}
-    if isinstance(x, list): return [untimed_all(v) for v in x]
-    return x
+    return without_timing(x, TIMINGS)
 
 
 def first_diff(a, b, path: str = ''):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import pytest
 from envsynth.pipeline import read_entries
-from _recipe_runs import first_diff, kill_on_progress, short, start, untimed_all
+from _recipe_runs import first_diff, kill_during, short, start, untimed_all
 
 pytestmark = pytest.mark.timeout(900)
 REPO = Path(__file__).resolve().parents[1]
@@ -239,7 +239,7 @@ def test_killed_at_three_points_then_finished_equals_clean(name, clean_runs, tmp
     recipe = RECIPES[name]
     clean = clean_runs(recipe)
     run_dir = tmp_path / 'cut'
-    mid = {stage: kill_on_progress(lambda: start(recipe.cmd(run_dir)), run_dir, recipe.folders[stage])
+    mid = {stage: kill_during(lambda: start(recipe.cmd(run_dir)), run_dir, recipe.folders[stage])
            for stage in recipe.kill_in}
     _ok(recipe, _run(recipe.cmd(run_dir)), 'the finishing run after three kills')
     a = json.loads((clean.dir / 'ledger.json').read_text())

@@ -326,12 +326,12 @@ async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'ru
             # kept (the cap per server needs every score first: rollouts wait for the scores)
             await run.run_chain({'tasks': lambda: stage_tasks(r, servers, shard),
                                  'task_scores': lambda: stage_task_scores(r, by_name, shard)}, todo, shard)
-            rollouts = {'trajectories': lambda: stage_trajectories(r, by_name, rollout_tasks(r), shard, spares),
-                        'rewards': lambda: stage_rewards(r, shard)}
-            if 'trajectories' in todo and isinstance(r.client('teacher').backend, OfflineTeacher):
+            tasks = rollout_tasks(r) if 'trajectories' in todo else []
+            if tasks and isinstance(r.client('teacher').backend, OfflineTeacher):
                 from envsynth.astra.offline import register_offline_agent
-                register_offline_agent(r.client('teacher').backend, rollout_tasks(r))
-            await run.run_chain(rollouts, todo, shard)
+                register_offline_agent(r.client('teacher').backend, tasks)
+            await run.run_chain({'trajectories': lambda: stage_trajectories(r, by_name, tasks, shard, spares),
+                                 'rewards': lambda: stage_rewards(r, shard)}, todo, shard)
         finally:
             if spares is not None: await asyncio.to_thread(spares.close)      # no server outlives the stage
         if r.partial: return r.partial_summary()

@@ -530,7 +530,7 @@ def grpo_parser():
     v.add_argument('--n-gpus', type=int, default=8); v.add_argument('--nnodes', type=int, default=1); v.add_argument('--python', default='python')
     v.add_argument('--env-root', default=None,
                    help="folder of the rows' environment folders (ASTRA's extra_info.env_folder), loaded in the sandbox")
-    v.add_argument('--empty-think', action='store_true', help="Qwen3's non-thinking prompts (an empty think block)")
+    v.add_argument('--empty-think', action='store_true', default=None, help="Qwen3's non-thinking prompts (an empty think block; default: off iff the preset thinks)")
     return ap
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -242,6 +242,7 @@ RL_PRESETS: dict[str, RLPreset] = {p.name: p for p in [
     RLPreset('astra', 'envsynth_astra', group_size=16, train_batch_size=256, ppo_mini_batch_size=256, learning_rate=2e-6,
              clip_ratio_low=0.2, clip_ratio_high=0.28, max_prompt_length=25_600, max_response_length=49_152,
              max_assistant_turns=32, max_user_turns=32, max_tool_response_length=16_384, adaptive_delta=0.05,
+             enable_thinking=True,      # the paper's backbones are Thinking models (Qwen3-14B/32B Thinking)
              source='ASTRA §3.2.2; group size, clip, delta, tool-response cap and save policy ours'),
     # SynthAgent §4 and its official launch script: GRPO, n = 16, batch 128, mini-batch 16, lr 1e-6, clip 0.2/0.28
     # (clip_ratio_c 10 in the script), response 13,000 tokens, 16 turns, tool responses 4,096 chars, 2 epochs,
@@ -712,8 +713,10 @@ def clipped_policy_loss(log_prob, old_log_prob, advantages, mask, clip_low: floa
 # %% ../../../nbs/train/04_rl.ipynb #f089af08
 def main_ppo_command(preset: str | RLPreset, job_dir: str | Path, *, model: str, train_files: str, val_files: str,
                      n_gpus: int = 8, nnodes: int = 1, python: str = 'python',
-                     env_root: str | Path | None = None, empty_think: bool = False) -> list[str]:
-    "The `verl.trainer.main_ppo` command line for `preset`, after writing its job files into `job_dir`."
+                     env_root: str | Path | None = None, empty_think: bool | None = None) -> list[str]:
+    """The `verl.trainer.main_ppo` command line for `preset`, after writing its job files into `job_dir`; the agent loop's
+    prompts follow the preset's thinking switch (`empty_think` None: non-thinking prompts iff `enable_thinking` is off)."""
+    if empty_think is None: empty_think = not get_rl_preset(preset).enable_thinking
     files = write_job_files(job_dir, env_root, empty_think)
     extra = [f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={get_rl_preset(preset).train_batch_size}'] if get_rl_preset(preset).adaptive_delta is not None else []
     return [python, '-m', 'verl.trainer.main_ppo', *preset_overrides(preset, model=model, train_files=train_files, val_files=val_files,

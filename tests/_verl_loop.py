@@ -16,21 +16,22 @@ def build_tiny_model(folder: Path) -> Path:
 class FakeServerManager:
     """verl's server_manager.generate, scripted: writes `texts` in turn, cut at `max_tokens` as
     vLLM's server cuts them; checks that each prompt extends the last context and records every
-    call's sampling parameters."""
-    def __init__(self, tokenizer, texts):
-        self.tokenizer, self.texts, self.last = tokenizer, list(texts), None
+    call's sampling parameters. Past the end of `texts` it writes `then` (if given)."""
+    def __init__(self, tokenizer, texts, then=None):
+        self.tokenizer, self.texts, self.then, self.last = tokenizer, list(texts), then, None
         self.calls, self.params = [], []
     async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
         from verl.workers.rollout.replica import TokenOutput
         if self.last is not None: assert prompt_ids[:len(self.last)] == self.last, 'the context was re-rendered'
-        ids = self.tokenizer.encode(self.texts[len(self.calls)], add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids('<|im_end|>')]
+        text = self.texts[len(self.calls)] if len(self.calls) < len(self.texts) or self.then is None else self.then
+        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids('<|im_end|>')]
         ids = ids[:sampling_params.get('max_tokens', len(ids))]
         self.calls.append(list(prompt_ids)); self.params.append(dict(sampling_params))
         self.last = list(prompt_ids) + ids
         return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
 
 def loop_on_row(model_dir, tmp_path, row: dict, texts, *, response_length=4096, env_root=None, sandbox=None,
-                empty_think=False, preset='astra', **loop_kwargs):
+                empty_think=False, preset='astra', then=None, **loop_kwargs):
     "Run the envsynth agent loop of `row['agent_name']` on `row` with scripted `texts`: (output, tokenizer, server)."
     import hydra
     from omegaconf import OmegaConf
@@ -42,7 +43,7 @@ def loop_on_row(model_dir, tmp_path, row: dict, texts, *, response_length=4096, 
     loops = write_agent_loop_config(Path(tmp_path) / 'loops.yaml', env_root, empty_think)
     entry = next(e for e in OmegaConf.load(loops) if e.name == row['agent_name'])
     tok = AutoTokenizer.from_pretrained(model_dir)
-    server = FakeServerManager(tok, texts)
+    server = FakeServerManager(tok, texts, then)
     async def main():
         loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=server, tokenizer=tok,
                                        processor=None, hf_model_type='qwen3', dataset_cls=None, data_config=DictConfigWrap(cfg.data),

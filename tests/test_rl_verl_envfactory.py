@@ -4,6 +4,7 @@ recipe's reward function on the same episode. Needs verl 0.9.1 (.venv-verl); ski
 import asyncio, importlib.util, json, subprocess, sys
 from pathlib import Path
 import pytest
+from _verl_loop import loop_on_row
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
               pytest.mark.skipif(importlib.util.find_spec('verl') is None,
@@ -27,36 +28,11 @@ def tiny_model(tmp_path_factory, smoke_run):
     trajs = [Trajectory.model_validate_json(l) for l in (smoke_run / '06_data' / 'sft_trajectories.jsonl').read_text().splitlines()]
     return build_tiny_qwen3_on([render_hermes(t.messages, t.tools) for t in trajs], tmp_path_factory.mktemp('tiny'), vocab_size=600, layers=1)
 
-class FakeServerManager:
-    "verl's server_manager.generate, scripted: writes `texts` in turn (as in tests/test_rl_verl.py)."
-    def __init__(self, tokenizer, texts):
-        self.tokenizer, self.texts, self.calls = tokenizer, list(texts), []
-    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
-        from verl.workers.rollout.replica import TokenOutput
-        text = self.texts[len(self.calls)] if len(self.calls) < len(self.texts) else 'Done.'
-        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids('<|im_end|>')]
-        ids = ids[:sampling_params.get('max_tokens', len(ids))]
-        self.calls.append(list(prompt_ids))
-        return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
-
 def run_row(tiny_model, tmp_path, row, texts, env_root, sandbox):
     "The row through the loop the way verl's AgentLoopWorker builds it (YAML registry + hydra.utils.instantiate)."
-    import hydra
-    from omegaconf import OmegaConf
-    from transformers import AutoTokenizer
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
-    from envsynth.train.rl import compose_verl_config, write_agent_loop_config
-    cfg = compose_verl_config('envfactory', model=str(tiny_model), agent_loop_config='x', extra=['data.max_response_length=4096'])
-    entry = next(e for e in OmegaConf.load(write_agent_loop_config(tmp_path / 'loops.yaml', env_root)) if e.name == row['agent_name'])
-    tok = AutoTokenizer.from_pretrained(tiny_model)
-    server = FakeServerManager(tok, texts)
-    async def main():
-        loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=server, tokenizer=tok,
-                                       processor=None, hf_model_type='qwen3', dataset_cls=None, data_config=DictConfigWrap(cfg.data),
-                                       tools=ToolListWrap([]), sandbox=sandbox)
-        return await loop.run({'temperature': 1.0}, raw_prompt=row['prompt'], extra_info=row['extra_info'], reward_model=row['reward_model'],
-                              data_source=row['data_source'], agent_name=row['agent_name'], index=0)
-    return asyncio.run(main())
+    out, tok, server = loop_on_row(tiny_model, tmp_path, row, texts, env_root=env_root, sandbox=sandbox, preset='envfactory',
+                                   then='Done.')
+    return out
 
 def gold_texts(task):
     from envsynth.formats import render_assistant_turn

@@ -12,6 +12,7 @@ from .tasks import AUGMENT_TAGS, CHAIN_TASK_TAG, SCORE_TAG, SERVER_TASK_TAG, Aug
 from .tool_docs import CLARITY_TAG, ClarityVerdict
 from .trajectories import AGENT_TAG, EMULATOR_TAG
 from ..llm import ChatRequest, LLMClient, OfflineTeacher
+from ..rewards import read_transcript
 from ..rollout import offline_tool_emulator
 from ..schema import Message, Task, ToolCall, assistant, content_hash
 
@@ -207,37 +208,39 @@ def _prev_tools(history: list[dict]) -> list[dict]:
         out.append(m)
     return out
 
-def _calls(messages: list[dict]) -> list[tuple[str, str, str]]:
-    return [(c['id'], c['function']['name'], c['function']['arguments']) for m in messages if m['role'] == 'assistant' for c in m.get('tool_calls') or []]
-
-def _succeeded(messages: list[dict]) -> set[str]: return {m['tool_call_id'] for m in messages if m['role'] == 'tool' and not m.get('error')}
+def _calls(records: list[dict]) -> list[tuple[str, str, str, str]]:
+    "`(id, name, raw arguments, outcome)` of every tool call of the transcript's records."
+    return [(c['id'], c['name'], c['arguments'], c['outcome']) for m in records if m['role'] == 'assistant'
+            for c in m.get('tool_calls') or []]
 
 def offline_judge(req: ChatRequest) -> Judgement | ConcisenessJudgement:
-    "Rules over the transcript for each judged part of the seven-dimension reward."
-    x, part = request_inputs(req), req.tag.rsplit('.', 1)[-1]
+    "Rules over the transcript's records for each judged part of the seven-dimension reward."
+    part = req.tag.rsplit('.', 1)[-1]
+    recs = read_transcript(next(m.content for m in reversed(req.messages) if m.role == 'user'))
     if part in ('query_understanding', 'query_planning'):
-        first = next((m for m in x['messages'] if m['role'] == 'assistant'), None)
+        first = next((m for m in recs if m['role'] == 'assistant'), None)
         return Judgement(score=1 if first and first.get('tool_calls') else 0.5 if first else 0)
     if part == 'tool_understanding':
-        failed = {m['name'] for m in _prev_tools(x['history']) if m.get('error')}
-        retried = {c['function']['name'] for c in x['current_round']}
+        failed = {m['name'] for m in _prev_tools(recs) if m['status'] == 'error'}
+        retried = {c['name'] for c in recs[-1].get('tool_calls') or []}
         return Judgement(score=1 if not failed or failed <= retried else 0.5)
     if part == 'tool_planning':
-        before = x['history'][:-1]; ok = _succeeded(before)
-        done = {(n, a) for i, n, a in _calls(before) if i in ok}
-        return Judgement(score=0 if any((c['function']['name'], c['function']['arguments']) in done for c in x['current_round']) else 1)
+        done = {(n, a) for _, n, a, outcome in _calls(recs[:-1]) if outcome == 'ok'}
+        return Judgement(score=0 if any((c['name'], c['arguments']) in done for c in recs[-1].get('tool_calls') or []) else 1)
     if part == 'tool_conciseness':
-        ok, seen, scores = _succeeded(x['messages']), set(), []
-        for i, n, a in _calls(x['messages']):
+        seen, scores = set(), []
+        for _, n, a, outcome in _calls(recs):
             scores.append(0 if (n, a) in seen else 1)
-            if i in ok: seen.add((n, a))
+            if outcome == 'ok': seen.add((n, a))
         return ConcisenessJudgement(call_scores=scores)
     if part == 'answer_correlation':
-        shared = len(content_words(x['query']) & content_words(x['answer']))
+        query = next((m['content'] for m in recs if m['role'] == 'user'), '')
+        answer = next((m['content'] for m in reversed(recs) if m['role'] == 'assistant'), '')
+        shared = len(content_words(query) & content_words(answer))
         return Judgement(score=1 if shared >= 2 else 0.5 if shared else 0)
     if part == 'answer_summary':
-        last = next((m for m in reversed(x['messages']) if m['role'] == 'assistant'), {})
-        answer, names = last.get('content') or '', {n for _, n, _ in _calls(x['messages'])}
+        last = next((m for m in reversed(recs) if m['role'] == 'assistant'), {})
+        answer, names = last.get('content') or '', {n for _, n, _, _ in _calls(recs)}
         return Judgement(score=0 if len(answer.split()) < 4 else 1 if not names or any(n in answer for n in names) else 0.5)
     raise ValueError(f'offline judge: unknown part {part!r}')
 

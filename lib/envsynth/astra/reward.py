@@ -5,15 +5,16 @@
 # %% ../../../nbs/astra/04_reward.ipynb #ec98b19b
 from __future__ import annotations
 import asyncio, json
-from typing import Literal
-from pydantic import BaseModel, Field, field_validator
-from .tool_docs import inputs_block, load_prompt
-from ..llm import LLMError
+from collections import Counter
+from typing import Annotated
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from .tool_docs import load_prompt
+from ..rewards import ask_judge, render_transcript, transcript_contract
 from ..schema import Message, Trajectory
 
 # %% auto #0
 __all__ = ['DIMENSIONS', 'REWARD_TAGS', 'PROMPTS', 'Judgement', 'ConcisenessJudgement', 'judged_messages', 'tool_rounds',
-           'call_statuses', 'tool_call_status', 'SevenDimensionReward', 'seven_dimension_reward']
+           'call_statuses', 'tool_call_status', 'judge_inputs', 'SevenDimensionReward', 'seven_dimension_reward']
 
 # %% ../../../nbs/astra/04_reward.ipynb #ffa1f385
 DIMENSIONS = ('QU', 'QP', 'TCU', 'TCP', 'TCS', 'TC', 'FA')
@@ -24,7 +25,8 @@ PROMPTS = {'QU': 'reward_query_understanding', 'QP': 'reward_query_planning', 'T
            'TC': 'reward_tool_conciseness', 'FA_corr': 'reward_answer_correlation', 'FA_summ': 'reward_answer_summary'}
 
 class Judgement(BaseModel):
-    "A judge's score in {0, 0.5, 1}."
+    "A judge's score in {0, 0.5, 1} (no other key)."
+    model_config = ConfigDict(extra='forbid')
     thought: str = ''
     score: float
     @field_validator('score')
@@ -34,9 +36,10 @@ class Judgement(BaseModel):
         return float(v)
 
 class ConcisenessJudgement(BaseModel):
-    "Per call, in order: 1 = necessary, 0 = unnecessary or redundant."
+    "Per call, in order: 1 = necessary, 0 = unnecessary or redundant (integers, no other key)."
+    model_config = ConfigDict(extra='forbid')
     thought: str = ''
-    call_scores: list[Literal[0, 1]]
+    call_scores: list[Annotated[int, Field(ge=0, le=1)]]
 
 # %% ../../../nbs/astra/04_reward.ipynb #f9a74699
 def judged_messages(traj: Trajectory) -> list[Message]:
@@ -59,39 +62,48 @@ def tool_call_status(messages: list[Message], failed_call_score: float = 0.0) ->
     return sum(1.0 if ok else failed_call_score for ok in s) / len(s) if s else None
 
 # %% ../../../nbs/astra/04_reward.ipynb #6de134c2
-def _dicts(messages: list[Message]) -> list[dict]: return [m.to_openai() for m in messages]
+def judge_inputs(messages: list[Message], **values) -> str:
+    "The `{inputs}` of a judge prompt: `values` as a JSON block, the rendered `messages`, the contract."
+    transcript = render_transcript(messages)
+    block = '```json\n' + json.dumps(values, sort_keys=True, indent=1) + '\n```'
+    return '\n\n'.join([block, transcript, transcript_contract(transcript)])
 
-async def _judge(key: str, inputs: dict, client, model=Judgement):
-    "The judgement for part `key`, or None when the judge could not give one."
-    try: return (await client.chat([{'role': 'user', 'content': load_prompt(PROMPTS[key], inputs=inputs_block(inputs))}],
-                                   response_model=model, tag=REWARD_TAGS[key], temperature=0.0)).parsed
-    except LLMError: return None
+async def _judge(key: str, messages: list[Message], client, model=Judgement, **values):
+    "`(judgement, None)` for part `key`, or `(None, reason)` when the judge gave none."
+    prompt = load_prompt(PROMPTS[key], inputs=judge_inputs(messages, **values))
+    return await ask_judge(client, [Message(role='user', content=prompt)], model, REWARD_TAGS[key], temperature=0.0)
 
 def _mean(xs): return sum(xs) / len(xs)
 
 class SevenDimensionReward(BaseModel):
-    "The seven scores (None: unknown or not applicable), which were unknown, which did not apply, and the mean (None if any was unknown)."
+    """The seven scores (None: unknown or not applicable), which were unknown, which did not apply, why each unknown
+    judged part got no verdict (`rejected`), and the mean (None if any was unknown)."""
     scores: dict[str, float | None]
     unknown: list[str] = Field(default_factory=list)
     not_applicable: list[str] = Field(default_factory=list)
+    rejected: dict[str, str] = Field(default_factory=dict)
     reward: float | None = None
 
 # %% ../../../nbs/astra/04_reward.ipynb #c9134227
-async def seven_dimension_reward(traj: Trajectory, client, failed_call_score: float = 0.0) -> SevenDimensionReward:
-    "The seven-dimension reward of `traj`, failing closed."
-    msgs = judged_messages(traj); d = _dicts(msgs)
+async def seven_dimension_reward(traj: Trajectory, client, failed_call_score: float = 0.0,
+                                 counts: Counter | None = None) -> SevenDimensionReward:
+    "The seven-dimension reward of `traj`, failing closed; a trajectory with no successful call scores 0 on the tool dimensions."
+    msgs = judged_messages(traj)
     rounds = tool_rounds(msgs)
-    calls = [{'name': c.name, 'arguments': c.function.arguments} for m in msgs if m.role == 'assistant' for c in m.tool_calls or []]
+    n_calls, acted = len(call_statuses(msgs)), any(call_statuses(msgs))
     last = next((m for m in reversed(msgs) if m.role == 'assistant'), None)
     later = [(j, t) for j, t in enumerate(rounds) if j >= 1]
-    jobs = {'QU': _judge('QU', {'messages': d}, client), 'QP': _judge('QP', {'messages': d}, client),
-            'FA_corr': _judge('FA_corr', {'query': d[0]['content'] if d else '', 'answer': (last.content or '') if last else ''}, client),
-            'FA_summ': _judge('FA_summ', {'messages': d}, client)}
-    for j, t in later:
-        ctx = {'history': d[:t + 1], 'current_round': d[t]['tool_calls'], 'round': j + 1}
-        jobs[f'TCU_{j}'] = _judge('TCU', ctx, client); jobs[f'TCP_{j}'] = _judge('TCP', ctx, client)
-    if calls: jobs['TC'] = _judge('TC', {'messages': d, 'calls': calls, 'n_calls': len(calls)}, client, ConcisenessJudgement)
+    query = next((m for m in msgs if m.role == 'user'), None)
+    jobs = {'QU': _judge('QU', msgs, client), 'QP': _judge('QP', msgs, client), 'FA_summ': _judge('FA_summ', msgs, client),
+            'FA_corr': _judge('FA_corr', [m for m in (query, last) if m is not None], client)}
+    for j, t in later if acted else ():
+        jobs[f'TCU_{j}'] = _judge('TCU', msgs[:t + 1], client, round=j + 1)
+        jobs[f'TCP_{j}'] = _judge('TCP', msgs[:t + 1], client, round=j + 1)
+    if acted: jobs['TC'] = _judge('TC', msgs, client, ConcisenessJudgement, n_calls=n_calls)
     got = dict(zip(jobs, await asyncio.gather(*jobs.values())))
+    rejected = {k: reason for k, (v, reason) in got.items() if v is None}
+    if counts is not None: counts.update(rejected.values())
+    got = {k: v for k, (v, _) in got.items()}
     scores, unknown, na = {}, [], []
     def put(dim, value, applies=True):
         if not applies: na.append(dim); scores[dim] = None
@@ -99,13 +111,15 @@ async def seven_dimension_reward(traj: Trajectory, client, failed_call_score: fl
         else: scores[dim] = value
     put('QU', got['QU'] and got['QU'].score); put('QP', got['QP'] and got['QP'].score)
     for dim in ('TCU', 'TCP'):
-        parts = [got[f'{dim}_{j}'] for j, _ in later]
-        put(dim, _mean([p.score for p in parts]) if parts and all(parts) else None, applies=bool(later))
-    put('TCS', tool_call_status(msgs, failed_call_score), applies=bool(calls))
+        parts = [got[f'{dim}_{j}'] for j, _ in later] if acted else []
+        put(dim, (_mean([p.score for p in parts]) if all(parts) else None) if acted else 0.0, applies=bool(later))
+    put('TCS', tool_call_status(msgs, failed_call_score) if acted else 0.0)
     tc = got.get('TC')
-    put('TC', _mean(tc.call_scores) if tc and len(tc.call_scores) == len(calls) else None, applies=bool(calls))
+    put('TC', (_mean(tc.call_scores) if tc and len(tc.call_scores) == n_calls else None) if acted else 0.0)
+    if tc and len(tc.call_scores) != n_calls: rejected['TC'] = 'verdict_mismatch'
     fa = (got['FA_corr'], got['FA_summ'])
     put('FA', (fa[0].score + fa[1].score) / 2 if all(fa) else None, applies=last is not None)
     known = [v for v in scores.values() if v is not None]
     return SevenDimensionReward(scores={k: scores[k] for k in DIMENSIONS}, unknown=[k for k in DIMENSIONS if k in unknown],
-                                not_applicable=[k for k in DIMENSIONS if k in na], reward=None if unknown or not known else round(_mean(known), 6))
+                                not_applicable=[k for k in DIMENSIONS if k in na], rejected=rejected,
+                                reward=None if unknown or not known else round(_mean(known), 6))

@@ -11,7 +11,7 @@ from ..schema import Tool, ToolCall, assistant, canonical_json, content_hash
 from .mock_world import MockToolReply
 from .rubrics import DemoReading, SubgoalReading, fill_arguments
 from .tasks import (CheckedTools, FuzzyTask, GapVerdict, ProblemSolution, ScenarioProblem, ToolSpec, ToolSuiteDraft)
-from ..rewards import RubricVerdict
+from ..rewards import RubricVerdict, read_transcript
 
 # %% auto #0
 __all__ = ['QUESTIONS', 'OFFLINE_RESPONDERS', 'request_json', 'persona_noun', 'offline_tool_suite', 'offline_fuzzy_task',
@@ -122,23 +122,20 @@ def offline_mock_tool(req: ChatRequest) -> MockToolReply:
     return MockToolReply(output={k: ('ok' if k == 'status' else val(k, s)) for k, s in props.items()})
 
 # %% ../../../nbs/synthagent/99_offline_teacher.ipynb #33083d6b
-def _called_ok(transcript: str, name: str) -> bool:
-    lines = transcript.split('\n')
-    return any(l.startswith(f'[assistant calls] {name}(') and not any(m.startswith(f'[tool {name} FAILED]') for m in lines[i + 1:i + 2])
-               for i, l in enumerate(lines))
+def _called_ok(records: list[dict], name: str) -> bool:
+    return any(c['name'] == name and c['outcome'] == 'ok' for r in records for c in r.get('tool_calls') or [])
 
-def _answered_questions(transcript: str) -> list[str]:
-    lines = transcript.split('\n')
-    return [l.removeprefix('[assistant] ') for i, l in enumerate(lines[:-1]) if l.startswith('[assistant] ') and '?' in l and lines[i + 1].startswith('[user] ')]
+def _answered_questions(records: list[dict]) -> list[str]:
+    return [r['content'] for r, nxt in zip(records, records[1:]) if r['role'] == 'assistant' and '?' in r['content'] and nxt['role'] == 'user']
 
-def _explicit(transcript: str) -> bool:
+def _explicit(records: list[dict]) -> bool:
     "The opening request already carries the details (20 words or more: an explicit task, nothing to ask)."
-    first = next((l for l in transcript.split('\n') if l.startswith('[user] ')), '')
-    return len(first.split()) > 20
+    first = next((r['content'] for r in records if r['role'] == 'user'), '')
+    return len(first.split('\n')[0].split()) > 20
 
 def offline_rubric_extract(req: ChatRequest) -> DemoReading:
     "Stand-in for `synthagent.rubric_extract`."
-    r = request_json(req); demo = r['demonstration']
+    r = request_json(req); demo = read_transcript(r['demonstration'])
     asked = _answered_questions(demo)
     subgoals = []
     for step, text in sorted(r['workflow'].items(), key=lambda kv: int(kv[0])):
@@ -153,9 +150,10 @@ def offline_rubric_judge(req: ChatRequest) -> RubricVerdict:
     def items(title):
         sec = re.search(rf'### {title}\n(.*?)(?:\n\n|\Z)', body, re.S).group(1)
         return [] if sec.strip() == '(none)' else [re.sub(r'^\d+\. ', '', l) for l in sec.split('\n') if l.strip()]
-    convo = body.split('## Conversation\n', 1)[1]
+    convo = read_transcript(body)
     tool_of = lambda text: (m.group(1) if (m := re.search(r'`([^`]+)`', text) or re.search(r'Tool (\S+)', text)) else None)
-    forbidden = [bool(tool_of(f)) and f'[assistant calls] {tool_of(f)}(' in convo for f in items('Forbidden behaviours')]
+    called = {c['name'] for r in convo for c in r.get('tool_calls') or []}
+    forbidden = [bool(tool_of(f)) and tool_of(f) in called for f in items('Forbidden behaviours')]
     asked = _answered_questions(convo)
     subgoals = [_called_ok(convo, t) if (t := tool_of(s)) else bool(asked) or _explicit(convo) for s in items('Task sub-goals')]
     interactions = [x.removeprefix('Ask the user: ') in asked for x in items('Required user interactions')]

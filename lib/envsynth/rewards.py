@@ -235,7 +235,8 @@ def read_transcripts(text: str) -> list[list[dict]]:
             for _, body in _TRANSCRIPT.findall(text)]
 
 def read_transcript(text: str) -> list[dict]:
-    "The records of the one rendered transcript in `text` (`ValueError` if there is none or several)."
+    """The records of the one rendered transcript in `text` (`ValueError` if there is none or
+    several)."""
     found = read_transcripts(text)
     if len(found) != 1: raise ValueError(f'expected one rendered transcript, found {len(found)}')
     return found[0]
@@ -258,7 +259,8 @@ _FORGERY = re.compile(r'(?im)^\s*\[(user|assistant|tool|system)\b|<\|im_(start|e
                       r'|"role"\s*:|</?transcript-|<\|[a-z_]+\|>')
 
 def forged_turn_markers(trajectory: Trajectory | Sequence[Message]) -> list[str]:
-    "`'message i: marker'` for every turn marker, template token or record found in assistant content."
+    """`'message i: marker'` for every turn marker, template token or record in assistant
+    content."""
     msgs = trajectory.messages if isinstance(trajectory, Trajectory) else list(trajectory)
     return [f'message {i}: {m.group()}' for i, msg in enumerate(msgs) if msg.role == 'assistant'
             for text in (msg.content or '', msg.reasoning_content or '')
@@ -515,7 +517,8 @@ def malformed_calls(trajectory: Trajectory) -> list[str]:
     for c in trajectory.tool_calls():
         try: c.args; parsed = True
         except ToolCallError: parsed = False
-        if not parsed or (tools and c.name not in tools) or kinds.get(c.id) in MALFORMED_CALL_ERRORS:
+        unknown = bool(tools) and c.name not in tools
+        if not parsed or unknown or kinds.get(c.id) in MALFORMED_CALL_ERRORS:
             out.append(c.id)
     return out
 

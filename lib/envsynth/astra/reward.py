@@ -112,7 +112,8 @@ async def seven_dimension_reward(traj: Trajectory, client, failed_call_score: fl
     put('QU', got['QU'] and got['QU'].score); put('QP', got['QP'] and got['QP'].score)
     for dim in ('TCU', 'TCP'):
         parts = [got[f'{dim}_{j}'] for j, _ in later] if acted else []
-        put(dim, (_mean([p.score for p in parts]) if all(parts) else None) if acted else 0.0, applies=bool(later))
+        value = (_mean([p.score for p in parts]) if parts and all(parts) else None) if acted else 0.0
+        put(dim, value, applies=bool(later))
     put('TCS', tool_call_status(msgs, failed_call_score) if acted else 0.0)
     tc = got.get('TC')
     put('TC', (_mean(tc.call_scores) if tc and len(tc.call_scores) == n_calls else None) if acted else 0.0)

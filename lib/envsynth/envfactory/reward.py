@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..rewards import (RewardInputError, RewardResult, RewardSpec, RewardSpecError,
-                              count_tool_calls, envfactory_reward, length_penalty,
+                              count_tool_calls, envfactory_reward, length_penalty, malformed_calls,
                               state_hash_reward, trace_reward)
 from ..schema import Task, Trajectory
 
@@ -81,7 +81,8 @@ PARTS = ('r_traj', 'r_state', 'length_penalty', 'n_calls', 'format_error', 'alph
 
 def envfactory_reward_of(spec: EnvFactoryReward, task: Task, episode: Trajectory,
                          **context) -> RewardResult:
-    "EnvFactory's R of `episode` on `task` under `spec`, with its parts (masked arguments ignored)."
+    """EnvFactory's R of `episode` on `task` under `spec`, with its parts (masked arguments ignored;
+    failed calls match nothing; `format_error`: the number of malformed calls)."""
     if not isinstance(spec, EnvFactoryReward):
         raise RewardSpecError(f'expected an EnvFactoryReward, got {type(spec).__name__}')
     if not task.gold_actions:
@@ -89,12 +90,13 @@ def envfactory_reward_of(spec: EnvFactoryReward, task: Task, episode: Trajectory
     masked = task.masked_argument_names() if task.masked_arguments else None
     r_traj = trace_reward(episode, task.gold_actions, masked)
     r_state = state_hash_reward(episode, task.gold_state_hash)
-    n = count_tool_calls(episode)
-    p_len = length_penalty(n, len(task.gold_actions), spec.per_extra, spec.cap)
-    bad = episode.info.get('invalid_tool_calls', 0) > 0
+    n, n_bad = count_tool_calls(episode), len(malformed_calls(episode))
+    p_len = length_penalty(n, len(task.gold_actions), spec.per_extra, spec.cap, n_malformed=n_bad)
+    n_bad = max(n_bad, episode.info.get('invalid_tool_calls', 0))
+    bad = n_bad > 0
     r = envfactory_reward(r_traj, r_state, p_len, spec.alpha, spec.gamma)
     r -= spec.format_penalty if bad else 0.0
     parts = {'r_traj': r_traj, 'r_state': r_state, 'length_penalty': p_len, 'n_calls': n,
-             'format_error': int(bad), 'alpha': spec.alpha}
+             'format_error': n_bad, 'alpha': spec.alpha}
     return RewardResult(score=max(0.0, r) if spec.clip_at_zero else r, paper=spec.paper,
                         parts=parts)

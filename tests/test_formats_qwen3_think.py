@@ -130,7 +130,8 @@ def test_an_rl_episode_in_non_thinking_mode_is_trls_text(tok, trl_template):
         out = ids(tok, next(turns)) + [tok.convert_tokens_to_ids(IM_END)]
         return out, None
     policy = TokenPolicy(generate, tok, response_length=8192, empty_think=True)
-    row = rl_row(task, bank.tools, data_source='tau2', system_prompt='You are a bank agent.')
+    from envsynth.rewards import StateHashReward
+    row = rl_row(task, bank.tools, data_source='tau2', system_prompt='You are a bank agent.', reward=StateHashReward())
     episode = asyncio.run(run_row_episode(row, policy, 'envsynth_astra'))
     assert episode.final_state_hash == task.gold_state_hash
     theirs = trl(tok, trl_template, episode.messages, episode.tools)

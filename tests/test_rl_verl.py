@@ -75,7 +75,7 @@ class FakeServerManager:
         return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
 
 def run_loop(tiny_model, tmp_path, recipe, data_source, texts, response_length=4096,
-             row_change=None, env_root=None, sandbox=None, empty_think=False):
+             row_change=None, env_root=None, sandbox=None, empty_think=False, reward=None):
     "Build the loop the way verl's AgentLoopWorker does (YAML registry + hydra.utils.instantiate) and run one row."
     import hydra
     from omegaconf import OmegaConf
@@ -85,7 +85,10 @@ def run_loop(tiny_model, tmp_path, recipe, data_source, texts, response_length=4
     from envsynth.env_library import load_curated
     from envsynth.train.rl import compose_verl_config, write_agent_loop_config
     bank = load_curated('bank'); task = bank.tasks['bank-lost-card']
-    row = rl_row(task, bank.tools, data_source=data_source, system_prompt='You are a bank agent.', agent_name=recipe)
+    from envsynth.rewards import GoldActionF1Reward, StateHashReward
+    reward = reward or (GoldActionF1Reward() if data_source == 'envsynth' else StateHashReward())
+    row = rl_row(task, bank.tools, data_source=data_source, system_prompt='You are a bank agent.', agent_name=recipe,
+                 reward=reward)
     if row_change: row = row_change(row)
     cfg = compose_verl_config('astra', model=str(tiny_model), agent_loop_config='x',
                               extra=[f'data.max_response_length={response_length}'])
@@ -111,7 +114,7 @@ def test_agent_loop_masks_and_reward(tiny_model, tmp_path):
     "ASTRA's loop on a curated task: sampled tokens are mask 1, tool tokens mask 0, and the reward entry point scores the recorded episode."
     from envsynth.train.rl import EPISODE_KEY, compute_score
     from verl.experimental.agent_loop import AgentLoopOutput
-    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts := gold_texts(bank_task()) + ['Done: card blocked, new one ordered.'])
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'envsynth', texts := gold_texts(bank_task()) + ['Done: card blocked, new one ordered.'])
     assert isinstance(out, AgentLoopOutput) and len(server.calls) == len(texts)
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     sampled = [t for t, m in zip(out.response_ids, out.response_mask) if m]
@@ -123,8 +126,9 @@ def test_agent_loop_masks_and_reward(tiny_model, tmp_path):
     extra = row['extra_info'] | out.extra_fields
     assert out.extra_fields['termination'] == 'no_tool_call'
     solution = tok.decode(out.response_ids, skip_special_tokens=True)
-    for source in ('astra', 'tau2', 'envfactory'):
-        r = asyncio.run(compute_score(source, solution, row['reward_model']['ground_truth'], extra))
+    from envsynth.rewards import StateHashReward
+    for source, spec in (('envsynth', extra['reward_spec']), ('tau2', StateHashReward().to_json())):
+        r = asyncio.run(compute_score(source, solution, row['reward_model']['ground_truth'], extra | {'reward_spec': spec}))
         assert r['score'] == pytest.approx(1.0), (source, r)
     assert json.loads(extra[EPISODE_KEY])['final_state_hash'] == task.gold_state_hash
 
@@ -136,20 +140,20 @@ def test_agent_loop_scripted_user_and_wrong_calls(tiny_model, tmp_path):
     "EnvFactory's loop: a wrong call is answered with an error (mask 0), the scripted user ends the episode, the reward is low."
     from envsynth.train.rl import compute_score
     wrong = '<tool_call>\n{"name": "block_card", "arguments": {"card_id": "K99999", "reason": "lost"}}\n</tool_call>'
-    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_envfactory', 'envfactory', [wrong, 'I blocked it.'])
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_envfactory', 'tau2', [wrong, 'I blocked it.'])
     assert sum(out.response_mask) < len(out.response_mask) and len(server.calls) == 2
-    r = asyncio.run(compute_score('envfactory', '', row['reward_model']['ground_truth'], row['extra_info'] | out.extra_fields))
-    assert (r['r_traj'], r['r_state']) == (0.0, 0.0) and r['score'] == 0.0
+    r = asyncio.run(compute_score('tau2', '', row['reward_model']['ground_truth'], row['extra_info'] | out.extra_fields))
+    assert (r['r_state'], r['n_calls']) == (0.0, 1) and r['score'] == 0.0
 
 def test_agent_loop_sends_the_remaining_budget_as_max_tokens(tiny_model, tmp_path):
     "Each generate call gets max_tokens = response_length - tokens used; at the budget, no call."
     texts = gold_texts(bank_task()) + ['Done: card blocked, new one ordered.']
-    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts)
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'envsynth', texts)
     prompt = len(out.prompt_ids)
     used = [len(c) - prompt for c in server.calls]
     assert [p['max_tokens'] for p in server.params] == [4096 - u for u in used]
     assert all(p['temperature'] == 1.0 for p in server.params)
-    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts,
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'envsynth', texts,
                                            response_length=48)
     assert server.params[0]['max_tokens'] == 48
     assert all(len(c) - prompt + p['max_tokens'] == 48 for c, p in zip(server.calls, server.params))
@@ -162,7 +166,7 @@ def test_agent_loop_in_qwen3_non_thinking_mode(tiny_model, tmp_path):
     from envsynth.train.rl import EPISODE_KEY
     from envsynth.schema import Trajectory
     texts = gold_texts(bank_task()) + ['Done.']
-    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra', texts,
+    out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'envsynth', texts,
                                            empty_think=True)
     prompts = [tok.decode(c, skip_special_tokens=False) for c in server.calls]
     assert all(p.endswith('<|im_start|>assistant\n' + EMPTY_THINK) for p in prompts)
@@ -182,12 +186,12 @@ def test_agent_loop_runs_a_row_in_its_environment_folder(tiny_model, tmp_path):
     with_folder = lambda r: r | {'extra_info': r['extra_info'] | folder}
     texts = gold_texts(bank_task()) + ['Done.']
     with SandboxPool(size=1) as pool:
-        out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'astra',
+        out, row, tok, server, task = run_loop(tiny_model, tmp_path, 'envsynth_astra', 'envsynth',
                                                texts, row_change=with_folder, env_root=run_dir,
                                                sandbox=pool)
         assert pool.stats['requests'] > 0                      # the tools ran in the sandbox
     truth, extra = row['reward_model']['ground_truth'], row['extra_info'] | out.extra_fields
-    r = asyncio.run(compute_score('astra', '', truth, extra))
+    r = asyncio.run(compute_score('envsynth', '', truth, extra))
     assert r['score'] == pytest.approx(1.0) and out.extra_fields['termination'] == 'no_tool_call'
 
 def test_adaptive_replay_buffer_keeps_the_surplus(monkeypatch):

@@ -9,6 +9,7 @@ and an agent loop read.
 import json
 import pytest
 from pydantic import ValidationError
+from envsynth.rewards import StateHashReward
 from envsynth.data import REWARD_SUPERVISION, ROLLOUT_SUPERVISION, env_spec, ground_truth, rl_row, row_supervision, write_rl_parquet
 from envsynth.rewards import Rubric, trace_reward
 from envsynth.schema import (SUPERVISION_FIELDS, Action, MaskedArgument, RubricItem, SubQuestion, Task, Tool, ToolCall, ToolSchemaError,
@@ -36,7 +37,8 @@ BASE_TASK_JSON = ('{"id":"task_94cc8d5725bc","env_id":"flights","instruction":"B
 BASE_ROW = {'data_source': 'envsynth', 'prompt': [{'role': 'system', 'content': 'S'}, {'role': 'user', 'content': 'Book flight AF12.'}],
             'ability': 'tool_use', 'reward_model': {'style': 'rule', 'ground_truth':
             '{"gold_actions":[{"arguments":{"flight":"AF12"},"name":"book_flight"}],"gold_state_hash":"9f2c41d07a3e5b18"}'},
-            'extra_info': {'index': 3, 'split': 'train', 'task_id': 'task_94cc8d5725bc', 'env_json':
+            'extra_info': {'index': 3, 'split': 'train', 'task_id': 'task_94cc8d5725bc',
+                           'reward_spec': '{"paper":"state_hash"}', 'env_json':
             '{"env_id":"flights","initial_state":{"bookings":[],"flights":[{"id":"AF12","price":120.0,"to":"Nice"}]},'
             '"task_id":"task_94cc8d5725bc","tools":[{"function":{"description":"","name":"search_flights","parameters":'
             '{"properties":{"city":{"type":"string"}},"type":"object"}},"type":"function"},{"function":{"description":"",'
@@ -75,7 +77,7 @@ def test_a_task_without_supervision_dumps_and_hashes_as_before():
     assert Task.model_validate_json(BASE_TASK_JSON) == task and all(getattr(task, k) is None for k in SUPERVISION_FIELDS)
 
 def test_the_rl_row_of_a_task_without_supervision_is_unchanged():
-    assert rl_row(flights_task(), [SEARCH, BOOK], index=3, system_prompt='S') == BASE_ROW
+    assert rl_row(flights_task(), [SEARCH, BOOK], index=3, system_prompt='S', reward=StateHashReward()) == BASE_ROW
     assert row_supervision(BASE_ROW) == {}
 
 # --- output schemas --------------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ def test_output_schema_from_mcp_alias_round_trips_and_validates_outputs():
     assert '"output_schema"' in tool.model_dump_json() and 'output_schema' not in tool.to_openai()['function']
     assert validate_output(tool, {'temp_c': 18.5}) == []
     assert [str(e) for e in validate_output(tool, {'temp_c': 'warm'})] == ["temp_c: 'warm' is not of type 'number'"]
-    assert env_spec(rl_row(Task(instruction='Weather?', final_answer='18 C'), [tool]))['tools'][0]['function']['output_schema'] == \
+    assert env_spec(rl_row(Task(instruction='Weather?', final_answer='18 C'), [tool], reward=StateHashReward()))['tools'][0]['function']['output_schema'] == \
         tool.function.output_schema
 
 @pytest.mark.parametrize('schema, message', [
@@ -171,7 +173,7 @@ def test_the_supervision_feeds_the_reward_functions():
 def test_every_supervision_field_survives_parquet(tmp_path):
     import pyarrow.parquet as pq
     task, plain = full_task(), flights_task()
-    rows = [rl_row(task, [SEARCH, BOOK], index=0), rl_row(plain, [SEARCH, BOOK], index=1)]
+    rows = [rl_row(task, [SEARCH, BOOK], index=0, reward=StateHashReward()), rl_row(plain, [SEARCH, BOOK], index=1, reward=StateHashReward())]
     back = pq.read_table(write_rl_parquet(rows, tmp_path / 'train.parquet')).to_pylist()
     assert row_supervision(back[0]) == {k: getattr(task, k) for k in SUPERVISION_FIELDS}
     assert back[1]['reward_model'] == rows[1]['reward_model'] and back[1]['extra_info']['env_json'] == rows[1]['extra_info']['env_json']

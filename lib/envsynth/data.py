@@ -5,6 +5,7 @@
 # %% ../../nbs/core/06_data.ipynb #2fafd861
 from __future__ import annotations
 import json, os
+from collections import Counter
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Iterable, Literal
@@ -12,13 +13,15 @@ from pydantic import BaseModel, Field, TypeAdapter
 from .formats import (IM_END, IM_START, is_tool_response_turn, render_assistant_turn,
                               render_hermes)
 from .pipeline import atomic_write
-from .schema import SUPERVISION_FIELDS, Message, Task, Tool, Trajectory, check_trajectory
+from .rewards import RewardSpec
+from .schema import (SUPERVISION_FIELDS, Message, Task, Tool, Trajectory, check_trajectory,
+                             content_hash)
 
 # %% auto #0
 __all__ = ['ASSISTANT_HEADER', 'Reasoning', 'Overflow', 'SFT_COLUMNS', 'REWARD_SUPERVISION', 'ROLLOUT_SUPERVISION',
            'DataExportError', 'RowTooLongError', 'SFTText', 'check_sft_trajectory', 'sft_text', 'SFTRow',
-           'tokenize_sft', 'fit_length', 'build_sft_rows', 'sft_dataset', 'write_sft', 'rl_row', 'env_spec',
-           'ground_truth', 'row_supervision', 'write_rl_parquet']
+           'tokenize_sft', 'fit_length', 'build_sft_rows', 'sft_dataset', 'write_sft', 'rl_row', 'row_reward_spec',
+           'env_spec', 'ground_truth', 'row_supervision', 'write_rl_parquet', 'split_by_hash']
 
 # %% ../../nbs/core/06_data.ipynb #f0ec907b
 class DataExportError(ValueError):
@@ -241,9 +244,13 @@ def _check_rl_task(task: Task, names: list[str]):
 # %% ../../nbs/core/06_data.ipynb #934e0d6a
 def rl_row(task: Task, tools: Iterable[Tool], index: int = 0, split: str = 'train',
            data_source: str = 'envsynth', ability: str = 'tool_use',
-           system_prompt: str | None = None, agent_name: str | None = None) -> dict:
-    """One verl RL row for `task` with `tools` offered; the parts that differ between tasks are JSON
-    strings."""
+           system_prompt: str | None = None, agent_name: str | None = None, *,
+           reward: RewardSpec) -> dict:
+    """One verl RL row for `task` with `tools` offered, scored by `reward` (the spec travels in
+    `extra_info['reward_spec']`); the parts that differ between tasks are JSON strings."""
+    if not isinstance(reward, RewardSpec):
+        raise DataExportError('reward must be an envsynth.rewards.RewardSpec, '
+                              f'got {type(reward).__name__}')
     tools = [Tool.parse(t) for t in tools]
     names = [t.name for t in tools]
     _check_rl_task(task, names)
@@ -263,12 +270,21 @@ def rl_row(task: Task, tools: Iterable[Tool], index: int = 0, split: str = 'trai
     row = {'data_source': data_source, 'prompt': prompt, 'ability': ability,
            'reward_model': {'style': 'rule', 'ground_truth': _json(gold)},
            'extra_info': {'index': index, 'split': split, 'task_id': task.id,
+                          'reward_spec': reward.to_json(),
                           'env_json': _json(env), 'tool_selection': names,
                           'need_tools_kwargs': True,
                           'tools_kwargs': {n: {'create_kwargs': {'task_id': task.id}}
                                            for n in names}}}
     if agent_name: row['agent_name'] = agent_name
     return row
+
+def row_reward_spec(row: dict) -> dict:
+    "The reward spec a verl row carries, decoded (a `DataExportError` when it carries none)."
+    raw = (row.get('extra_info') or {}).get('reward_spec')
+    if not raw:
+        raise DataExportError('the row carries no reward spec: re-export it with '
+                              'rl_row(..., reward=)')
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
 def env_spec(row: dict) -> dict:
     "The environment spec of a verl row, decoded."
@@ -314,3 +330,16 @@ def write_rl_parquet(rows: Iterable[dict], path: str | Path) -> Path:
     tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
     pq.write_table(pa.Table.from_pylist(rows), tmp); os.replace(tmp, path)
     return path
+
+# %% ../../nbs/core/06_data.ipynb #2344c06c
+def split_by_hash(ids: Iterable[str], val_fraction: float, seed: int = 0) -> dict[str, str]:
+    "`{id: 'train' | 'val'}`: about `val_fraction` of `ids` held out for validation, by hash."
+    if not 0 <= val_fraction < 1:
+        raise DataExportError(f'val_fraction must be in [0, 1), got {val_fraction!r}')
+    ids = sorted(set(ids))
+    draw = {i: int(content_hash([i, seed], 12), 16) / 16 ** 12 for i in ids}
+    out = {i: 'val' if draw[i] < val_fraction else 'train' for i in ids}
+    if len(ids) >= 2 and val_fraction > 0 and len(set(out.values())) == 1:
+        by_draw = sorted(ids, key=lambda i: (draw[i], i))
+        out[by_draw[0]], out[by_draw[-1]] = 'val', 'train'
+    return out

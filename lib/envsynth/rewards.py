@@ -7,19 +7,21 @@ from __future__ import annotations
 import math
 from collections import Counter
 from typing import Callable, Iterable, Literal, Mapping, Sequence
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .schema import (Action, Message, Task, ToolCallError, Trajectory, canonical_json,
                              check_trajectory)
 from .llm import LLMClient, LLMError
 
 # %% auto #0
-__all__ = ['JUDGE_SYSTEM', 'WriteTools', 'FilterStage', 'RewardInputError', 'state_hash_reward', 'recall_precision', 'f1_reward',
-           'failed_call_ids', 'count_tool_calls', 'rubric_reward', 'rubric_reward_official', 'Rubric', 'RubricVerdict',
-           'verdict_problems', 'score_verdict', 'render_transcript', 'rubric_judge_messages', 'RubricScore',
-           'RubricJudge', 'envfactory_reward', 'call_matches', 'matched_gold_actions', 'trace_reward', 'state_fraction',
-           'length_penalty', 'envfactory_reward_for', 'alternation_problems', 'repetition_ratio', 'max_repetition',
-           'is_read_only', 'exact_match_problem', 'FilterResult', 'agentscaler_filter', 'filter_funnel',
-           'pass_hat_k_task', 'pass_hat_k', 'pass_hat_k_table']
+__all__ = ['JUDGE_SYSTEM', 'WriteTools', 'FilterStage', 'STATE_HASH_PARTS', 'GOLD_ACTION_F1_PARTS', 'RewardInputError',
+           'state_hash_reward', 'recall_precision', 'f1_reward', 'failed_call_ids', 'count_tool_calls', 'rubric_reward',
+           'rubric_reward_official', 'Rubric', 'RubricVerdict', 'verdict_problems', 'score_verdict',
+           'render_transcript', 'rubric_judge_messages', 'RubricScore', 'RubricJudge', 'envfactory_reward',
+           'call_matches', 'matched_gold_actions', 'trace_reward', 'state_fraction', 'length_penalty',
+           'envfactory_reward_for', 'alternation_problems', 'repetition_ratio', 'max_repetition', 'is_read_only',
+           'exact_match_problem', 'FilterResult', 'agentscaler_filter', 'filter_funnel', 'pass_hat_k_task',
+           'pass_hat_k', 'pass_hat_k_table', 'RewardSpecError', 'RewardSpec', 'RewardResult', 'StateHashReward',
+           'state_hash_score', 'GoldActionF1Reward', 'gold_action_f1_score']
 
 # %% ../../nbs/core/05_rewards.ipynb #45573afc
 class RewardInputError(ValueError):
@@ -564,3 +566,62 @@ def pass_hat_k_table(trials: Mapping[str, Sequence[float | bool]], max_k: int | 
         t = min(trials, key=lambda t: len(trials[t]))
         raise RewardInputError(f'max_k = {max_k} > n = {min_n} trials of task {t}')
     return {k: pass_hat_k(trials, k, tol) for k in range(1, max_k + 1)}
+
+# %% ../../nbs/core/05_rewards.ipynb #978ce7bd
+class RewardSpecError(ValueError):
+    "A reward spec that cannot be used (missing, unknown paper, bad field): the message says why."
+
+class RewardSpec(BaseModel):
+    "The parameters of one paper's reward; `paper` names its function. Subclasses fix `paper`."
+    model_config = ConfigDict(extra='forbid', frozen=True)
+    paper: str
+
+    def to_json(self) -> str:
+        "Canonical JSON (sorted keys, no spaces), as an RL row carries it."
+        return canonical_json(self.model_dump(mode='json'))
+
+class RewardResult(BaseModel):
+    "A trajectory's reward: `score` (what the trainer optimises) and the `parts` it was made of."
+    score: float
+    paper: str
+    parts: dict[str, float | int | str | None] = Field(default_factory=dict)
+
+    @model_validator(mode='after')
+    def _finite(self):
+        if not math.isfinite(self.score):
+            raise RewardInputError(f'score must be finite, got {self.score}')
+        return self
+
+# %% ../../nbs/core/05_rewards.ipynb #557f0924
+class StateHashReward(RewardSpec):
+    "tau2's reward (AgentScaler's too): 1.0 iff the final state hash is the gold one."
+    paper: Literal['state_hash'] = 'state_hash'
+
+STATE_HASH_PARTS = ('r_state', 'n_calls')
+
+def state_hash_score(spec: StateHashReward, task: Task, episode: Trajectory,
+                     **context) -> RewardResult:
+    "The state-hash reward of `episode` on `task` (`context` is not used)."
+    r = state_hash_reward(episode, task.gold_state_hash)
+    return RewardResult(score=r, paper=spec.paper,
+                        parts={'r_state': r, 'n_calls': count_tool_calls(episode)})
+
+# %% ../../nbs/core/05_rewards.ipynb #5e6007bd
+class GoldActionF1Reward(RewardSpec):
+    "F1 of gold actions matched by successful calls and of calls made (sub-tasks = gold actions)."
+    paper: Literal['gold_action_f1'] = 'gold_action_f1'
+    eps: float = Field(1e-8, gt=0)
+
+GOLD_ACTION_F1_PARTS = ('f1', 'recall', 'precision', 'n_target', 'n_solved', 'n_calls')
+
+def gold_action_f1_score(spec: GoldActionF1Reward, task: Task, episode: Trajectory,
+                         **context) -> RewardResult:
+    "The F1 of `episode` with `task`'s gold actions as its sub-tasks."
+    if not task.gold_actions: raise RewardInputError(f'task {task.id}: no gold actions to match')
+    n, c = len(task.gold_actions), count_tool_calls(episode)
+    solved = matched_gold_actions(episode, task.gold_actions, skip_failed=True)
+    r, p = recall_precision(n, solved, c, spec.eps)
+    f1 = f1_reward(n, solved, c, spec.eps)
+    return RewardResult(score=f1, paper=spec.paper, parts={
+        'f1': f1, 'recall': r, 'precision': min(1.0, p), 'n_target': n, 'n_solved': solved,
+        'n_calls': c})

@@ -10,16 +10,14 @@ from pathlib import Path
 from typing import Literal
 import numpy as np
 from pydantic import BaseModel
-from .env_synthesis import answer_in_result
+from .f1_reward import REWARD_MODES, AstraF1Reward, astra_f1
 from .merge import EnvTool
 from ..chains import BANDS, ToolPool, mix_distractors, random_distractors
-from ..rewards import count_tool_calls, f1_reward, recall_precision
 from ..rollout import DoNothingPolicy, EnvExecutor, EpisodeLimits, OraclePolicy, PolicyTurn, run_episode
 from ..schema import Task, Tool, ToolCall, Trajectory, assistant
 
 # %% auto #0
-__all__ = ['DISTRACTOR_MODES', 'REWARD_MODES', 'PoolTool', 'tool_document_text', 'unique_pool', 'build_tool_pool',
-           'choose_distractors', 'target_subtasks', 'solved_subtasks', 'RewardParts', 'astra_reward',
+__all__ = ['DISTRACTOR_MODES', 'PoolTool', 'tool_document_text', 'unique_pool', 'build_tool_pool', 'choose_distractors',
            'placeholder_arguments', 'SpamPolicy', 'oracle_policy', 'run_policy', 'policy_checks']
 
 # %% ../../../nbs/astra/10_distractors.ipynb #d621e747
@@ -62,48 +60,6 @@ def choose_distractors(pool: ToolPool, entries: dict[str, PoolTool], env: str, o
     else: chosen = mix_distractors(pool, in_scope, k_per_band, seed, high, low)
     return {b: [n for n in names if n not in own_names and entries[n].env != env] for b, names in chosen.items()}
 
-# %% ../../../nbs/astra/10_distractors.ipynb #53d0e875
-REWARD_MODES = ('f1', 'recall', 'precision')
-
-def target_subtasks(task: Task) -> list:
-    "The job: the task's tool-needing sub-questions."
-    if not task.sub_questions: raise ValueError(f'task {task.id}: no sub-questions, so no sub-tasks to reward')
-    return [s for s in task.sub_questions if s.needs_tool]
-
-def _matching(edges: list[list[int]]) -> int:
-    match: dict[int, int] = {}
-    def augment(i, seen):
-        for j in edges[i]:
-            if j in seen: continue
-            seen.add(j)
-            if j not in match or augment(match[j], seen): match[j] = i; return True
-        return False
-    return sum(augment(i, set()) for i in range(len(edges)))
-
-def solved_subtasks(task: Task, trajectory: Trajectory) -> int:
-    "n̂: sub-tasks matched one-to-one with successful tool outputs that contain their sub-answer."
-    outputs = [m.content or '' for m in trajectory.messages if m.role == 'tool' and not m.error]
-    return _matching([[j for j, o in enumerate(outputs) if answer_in_result(s.answer, o)] for s in target_subtasks(task)])
-
-# %% ../../../nbs/astra/10_distractors.ipynb #671cd74f
-class RewardParts(BaseModel):
-    "One episode's reward and what it is made of."
-    reward: float
-    recall: float
-    precision: float
-    n_target: int
-    n_solved: int
-    n_calls: int
-
-def astra_reward(task: Task, trajectory: Trajectory, mode: str = 'f1', eps: float = 1e-8) -> RewardParts:
-    "The F1 reward (or its recall-only / precision-only ablation) of `trajectory` on `task`."
-    if mode not in REWARD_MODES: raise ValueError(f'unknown reward mode {mode!r}; choose from {REWARD_MODES}')
-    n, solved, c = len(target_subtasks(task)), solved_subtasks(task, trajectory), count_tool_calls(trajectory)
-    r, p = recall_precision(n, solved, c, eps)
-    p = min(p, 1.0)
-    reward = {'f1': f1_reward(n, solved, c, eps), 'recall': r, 'precision': p}[mode]
-    return RewardParts(reward=round(reward, 6), recall=round(r, 6), precision=round(p, 6), n_target=n, n_solved=solved, n_calls=c)
-
 # %% ../../../nbs/astra/10_distractors.ipynb #f4bad5da
 def placeholder_arguments(tool: Tool) -> dict:
     "Schema-valid values for `tool`'s required parameters."
@@ -132,11 +88,12 @@ async def run_policy(env, task: Task, policy, max_turns: int = 32) -> Trajectory
     try: return await run_episode(policy, executor, task=task, limits=EpisodeLimits(max_turns=max_turns, max_tool_calls=None, stop_on_answer=True))
     finally: executor.close()
 
-async def policy_checks(env, task: Task, mode: str = 'f1', max_turns: int = 32) -> dict:
-    "The reward of the oracle, do-nothing and spammer policies on `task` (and the oracle's trajectory, untimed)."
+async def policy_checks(env, task: Task, reward: AstraF1Reward = AstraF1Reward(), max_turns: int = 32) -> dict:
+    "The reward (with its parts) of the oracle, do-nothing and spammer policies on `task`, and the oracle's trajectory (untimed)."
     out = {}
     for name, policy in (('oracle', oracle_policy(task)), ('do_nothing', DoNothingPolicy(task)), ('spammer', SpamPolicy(task))):
         traj = await run_policy(env, task, policy, max_turns)
-        out[name] = astra_reward(task, traj, mode).model_dump()
+        res = astra_f1(reward, task, traj)
+        out[name] = {'reward': res.score} | res.parts
         if name == 'oracle': out['oracle_trajectory'] = traj.model_copy(update={'info': {'termination': traj.info.get('termination')}}).model_dump(mode='json', exclude_none=True)
     return out

@@ -9,9 +9,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from .distractors import (DISTRACTOR_MODES, REWARD_MODES, PoolTool, build_tool_pool, choose_distractors, policy_checks,
+from .distractors import (DISTRACTOR_MODES, PoolTool, build_tool_pool, choose_distractors, policy_checks,
                                         unique_pool)
 from .env_synthesis import SubEnvironment, synthesize_environment
+from .f1_reward import REWARD_MODES, AstraF1Reward
 from .merge import EnvTool, merge_environment, write_qa_environment
 from .qa import (KnowledgeDocument, QAInstance, read_knowledge, read_questions, sample_knowledge_dir, sample_questions_file,
                                synthesize_qa)
@@ -23,10 +24,10 @@ from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, read_params
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
-__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'RECIPE', 'AstraRLParams', 'read_params', 'RLRecipeRun', 'qa_work_items', 'stage_qa',
-           'stage_qa_validation', 'stage_qa_gate', 'stage_env_synthesis', 'stage_merge', 'checked_environment',
-           'stage_package', 'stage_tool_pool', 'stage_mix', 'stage_rl_data', 'rl_distributions', 'rl_data_card',
-           'plot_rl_data_card', 'run_astra_rl', 'summarize', 'main']
+__all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'RECIPE', 'AstraRLParams', 'reward_spec', 'read_params', 'RLRecipeRun',
+           'qa_work_items', 'stage_qa', 'stage_qa_validation', 'stage_qa_gate', 'stage_env_synthesis', 'stage_merge',
+           'checked_environment', 'stage_package', 'stage_tool_pool', 'stage_mix', 'stage_rl_data', 'rl_distributions',
+           'rl_data_card', 'plot_rl_data_card', 'run_astra_rl', 'summarize', 'main']
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #950ed844
 class AstraRLParams(BaseModel):
@@ -64,6 +65,7 @@ class AstraRLParams(BaseModel):
     # 6. reward and RL rows
     reward: Literal[REWARD_MODES] = 'f1'            # paper; ablations: 'recall', 'precision'
     reward_eps: float = 1e-8                        # ours
+    val_fraction: float = 0.1                       # ours: share of the RL tasks held out as validation rows
     max_turns: int = 32                             # paper: up to 32 assistant turns
     data_source: str = 'astra'
     agent_name: str = 'envsynth_astra'
@@ -87,8 +89,13 @@ class AstraRLParams(BaseModel):
         if self.k_per_band < 0: raise ValueError(f'k_per_band must be >= 0, got {self.k_per_band}')
         if not self.modes: raise ValueError('modes must name at least one of unconditional, conditional')
         if 'conditional' in self.modes and not self.questions_file: raise ValueError('conditional mode needs a questions_file')
+        if not 0 <= self.val_fraction < 1: raise ValueError(f'val_fraction must be in [0, 1), got {self.val_fraction}')
         if not self.exec_timeout_s > 0 or not self.reward_eps > 0: raise ValueError('exec_timeout_s and reward_eps must be > 0')
         return self
+
+def reward_spec(p: AstraRLParams) -> AstraF1Reward:
+    "The reward every check and every RL row of a run uses."
+    return AstraF1Reward(mode=p.reward, eps=p.reward_eps)
 
 def read_params(path: str | Path | None = None, **overrides) -> AstraRLParams:
     "The environment pipeline's parameters from a YAML or JSON file, then `overrides`."
@@ -191,7 +198,7 @@ async def checked_environment(r: RLRecipeRun, folder: Path, inst: QAInstance, to
     env = await asyncio.to_thread(load_environment, folder, False, r.sandbox)
     try:
         task = next(iter(env.tasks.values()))
-        checks = await policy_checks(env, task, r.p.reward, r.p.max_turns)
+        checks = await policy_checks(env, task, reward_spec(r.p), r.p.max_turns)
     finally: env.close()
     if checks['oracle']['reward'] != 1.0: return None, Drop('oracle_below_1', json.dumps(checks['oracle']))
     if checks['do_nothing']['reward'] != 0.0: return None, Drop('do_nothing_above_0', json.dumps(checks['do_nothing']))
@@ -244,22 +251,28 @@ async def stage_mix(r: RLRecipeRun, pool, entries: dict[str, PoolTool], pool_key
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #d87bc2f6
 async def stage_rl_data(r: RLRecipeRun) -> dict:
-    "Stage 8: `09_rl_data/train.parquet`; returns the counts and the trainer's scores of the oracle trajectories."
-    from envsynth.data import rl_row, write_rl_parquet
-    from envsynth.envs import load_environment
+    """Stage 8: `09_rl_data/{train,val}.parquet` (tasks split by id; validation rows are never training rows), each row
+    carrying the run's reward spec; returns the counts and the trainer's scores of the oracle trajectories."""
+    from envsynth.data import rl_row, split_by_hash, write_rl_parquet
     from envsynth.train.rl import compute_score
-    p, run, rows, scores = r.p, r.run, [], []
-    for i, rec in enumerate(sorted(run.records('mix'), key=lambda x: x['instance']['id'])):
-        folder = run.dir('mix') / rec['env']
+    p, run, rows, scores = r.p, r.run, {'train': [], 'val': []}, []
+    mixed = sorted(run.records('mix'), key=lambda x: x['instance']['id'])
+    split = split_by_hash([rec['instance']['id'] for rec in mixed], p.val_fraction, p.seed)
+    for rec in mixed:
+        folder, part = run.dir('mix') / rec['env'], split[rec['instance']['id']]
         task = Task.model_validate_json((folder / 'tasks.jsonl').read_text().splitlines()[0])
         tools = json.loads((folder / 'tools.json').read_text())
-        row = rl_row(task, tools, index=i, data_source=p.data_source, system_prompt=p.system_prompt, agent_name=p.agent_name)
+        row = rl_row(task, tools, index=len(rows[part]), split=part, data_source=p.data_source, system_prompt=p.system_prompt,
+                     agent_name=p.agent_name, reward=reward_spec(p))
         row['extra_info']['env_folder'] = str(Path(run.step('mix').folder) / rec['env'])
         traj = json.dumps(rec['checks']['oracle_trajectory'])
         s = await compute_score(row['data_source'], '', row['reward_model']['ground_truth'], row['extra_info'] | {'envsynth_episode': traj})
-        scores.append(round(s['score'], 6)); rows.append(row)
-    if rows: write_rl_parquet(rows, run.file('rl_data', 'train.parquet'))
-    stats = {'inputs': len(rows), 'kept': len(rows), 'dropped': {}, 'trainer_oracle_scores': scores}
+        scores.append(round(s['score'], 6)); rows[part].append(row)
+    for part, rs in rows.items():
+        if rs: write_rl_parquet(rs, run.file('rl_data', f'{part}.parquet'))
+    n = len(mixed)
+    stats = {'inputs': n, 'kept': n, 'dropped': {}, 'train_rows': len(rows['train']), 'val_rows': len(rows['val']),
+             'trainer_oracle_scores': scores}
     run.write_json('rl_data', 'stats.json', stats)
     return stats
 
@@ -298,7 +311,7 @@ def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     stages |= {s: _item_counts(run, s) for s in ('env_synthesis', 'merge', 'package')}
     stages['tool_pool'] = {'inputs': pool['tools'], 'kept': pool['unique'], 'dropped': pool['dropped']}
     stages['mix'] = _item_counts(run, 'mix')
-    stages['rl_data'] = {k: rl[k] for k in ('inputs', 'kept', 'dropped')}
+    stages['rl_data'] = {k: rl[k] for k in ('inputs', 'kept', 'dropped', 'train_rows', 'val_rows')}
     card = {'title': 'ASTRA (§2.2, §3.2.2) environment data card', 'stages': stages, 'distributions': rl_distributions(run),
             'trainer_oracle_scores': rl['trainer_oracle_scores']}     # the sandbox's counters are this process's, not the data's
     ok = rl['kept'] and all(s == 1.0 for s in rl['trainer_oracle_scores'])

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 from ..data import rl_row
+from ..rewards import GoldActionF1Reward, RewardSpec
 from ..env_library import list_environments, load_curated
 from ..envs import GoldActionError, with_gold_hash
 from ..rewards import state_hash_reward
@@ -37,17 +38,18 @@ def split_tasks(envs: Sequence[str], heldout_per_env: int = 2) -> tuple[dict[str
     return train, held
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #958d47ef
-def task_rows(tasks: dict[str, list[str | Task]], data_source: str = 'astra',
-              agent_name: str = 'envsynth_astra') -> list[dict]:
-    """RL rows (`envsynth.data.rl_row`) of tasks (env -> curated task ids or `Task`s), with the
-    environment's system prompt; a task that names its tools (`Task.tools`) is offered only those."""
+def task_rows(tasks: dict[str, list[str | Task]], data_source: str = 'envsynth',
+              agent_name: str = 'envsynth_astra', reward: RewardSpec = GoldActionF1Reward()) -> list[dict]:
+    """RL rows (`envsynth.data.rl_row`) of tasks (env -> curated task ids or `Task`s), scored by `reward` (default: F1
+    with the gold actions as sub-tasks), with the environment's system prompt; a task that names its tools (`Task.tools`)
+    is offered only those."""
     rows = []
     for e, ids in sorted(tasks.items()):
         env = load_curated(e)
         for t in map(env.task, ids):
             offered = [tool for tool in env.tools if t.tools is None or tool.name in t.tools]
             rows.append(rl_row(t, offered, index=len(rows), data_source=data_source,
-                               agent_name=agent_name, system_prompt=env_system_prompt(env)))
+                               agent_name=agent_name, system_prompt=env_system_prompt(env), reward=reward))
     return rows
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #47775f64
@@ -514,7 +516,7 @@ def grpo_parser():
     t.add_argument('--tasks', choices=('curated', 'issue-moves'), default='curated',
                    help="curated: the training tasks of --envs; issue-moves: the training tasks of ISSUE_MOVES (issue_tracker)")
     t.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
-    t.add_argument('--data-source', default='astra', help='reward route of compute_score (astra, envfactory, envsynth, ...)')
+    t.add_argument('--data-source', default='envsynth', help="the rows' data source (envsynth: F1 with gold actions as sub-tasks)")
     for k, v in asdict(GRPOSettings(steps=2, prompts_per_step=2, max_new_tokens=48, max_turns=3)).items():
         t.add_argument('--' + k.replace('_', '-'), type=type(v), default=v)
     e = sub.add_parser('experiment', help='the SFT / more SFT / GRPO comparison of RL_EXPERIMENT_SIZES[--size]')
@@ -528,7 +530,7 @@ def grpo_parser():
     v.add_argument('--n-gpus', type=int, default=8); v.add_argument('--nnodes', type=int, default=1); v.add_argument('--python', default='python')
     v.add_argument('--env-root', default=None,
                    help="folder of the rows' environment folders (ASTRA's extra_info.env_folder), loaded in the sandbox")
-    v.add_argument('--empty-think', action='store_true', help="Qwen3's non-thinking prompts (an empty think block)")
+    v.add_argument('--empty-think', action='store_true', default=None, help="Qwen3's non-thinking prompts (an empty think block; default: off iff the preset thinks)")
     return ap
 
 def main(argv: Sequence[str] | None = None) -> int:

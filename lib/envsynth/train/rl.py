@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/train/04_rl.ipynb #35605bbf
 from __future__ import annotations
-import asyncio, json, math, os, re
+import asyncio, json, math, os
 from collections import Counter, deque
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,23 +14,23 @@ from ..env_library import list_environments, load_curated
 from ..envs import ENV_FILES, Environment, EnvironmentLoadError, load_environment
 from ..formats import IM_END, parse_assistant_text, render_hermes
 from ..llm import LLMError
-from ..rewards import (Rubric, RubricJudge, count_tool_calls, envfactory_reward, f1_reward, length_penalty,
-                              matched_gold_actions, state_hash_reward, trace_reward)
+from ..astra.f1_reward import PARTS as ASTRA_PARTS, AstraF1Reward, astra_f1
+from ..rewards import (GOLD_ACTION_F1_PARTS, STATE_HASH_PARTS, GoldActionF1Reward, RewardSpec,
+                              RubricJudge, StateHashReward, gold_action_f1_score, state_hash_score)
 from ..rollout import (ConsistencyMaps, EmulatedExecutor, EnvExecutor, EpisodeLimits, PolicyTurn,
-                              extract_answer, run_episode, user_for_task)
+                              run_episode, user_for_task)
 from ..schema import Task, Trajectory
 
 # %% auto #0
-__all__ = ['REWARD_COMPONENTS', 'REWARD_ROUTES', 'EPISODE_KEY', 'RL_PRESETS', 'VERL_ENTRY', 'Generate', 'AGENT_RECIPES',
-           'AGENT_LOOP_NAMES', 'ENV_FOLDER_KEY', 'RLError', 'group_std', 'RewardGroup', 'AdaptiveBatchFiller',
-           'task_from_parts', 'row_instruction', 'row_task', 'astra_f1_score', 'envfactory_score', 'state_hash_score',
-           'use_rubric_judge', 'rubric_judge', 'synthagent_rubric_score', 'answer_match_score', 'recorded_episode',
-           'compute_score', 'RLPreset', 'get_rl_preset', 'write_job_files', 'preset_overrides',
-           'ResponseBudgetExceeded', 'cut_middle', 'TokenPolicy', 'AgentRecipe', 'agent_recipe', 'checked_env_folder',
-           'row_env_folder', 'load_row_environment', 'FolderEnvExecutor', 'EpisodeParts', 'episode_parts',
-           'run_row_episode', 'compose_verl_config', 'validate_verl_config', 'write_agent_loop_config',
-           'row_from_loop_kwargs', 'loop_needs_clients', 'server_generate', 'grpo_advantages', 'clipped_policy_loss',
-           'main_ppo_command']
+__all__ = ['PAPER_REWARDS', 'PAPER_PARTS', 'DATA_SOURCE_PAPERS', 'REWARD_CONTEXT', 'EPISODE_KEY', 'RL_PRESETS', 'VERL_ENTRY',
+           'Generate', 'AGENT_RECIPES', 'AGENT_LOOP_NAMES', 'ENV_FOLDER_KEY', 'RLError', 'group_std', 'RewardGroup',
+           'AdaptiveBatchFiller', 'task_from_parts', 'row_instruction', 'row_task', 'reward_components',
+           'parse_reward_spec', 'use_rubric_judge', 'rubric_judge', 'recorded_episode', 'compute_score', 'RLPreset',
+           'get_rl_preset', 'write_job_files', 'preset_overrides', 'ResponseBudgetExceeded', 'cut_middle',
+           'TokenPolicy', 'AgentRecipe', 'agent_recipe', 'checked_env_folder', 'row_env_folder', 'load_row_environment',
+           'FolderEnvExecutor', 'EpisodeParts', 'episode_parts', 'run_row_episode', 'compose_verl_config',
+           'validate_verl_config', 'write_agent_loop_config', 'row_from_loop_kwargs', 'loop_needs_clients',
+           'server_generate', 'grpo_advantages', 'clipped_policy_loss', 'main_ppo_command']
 
 # %% ../../../nbs/train/04_rl.ipynb #46239ea1
 class RLError(ValueError):
@@ -129,80 +129,50 @@ def row_task(row: dict) -> Task:
     "The `Task` an RL row was made from (id, tools, initial state, gold actions and hash, each paper's supervision)."
     return task_from_parts(row['extra_info']['env_json'], row['reward_model']['ground_truth'], row_instruction(row))
 
-# %% ../../../nbs/train/04_rl.ipynb #2258d93d
-REWARD_COMPONENTS = ('f1', 'recall', 'precision', 'n_target', 'n_solved', 'n_calls', 'r_traj', 'r_state', 'length_penalty',
-                     'rubric_status', 'answer_match')
+# %% ../../../nbs/train/04_rl.ipynb #5ba28887
+PAPER_REWARDS: dict[str, tuple[type[RewardSpec], Callable]] = {
+    'astra': (AstraF1Reward, astra_f1),
+    'state_hash': (StateHashReward, state_hash_score),
+    'gold_action_f1': (GoldActionF1Reward, gold_action_f1_score)}
+PAPER_PARTS: dict[str, tuple[str, ...]] = {'astra': ASTRA_PARTS, 'state_hash': STATE_HASH_PARTS,
+                                           'gold_action_f1': GOLD_ACTION_F1_PARTS}
+DATA_SOURCE_PAPERS = {'astra': ('astra',), 'synthagent': ('synthagent',),
+                      'synthagent_reasoning': ('synthagent_reasoning',), 'envfactory': ('envfactory',),
+                      'tau2': ('state_hash',), 'agentscaler': ('state_hash',),
+                      'envsynth': ('state_hash', 'gold_action_f1')}   # data source -> the specs its rows may carry
+REWARD_CONTEXT: dict[str, Callable[[], dict]] = {}      # paper -> what its function needs besides the episode
 
-def _result(route: str, score: float, **parts) -> dict:
-    unknown = set(parts) - set(REWARD_COMPONENTS)
-    if unknown: raise RLError(f'unknown reward components {sorted(unknown)}')
-    return {'score': float(score), 'route': route} | {k: parts.get(k) for k in REWARD_COMPONENTS}
+def reward_components() -> tuple[str, ...]:
+    "Every part name of every paper's reward, in a fixed order (the keys verl stacks)."
+    return tuple(dict.fromkeys(k for parts in PAPER_PARTS.values() for k in parts))
 
-# %% ../../../nbs/train/04_rl.ipynb #d6de3767
-def astra_f1_score(task: Task, episode: Trajectory) -> dict:
-    "ASTRA's F1 reward: recall n̂/n over the gold actions, precision n̂/c over the calls made."
-    if not task.gold_actions: raise RLError(f'task {task.id}: ASTRA F1 needs gold actions as sub-tasks, and it has none')
-    n, c = len(task.gold_actions), count_tool_calls(episode)
-    solved = matched_gold_actions(episode, task.gold_actions, skip_failed=True)
-    return _result('astra', f1_reward(n, solved, c), f1=f1_reward(n, solved, c), recall=solved / n, precision=min(1.0, solved / c) if c else 0.0,
-                   n_target=n, n_solved=solved, n_calls=c)
+def parse_reward_spec(value: str | dict | None) -> RewardSpec:
+    "The spec of a row (`extra_info['reward_spec']`), checked against its paper's spec class."
+    if not value: raise RLError('the row carries no reward spec (extra_info.reward_spec): re-export the rows with '
+                                'this version of envsynth, whose recipes write the spec they scored with')
+    try: raw = json.loads(value) if isinstance(value, str) else dict(value)
+    except (json.JSONDecodeError, TypeError, ValueError) as e: raise RLError(f'reward spec is not a JSON object: {e}') from None
+    paper = raw.get('paper') if isinstance(raw, dict) else None
+    if paper not in PAPER_REWARDS: raise RLError(f'reward spec of unknown paper {paper!r}; known: {sorted(PAPER_REWARDS)}')
+    try: return PAPER_REWARDS[paper][0].model_validate(raw)
+    except ValueError as e: raise RLError(f'bad {paper} reward spec {raw}: {e}') from None
 
-# %% ../../../nbs/train/04_rl.ipynb #a2d1cfbb
-def envfactory_score(task: Task, episode: Trajectory, alpha: float = 0.5, gamma: float = 1.0, clip_at_zero: bool = False) -> dict:
-    "EnvFactory's reward: trace match (masked arguments ignored), state match and the length penalty."
-    if not task.gold_actions: raise RLError(f'task {task.id}: the EnvFactory reward needs gold actions, and it has none')
-    masked = task.masked_argument_names() if task.masked_arguments else None
-    r_traj, r_state = trace_reward(episode, task.gold_actions, masked), state_hash_reward(episode, task.gold_state_hash)
-    p = length_penalty(count_tool_calls(episode), len(task.gold_actions))
-    return _result('envfactory', envfactory_reward(r_traj, r_state, p, alpha, gamma, clip_at_zero), r_traj=r_traj, r_state=r_state,
-                   length_penalty=p, n_calls=count_tool_calls(episode))
-
-def state_hash_score(task: Task, episode: Trajectory, route: str = 'state_hash') -> dict:
-    "tau2's reward (AgentScaler's too): 1.0 iff the final state hash is the gold one."
-    r = state_hash_reward(episode, task.gold_state_hash)
-    return _result(route, r, r_state=r, n_calls=count_tool_calls(episode))
-
-# %% ../../../nbs/train/04_rl.ipynb #9cf306b9
+# %% ../../../nbs/train/04_rl.ipynb #58e55860
 _RUBRIC_JUDGE: list[RubricJudge] = []
 
 def use_rubric_judge(judge: RubricJudge | None) -> None:
-    "Set the judge of the SynthAgent route (None: back to the settings' `judge` role)."
+    "Set the judge of the SynthAgent reward (None: back to the settings' `judge` role)."
     if judge is not None and not isinstance(judge, RubricJudge): raise RLError(f'expected an envsynth.rewards.RubricJudge, got {type(judge).__name__}')
     _RUBRIC_JUDGE[:] = [judge] if judge else []
 
 def rubric_judge() -> RubricJudge:
-    "The SynthAgent route's judge."
+    "The SynthAgent reward's judge."
     if not _RUBRIC_JUDGE:
         from envsynth.llm import make_client
         _RUBRIC_JUDGE.append(RubricJudge(make_client('judge'), tag='synthagent.rubric_judge'))
     return _RUBRIC_JUDGE[0]
 
-async def synthagent_rubric_score(task: Task, episode: Trajectory) -> dict:
-    "SynthAgent's Eq. 5 through the fail-closed judge: an unknown verdict scores 0.0 and says so."
-    if not task.rubric: raise RLError(f'task {task.id}: the SynthAgent reward needs a rubric, and it has none')
-    s = await rubric_judge()(Rubric(**task.rubric_sections()), episode)
-    return _result('synthagent', s.score if s.status == 'scored' else 0.0, rubric_status=s.status, n_calls=count_tool_calls(episode))
-
-def _normal_answer(text: str) -> str | float:
-    t = re.sub(r'\s+', ' ', text.strip().strip('.').lower())
-    try: return float(t.replace(',', ''))
-    except ValueError: return t
-
-def answer_match_score(task: Task, episode: Trajectory) -> dict:
-    "1.0 iff the last `<answer>...</answer>` of the episode equals the task's final answer (case, spaces and number format aside)."
-    if task.final_answer is None: raise RLError(f'task {task.id}: no final answer to compare with')
-    last = next((m.content for m in reversed(episode.messages) if m.role == 'assistant' and m.content), None)
-    got = extract_answer(last)
-    ok = got is not None and _normal_answer(got) == _normal_answer(task.final_answer)
-    return _result('answer', float(ok), answer_match=float(ok), n_calls=count_tool_calls(episode))
-
-# %% ../../../nbs/train/04_rl.ipynb #e51f6228
-REWARD_ROUTES: dict[str, Callable] = {
-    'astra': astra_f1_score, 'envfactory': envfactory_score, 'synthagent': synthagent_rubric_score,
-    'synthagent_reasoning': answer_match_score,
-    'tau2': lambda t, e: state_hash_score(t, e, 'tau2'), 'agentscaler': lambda t, e: state_hash_score(t, e, 'agentscaler'),
-    'envsynth': lambda t, e: state_hash_score(t, e, 'envsynth')}
-
+# %% ../../../nbs/train/04_rl.ipynb #79f2e28f
 EPISODE_KEY = 'envsynth_episode'     # the extra_fields / extra_info key holding the recorded episode (Trajectory JSON)
 
 def recorded_episode(extra_info: dict | None) -> Trajectory:
@@ -213,14 +183,21 @@ def recorded_episode(extra_info: dict | None) -> Trajectory:
     return Trajectory.model_validate_json(raw) if isinstance(raw, str) else Trajectory.model_validate(raw)
 
 async def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **reward_kwargs) -> dict:
-    "verl's `reward.custom_reward_function`: the recipe's reward of the recorded episode, by `data_source`, with its components."
-    route = REWARD_ROUTES.get(data_source)
-    if route is None: raise RLError(f'no reward for data_source {data_source!r}; known: {sorted(REWARD_ROUTES)}')
+    "verl's `reward.custom_reward_function`: the row's reward spec applied to the recorded episode, with its parts."
+    if reward_kwargs: raise RLError(f'reward parameters come from the row spec, not from reward kwargs: {sorted(reward_kwargs)}')
+    spec = parse_reward_spec((extra_info or {}).get('reward_spec'))
+    if spec.paper not in DATA_SOURCE_PAPERS.get(data_source, ()):
+        raise RLError(f'data_source {data_source!r} does not go with a {spec.paper} reward spec (it takes '
+                      f'{list(DATA_SOURCE_PAPERS.get(data_source, ()))}): the row was mislabelled')
     episode = recorded_episode(extra_info)
     first_user = next((m.content for m in episode.messages if m.role == 'user'), None) or '(instruction not recorded)'
     task = task_from_parts((extra_info or {}).get('env_json') or {}, ground_truth, first_user)
-    out = route(task, episode, **reward_kwargs)
-    return await out if asyncio.iscoroutine(out) else out
+    context = REWARD_CONTEXT[spec.paper]() if spec.paper in REWARD_CONTEXT else {}
+    out = PAPER_REWARDS[spec.paper][1](spec, task, episode, **context)
+    res = await out if asyncio.iscoroutine(out) else out
+    unknown = set(res.parts) - set(reward_components())
+    if unknown: raise RLError(f'{spec.paper} reward returned parts {sorted(unknown)} not listed in PAPER_PARTS')
+    return {'score': float(res.score), 'paper': res.paper} | {k: res.parts.get(k) for k in reward_components()}
 
 # %% ../../../nbs/train/04_rl.ipynb #467c0fd5
 @dataclass(frozen=True)
@@ -265,6 +242,7 @@ RL_PRESETS: dict[str, RLPreset] = {p.name: p for p in [
     RLPreset('astra', 'envsynth_astra', group_size=16, train_batch_size=256, ppo_mini_batch_size=256, learning_rate=2e-6,
              clip_ratio_low=0.2, clip_ratio_high=0.28, max_prompt_length=25_600, max_response_length=49_152,
              max_assistant_turns=32, max_user_turns=32, max_tool_response_length=16_384, adaptive_delta=0.05,
+             enable_thinking=True,      # the paper's backbones are Thinking models (Qwen3-14B/32B Thinking)
              source='ASTRA §3.2.2; group size, clip, delta, tool-response cap and save policy ours'),
     # SynthAgent §4 and its official launch script: GRPO, n = 16, batch 128, mini-batch 16, lr 1e-6, clip 0.2/0.28
     # (clip_ratio_c 10 in the script), response 13,000 tokens, 16 turns, tool responses 4,096 chars, 2 epochs,
@@ -735,8 +713,10 @@ def clipped_policy_loss(log_prob, old_log_prob, advantages, mask, clip_low: floa
 # %% ../../../nbs/train/04_rl.ipynb #f089af08
 def main_ppo_command(preset: str | RLPreset, job_dir: str | Path, *, model: str, train_files: str, val_files: str,
                      n_gpus: int = 8, nnodes: int = 1, python: str = 'python',
-                     env_root: str | Path | None = None, empty_think: bool = False) -> list[str]:
-    "The `verl.trainer.main_ppo` command line for `preset`, after writing its job files into `job_dir`."
+                     env_root: str | Path | None = None, empty_think: bool | None = None) -> list[str]:
+    """The `verl.trainer.main_ppo` command line for `preset`, after writing its job files into `job_dir`; the agent loop's
+    prompts follow the preset's thinking switch (`empty_think` None: non-thinking prompts iff `enable_thinking` is off)."""
+    if empty_think is None: empty_think = not get_rl_preset(preset).enable_thinking
     files = write_job_files(job_dir, env_root, empty_think)
     extra = [f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={get_rl_preset(preset).train_batch_size}'] if get_rl_preset(preset).adaptive_delta is not None else []
     return [python, '-m', 'verl.trainer.main_ppo', *preset_overrides(preset, model=model, train_files=train_files, val_files=val_files,

@@ -2876,6 +2876,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'envsynth.train.rl._build_agent_loop': ('train/rl.html#_build_agent_loop', 'envsynth/train/rl.py'),
                                    'envsynth.train.rl._build_replay_buffer': ('train/rl.html#_build_replay_buffer', 'envsynth/train/rl.py'),
                                    'envsynth.train.rl._decoded': ('train/rl.html#_decoded', 'envsynth/train/rl.py'),
+                                   'envsynth.train.rl._excluding_buffer': ('train/rl.html#_excluding_buffer', 'envsynth/train/rl.py'),
                                    'envsynth.train.rl._plain': ('train/rl.html#_plain', 'envsynth/train/rl.py'),
                                    'envsynth.train.rl._role_clients': ('train/rl.html#_role_clients', 'envsynth/train/rl.py'),
                                    'envsynth.train.rl._row_sandbox': ('train/rl.html#_row_sandbox', 'envsynth/train/rl.py'),

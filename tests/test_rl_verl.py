@@ -45,6 +45,9 @@ def test_preset_composes_and_validates(preset, tmp_path):
     if p.adaptive_delta is not None:
         assert cfg.trainer.v1.sampler.custom_sampler.name == 'AdaptiveFillingReplayBuffer'
         assert cfg.trainer.v1.sampler.sampler_kwargs.delta == p.adaptive_delta
+    if p.drop_excluded_groups:
+        assert cfg.trainer.v1.sampler.custom_sampler.name == 'ExcludingReplayBuffer'
+        assert cfg.trainer.v1.sampler.sampler_kwargs.train_batch_size == p.train_batch_size
 
 def test_reward_function_and_sampler_load_by_path(tmp_path):
     "verl loads both from the entry file by name (as main_ppo and the V1 trainer do): the lazy attributes must resolve there."
@@ -57,6 +60,7 @@ def test_reward_function_and_sampler_load_by_path(tmp_path):
         warnings.simplefilter('ignore', FutureWarning)
         assert asyncio.iscoroutinefunction(load_extern_type(entry, 'compute_score'))
         assert issubclass(load_extern_type(entry, 'AdaptiveFillingReplayBuffer'), ReplayBuffer)
+        assert issubclass(load_extern_type(entry, 'ExcludingReplayBuffer'), ReplayBuffer)
 
 class FakeServerManager:
     """verl's server_manager.generate, scripted: writes `texts` in turn, cut at `max_tokens` as

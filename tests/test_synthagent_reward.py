@@ -138,6 +138,9 @@ def test_missing_endpoints_fail_at_start(tmp_path, monkeypatch):
         monkeypatch.delenv('ENVSYNTH_LLM_ENDPOINT'); get_settings.cache_clear()
         from envsynth.synthagent.rl_world import WorldStore
         with pytest.raises(WorldSpecError, match='tool_emulator'): WorldStore()._default_client()
+        from envsynth.train.rl import rubric_judge, use_rubric_judge
+        use_rubric_judge(None)
+        with pytest.raises(WorldSpecError, match='the SynthAgent reward needs an endpoint for role judge'): rubric_judge()
     finally: get_settings.cache_clear()
 
 def test_reasoning_code_runs_in_the_sandbox():
@@ -150,3 +153,23 @@ def test_reasoning_code_runs_in_the_sandbox():
         ok = asyncio.run(ex.call(ToolCall.make('code_interpreter', {'code': 'print(6 * 7)'})))
         bad = asyncio.run(ex.call(ToolCall.make('code_interpreter', {'code': 'import os; os.system("ls")'})))
     assert ok.output == '42\n' and 'not allowed' in bad.output
+
+def test_the_rl_hook_routes_synthagent_rows(smoke_run):
+    "envsynth.train.rl runs a SynthAgent row in its group's world, a reasoning row with the sandboxed code interpreter."
+    from envsynth.sandbox import SandboxPool
+    from envsynth.synthagent.rl_world import SandboxCodeExecutor, VerbatimOpeningUser, WorldExecutor, world_key
+    from envsynth.train.rl import PAPER_REWARDS, agent_recipe, episode_parts, loop_needs_clients
+    from envsynth.synthagent.reward import REWARDS
+    assert all(PAPER_REWARDS[k] == v for k, v in REWARDS.items())
+    row = next(iter(_rows(smoke_run).values()))
+    reasoning = _plain(pd.read_parquet(smoke_run / '08_export' / 'reasoning.parquet').to_dict('records')[0])
+    client = _judge().client
+    parts = episode_parts(row, row['agent_name'], clients={'tool_emulator': client, 'user_simulator': client},
+                          group='g7', rollout='r1')
+    assert isinstance(parts.executor, WorldExecutor) and isinstance(parts.user, VerbatimOpeningUser)
+    assert parts.executor.key == world_key(row['extra_info']['task_id'], 'g7') and parts.limits.stop_on_answer
+    recipe = agent_recipe('synthagent')
+    assert loop_needs_clients(recipe, row) and not loop_needs_clients(recipe, reasoning)
+    with SandboxPool(size=1) as pool:
+        parts = episode_parts(reasoning, recipe, clients={}, sandbox=pool)
+        assert isinstance(parts.executor, SandboxCodeExecutor) and parts.user is None

@@ -206,7 +206,8 @@ def _build_excluding_buffer():
             infos = [(getattr(v, 'data', v) or {}).get('reward_extra_info', {}) for v in data['extra_fields']]
             out = excluded_groups(keys, infos)
             self.excluded += len(out)
-            return out, _Counter({'excluded': len(out)}) if out else _Counter()
+            # verl keys these counts by reward value (its wandb table reads them as floats): an excluded rollout's is 0.0
+            return out, _Counter({0.0: len(out)}) if out else _Counter()
     return ExcludingReplayBuffer
 
 def __getattr__(name: str):

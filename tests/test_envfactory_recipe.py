@@ -17,11 +17,19 @@ ITEM_STAGES = ('02_build', '04_queries', '05_solutions')
 def _start(run_dir: Path, *extra) -> subprocess.Popen:
     return start([sys.executable, '-m', 'envsynth.envfactory.recipe', '--run-dir', str(run_dir), '--params', SMOKE, *extra])
 
+_SMOKE_RUNS: list[tuple[Path, dict]] = []
+
+def shared_smoke_run(tmp_path_factory) -> tuple[Path, dict]:
+    "One uninterrupted smoke run per test session (other EnvFactory test modules read it too; never write into it)."
+    if not _SMOKE_RUNS:
+        whole = tmp_path_factory.mktemp('envfactory') / 'whole'
+        _SMOKE_RUNS.append((whole, json.loads(finish(_start(whole)).strip().splitlines()[-1])))
+    return _SMOKE_RUNS[0]
+
 @pytest.fixture(scope='module')
 def smoke_run(tmp_path_factory) -> tuple[Path, dict]:
     "One uninterrupted smoke run: its folder and the command line's summary."
-    whole = tmp_path_factory.mktemp('envfactory') / 'whole'
-    return whole, json.loads(finish(_start(whole)).strip().splitlines()[-1])
+    return shared_smoke_run(tmp_path_factory)
 
 def _satisfiable_chains(run_dir: Path) -> list[list[str]]:
     "The sampled chains, checked: each required internal input is fed by an earlier tool of the chain."
@@ -124,7 +132,7 @@ def test_a_model_that_always_fails_is_counted_not_passed(tmp_path):
     out = asyncio.run(run_envfactory(read_params(SMOKE, n_envs=2), tmp_path / 'r', LLMClient(teacher, 'broken')))
     assert out['reward_check']['ok'] is False and out['reward_check']['tasks'] == 0, out['reward_check']   # no success claimed
     assert out['status'] != 'ok'                                                                      # the command exits 1
-    assert out['rows'] == {'sft_trajectories': 0, 'rl_rows': 0} and out['stages']['build']['kept'] == 0
+    assert (out['rows']['sft_trajectories'], out['rows']['rl_rows']) == (0, 0) and out['stages']['build']['kept'] == 0
     stats = json.loads((tmp_path / 'r' / '01_propose' / 'stats.json').read_text())
     assert stats['kept'] == 0 and stats['dropped'] == {'proposal_failed': 4}
 

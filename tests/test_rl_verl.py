@@ -7,6 +7,7 @@ Under any interpreter without verl this module is skipped with that instruction.
 import asyncio, importlib.util, json
 from pathlib import Path
 import pytest
+from _verl_loop import build_tiny_model, loop_on_row
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec('verl') is None,
@@ -17,13 +18,7 @@ pytestmark = [pytest.mark.slow,
 
 @pytest.fixture(scope='module')
 def tiny_model(tmp_path_factory):
-    from envsynth.env_library import load_curated
-    from envsynth.formats import render_hermes
-    from envsynth.rollout import rollout_env
-    from envsynth.train.sft import build_tiny_qwen3_on
-    bank = load_curated('bank')
-    oracle, = asyncio.run(rollout_env(bank, ['bank-lost-card']))
-    return build_tiny_qwen3_on([render_hermes(oracle.messages, oracle.tools)] * 4, tmp_path_factory.mktemp('tiny'), vocab_size=600, layers=1)
+    return build_tiny_model(tmp_path_factory.mktemp('tiny'))
 
 @pytest.mark.parametrize('preset', ['astra', 'synthagent', 'envfactory'])
 def test_preset_composes_and_validates(preset, tmp_path):
@@ -62,52 +57,20 @@ def test_reward_function_and_sampler_load_by_path(tmp_path):
         assert issubclass(load_extern_type(entry, 'AdaptiveFillingReplayBuffer'), ReplayBuffer)
         assert issubclass(load_extern_type(entry, 'ExcludingReplayBuffer'), ReplayBuffer)
 
-class FakeServerManager:
-    """verl's server_manager.generate, scripted: writes `texts` in turn, cut at `max_tokens` as
-    vLLM's server cuts them; checks that each prompt extends the last context and records every
-    call's sampling parameters."""
-    def __init__(self, tokenizer, texts):
-        self.tokenizer, self.texts, self.last = tokenizer, list(texts), None
-        self.calls, self.params = [], []
-    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
-        from verl.workers.rollout.replica import TokenOutput
-        if self.last is not None: assert prompt_ids[:len(self.last)] == self.last, 'the context was re-rendered'
-        ids = self.tokenizer.encode(self.texts[len(self.calls)], add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids('<|im_end|>')]
-        ids = ids[:sampling_params.get('max_tokens', len(ids))]
-        self.calls.append(list(prompt_ids)); self.params.append(dict(sampling_params))
-        self.last = list(prompt_ids) + ids
-        return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
-
 def run_loop(tiny_model, tmp_path, recipe, data_source, texts, response_length=4096,
              row_change=None, env_root=None, sandbox=None, empty_think=False, reward=None):
     "Build the loop the way verl's AgentLoopWorker does (YAML registry + hydra.utils.instantiate) and run one row."
-    import hydra
-    from omegaconf import OmegaConf
-    from transformers import AutoTokenizer
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from envsynth.data import rl_row
     from envsynth.env_library import load_curated
-    from envsynth.train.rl import compose_verl_config, write_agent_loop_config
-    bank = load_curated('bank'); task = bank.tasks['bank-lost-card']
     from envsynth.rewards import GoldActionF1Reward, StateHashReward
+    bank = load_curated('bank'); task = bank.tasks['bank-lost-card']
     reward = reward or (GoldActionF1Reward() if data_source == 'envsynth' else StateHashReward())
     row = rl_row(task, bank.tools, data_source=data_source, system_prompt='You are a bank agent.', agent_name=recipe,
                  reward=reward)
     if row_change: row = row_change(row)
-    cfg = compose_verl_config('astra', model=str(tiny_model), agent_loop_config='x',
-                              extra=[f'data.max_response_length={response_length}'])
-    loops = write_agent_loop_config(tmp_path / 'loops.yaml', env_root, empty_think)
-    entry = next(e for e in OmegaConf.load(loops) if e.name == recipe)
-    tok = AutoTokenizer.from_pretrained(tiny_model)
-    server = FakeServerManager(tok, texts)
-    async def main():
-        loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=server, tokenizer=tok,
-                                       processor=None, hf_model_type='qwen3', dataset_cls=None, data_config=DictConfigWrap(cfg.data),
-                                       tools=ToolListWrap([]),
-                                       **({'sandbox': sandbox} if sandbox else {}))
-        return await loop.run({'temperature': 1.0}, raw_prompt=row['prompt'], extra_info=row['extra_info'], reward_model=row['reward_model'],
-                              data_source=data_source, agent_name=recipe, index=0)
-    return asyncio.run(main()), row, tok, server, task
+    out, tok, server = loop_on_row(tiny_model, tmp_path, row, texts, response_length=response_length, env_root=env_root,
+                                   sandbox=sandbox, empty_think=empty_think)
+    return out, row, tok, server, task
 
 def gold_texts(task):
     from envsynth.formats import render_assistant_turn

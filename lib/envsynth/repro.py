@@ -15,11 +15,11 @@ from .pipeline import RunFolder, Step
 __all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'SMOKE_SFT', 'VALIDATE_VERL', 'SMOKE_EVAL', 'NOT_RUN',
            'STAGE_RUNNERS', 'PaperRecipe', 'paper_recipe', 'papers_repro_dir', 'parameter_file', 'read_yaml',
            'parse_stages', 'repro_run_folder', 'stage_done', 'model_roles', 'run_synth', 'sft_trajectories',
-           'run_sft_smoke', 'write_trajectories', 'sft_command', 'run_sft', 'verl_python', 'rl_data', 'run_rl',
-           'smoke_heldout', 'heldout_names', 'eval_commands', 'run_eval', 'paper_numbers', 'paper_notes', 'table_order',
-           'not_reproducible', 'pct', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines', 'build_report',
-           'report_markdown', 'one_line_summary', 'reproduce', 'slurm_jobs', 'submit_repro', 'ReproArgumentError',
-           'repro_parser', 'main']
+           'run_sft_smoke', 'write_trajectories', 'sft_command', 'run_sft', 'verl_python', 'RLFiles', 'rl_files',
+           'run_rl', 'smoke_heldout', 'heldout_names', 'eval_commands', 'run_eval', 'paper_numbers', 'paper_notes',
+           'table_order', 'not_reproducible', 'pct', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines',
+           'build_report', 'report_markdown', 'one_line_summary', 'reproduce', 'slurm_jobs', 'submit_repro',
+           'ReproArgumentError', 'repro_parser', 'main']
 
 # %% ../../nbs/repro.ipynb #84383faf
 STAGES = ('synth', 'sft', 'rl', 'eval', 'report')
@@ -32,21 +32,24 @@ class PaperRecipe:
     paper: str                        # the paper's name in reported_numbers.json
     runner: str                       # 'module:async function' of the recipe (params, run_dir) -> data card
     sft_data: tuple[str, ...]         # SFT trajectory files inside the recipe's run folder, one per SFT stage
-    rl_data: str | None               # verl parquet inside the recipe's run folder; None: the paper has no RL
+    rl_data: tuple[str, ...] | None   # verl training parquets inside the recipe's run folder (the first required); None: no RL
+    rl_val: str | None                # its held-out validation rows (never training rows)
     rl_preset: str | None             # envsynth.train.rl preset
     sft_preset: str                   # envsynth.train.sft preset at paper scale
     rl_runner: str | None = None      # a second recipe that makes the RL data (ASTRA §2.2), run at the rl stage
     rl_params: str | None = None      # its parameter class
 
 PAPERS: dict[str, PaperRecipe] = {p.name: p for p in [
-    PaperRecipe('astra', 'ASTRA', 'envsynth.astra.recipe:run_astra', ('06_rewards',), '09_rl_data/train.parquet', 'astra', 'astra-14b',
+    PaperRecipe('astra', 'ASTRA', 'envsynth.astra.recipe:run_astra', ('06_rewards',), ('09_rl_data/train.parquet',),
+                '09_rl_data/val.parquet', 'astra', 'astra-14b',
                 rl_runner='envsynth.astra.rl_recipe:run_astra_rl', rl_params='envsynth.astra.rl_recipe:AstraRLParams'),
     PaperRecipe('synthagent', 'SynthAgent', 'envsynth.synthagent.recipe:run_synthagent', ('08_export/sft.jsonl',),
-                '08_export/train.parquet', 'synthagent', 'astra-14b'),
+                ('08_export/train.parquet', '08_export/reasoning.parquet'), '08_export/heldout.parquet', 'synthagent',
+                'astra-14b'),
     PaperRecipe('envfactory', 'EnvFactory', 'envsynth.envfactory.recipe:run_envfactory', ('06_data/sft_trajectories.jsonl',),
-                '06_data/rl_train.parquet', 'envfactory', 'envfactory'),
+                ('06_data/rl_train.parquet',), '06_data/rl_val.parquet', 'envfactory', 'envfactory'),
     PaperRecipe('agentscaler', 'AgentScaler', 'envsynth.agentscaler.recipe:run_agentscaler', ('07_sft/stage1', '07_sft/stage2'),
-                None, None, 'agentscaler'),
+                None, None, None, 'agentscaler'),
 ]}
 
 # %% ../../nbs/repro.ipynb #dc68acf0
@@ -193,27 +196,56 @@ def verl_python() -> Path | None:
 VALIDATE_VERL = '''import json, sys
 from envsynth.train.rl import compose_verl_config, validate_verl_config
 a = json.loads(sys.argv[1])
-cfg = compose_verl_config(a['preset'], n_gpus=1, model=a['model'], train_files=a['train'], val_files=a['train'], **a['files'])
+cfg = compose_verl_config(a['preset'], n_gpus=1, model=a['model'], train_files=a['train'], val_files=a['val'],
+                          extra=a['extra'], **a['files'])
 print(json.dumps(validate_verl_config(cfg)))'''
 
-def rl_data(run: RunFolder, paper: str, scale: str) -> Path:
-    "The verl parquet of the run: the recipe's own, or (ASTRA) that of its RL-environment recipe run into `03_rl/data`."
+@dataclass(frozen=True)
+class RLFiles:
+    "What the RL job reads from the recipe: training parquets, validation rows, the folder the rows' environments are in."
+    train: tuple[Path, ...]
+    val: Path
+    env_root: Path
+
+    def overrides(self) -> list[str]:
+        """verl overrides the rows ask for: rows whose reward follows a schedule over training steps (EnvFactory's α
+        schedule) were written in training order, so the job must not shuffle them and reads them as one epoch."""
+        import pyarrow.parquet as pq
+        from envsynth.data import row_reward_spec
+        rows = pq.read_table(self.train[0], columns=['extra_info']).slice(0, 1).to_pylist()
+        scheduled = bool(rows) and row_reward_spec(rows[0]).get('schedule') is not None
+        return ['data.shuffle=False', 'trainer.total_epochs=1'] if scheduled else []
+
+    def hydra_train(self) -> str:
+        "`data.train_files` as Hydra reads it: one path, or a list."
+        return str(self.train[0]) if len(self.train) == 1 else '[' + ','.join(map(str, self.train)) + ']'
+
+def rl_files(run: RunFolder, paper: str, scale: str) -> RLFiles:
+    """The RL rows of the run: the recipe's own, or (ASTRA) those of its RL-environment recipe run into `03_rl/data`. A
+    missing training or validation file is an error that says why (no RL task kept, or too few to hold one out)."""
     pr = paper_recipe(paper)
-    if pr.rl_runner is None: return run.dir('synth') / pr.rl_data
-    read_params = _load(pr.rl_runner.split(':')[0] + ':read_params')
-    asyncio.run(_load(pr.rl_runner)(read_params(parameter_file(paper, f'rl_{scale}')), run.dir('rl') / 'data'))
-    return run.dir('rl') / 'data' / pr.rl_data
+    if pr.rl_runner is None: root = run.dir('synth')
+    else:
+        read_params = _load(pr.rl_runner.split(':')[0] + ':read_params')
+        asyncio.run(_load(pr.rl_runner)(read_params(parameter_file(paper, f'rl_{scale}')), run.dir('rl') / 'data'))
+        root = run.dir('rl') / 'data'
+    first, *more = [root / f for f in pr.rl_data]
+    if not first.exists(): raise FileNotFoundError(f'{paper}: no RL rows at {first}: the recipe kept no RL task')
+    val = root / pr.rl_val
+    if not val.exists():
+        raise FileNotFoundError(f'{paper}: no validation rows at {val}: the recipe held out no RL task (it needs at least '
+                                'two RL tasks; raise the scale or the held-out fraction)')
+    return RLFiles((first, *[f for f in more if f.exists()]), val, root)
 
 # %% ../../nbs/repro.ipynb #443d9ec4
 def run_rl(run: RunFolder, paper: str, scale: str) -> dict:
     """Stage rl: the verl GRPO job of the paper's preset on the run's RL rows. At smoke scale (no GPU) a dry run: the job files
     and the `main_ppo` command are written and the composed config is checked by verl's own `validate_config` in `.venv-verl`."""
-    from envsynth.train.rl import main_ppo_command, write_job_files
+    from envsynth.train.rl import get_rl_preset, main_ppo_command, write_job_files
     pr = paper_recipe(paper)
     if pr.rl_preset is None: return {'skipped': f'{pr.paper} trains with SFT only: no RL stage'}
     cfg = read_yaml(parameter_file(paper, 'rl'))
-    data = rl_data(run, paper, scale)
-    if not data.exists(): raise FileNotFoundError(f'{paper}: no RL rows at {data}: the recipe kept no RL task')
+    files = rl_files(run, paper, scale)
     sft = (stage_done(run, 'sft') or {}).get('model')
     if cfg.get('from_sft', True): model = str(sft or cfg.get('model') or '')
     elif scale == 'smoke':            # RL from the base model: at smoke scale the tiny random base the sft stage built
@@ -222,15 +254,17 @@ def run_rl(run: RunFolder, paper: str, scale: str) -> dict:
     else: model = str(cfg.get('model') or '')
     if not model: raise ValueError(f'{paper}: no model to start RL from: run the sft stage first or name `model` in rl.yaml')
     job = run.dir('rl') / 'job'
-    argv = main_ppo_command(pr.rl_preset, job, model=model, train_files=str(data), val_files=str(data),
+    argv = main_ppo_command(pr.rl_preset, job, model=model, train_files=files.hydra_train(), val_files=str(files.val),
                             n_gpus=1 if scale == 'smoke' else int(cfg.get('n_gpus', 8)), nnodes=1 if scale == 'smoke' else int(cfg.get('nnodes', 1)),
-                            python=str(verl_python() or 'python'))
+                            python=str(verl_python() or 'python'), env_root=files.env_root) + files.overrides()
     (job / 'command.sh').write_text('#!/usr/bin/env bash\nset -euo pipefail\n' + shlex.join(argv) + '\n')
-    out = {'preset': pr.rl_preset, 'rows': str(data), 'model': model, 'command': str(job / 'command.sh')}
+    out = {'preset': pr.rl_preset, 'rows': [str(f) for f in files.train], 'val_rows': str(files.val), 'model': model,
+           'command': str(job / 'command.sh')}
     if scale == 'paper': subprocess.run(argv, check=True, cwd=job); return {**out, 'status': 'trained'}
     py = verl_python()
     if py is None: return {**out, 'status': 'dry run: command written; config not validated (no .venv-verl: tools/make_verl_venv.sh)'}
-    arg = json.dumps({'preset': pr.rl_preset, 'model': model, 'train': str(data), 'files': write_job_files(job)})
+    arg = json.dumps({'preset': pr.rl_preset, 'model': model, 'train': files.hydra_train(), 'val': str(files.val),
+                      'extra': files.overrides(), 'files': write_job_files(job, files.env_root, not get_rl_preset(pr.rl_preset).enable_thinking)})
     r = subprocess.run([str(py), '-c', VALIDATE_VERL, arg], capture_output=True, text=True, timeout=300)
     if r.returncode != 0: raise RuntimeError(f'verl rejected the {pr.rl_preset} config: {r.stderr.strip().splitlines()[-1:]}')
     return {**out, 'status': 'dry run: config validated by verl (no GPU here: no GRPO step ran)', 'verl': json.loads(r.stdout.splitlines()[-1])}

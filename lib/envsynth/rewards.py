@@ -18,10 +18,10 @@ __all__ = ['JUDGE_SYSTEM', 'WriteTools', 'FilterStage', 'STATE_HASH_PARTS', 'GOL
            'rubric_reward_official', 'Rubric', 'RubricVerdict', 'verdict_problems', 'score_verdict',
            'render_transcript', 'rubric_judge_messages', 'RubricScore', 'RubricJudge', 'envfactory_reward',
            'call_matches', 'matched_gold_actions', 'trace_reward', 'state_fraction', 'length_penalty',
-           'envfactory_reward_for', 'alternation_problems', 'repetition_ratio', 'max_repetition', 'is_read_only',
-           'exact_match_problem', 'FilterResult', 'agentscaler_filter', 'filter_funnel', 'pass_hat_k_task',
-           'pass_hat_k', 'pass_hat_k_table', 'RewardSpecError', 'RewardSpec', 'RewardResult', 'StateHashReward',
-           'state_hash_score', 'GoldActionF1Reward', 'gold_action_f1_score']
+           'alternation_problems', 'repetition_ratio', 'max_repetition', 'is_read_only', 'exact_match_problem',
+           'FilterResult', 'agentscaler_filter', 'filter_funnel', 'pass_hat_k_task', 'pass_hat_k', 'pass_hat_k_table',
+           'RewardSpecError', 'RewardSpec', 'RewardResult', 'StateHashReward', 'state_hash_score', 'GoldActionF1Reward',
+           'gold_action_f1_score']
 
 # %% ../../nbs/core/05_rewards.ipynb #45573afc
 class RewardInputError(ValueError):
@@ -370,17 +370,6 @@ def length_penalty(n_calls: int, n_gold: int, per_extra: float = 0.05, cap: floa
     at `cap`."""
     extra = _count('n_calls', n_calls) - _count('n_gold', n_gold)
     return min(cap, per_extra * max(0, extra))
-
-# %% ../../nbs/core/05_rewards.ipynb #d710dee2
-def envfactory_reward_for(trajectory: Trajectory, task: Task, alpha: float = 0.5,
-                          gamma: float = 1.0, masked: Sequence[Iterable[str]] | None = None,
-                          partial: bool = False, clip_at_zero: bool = False) -> float:
-    """EnvFactory's R for `trajectory` on `task`: `trace_reward`, `state_hash_reward` and
-    `length_penalty` combined by `envfactory_reward`."""
-    r_traj = trace_reward(trajectory, task.gold_actions, masked, partial)
-    r_state = state_hash_reward(trajectory, task.gold_state_hash)
-    p = length_penalty(count_tool_calls(trajectory), len(task.gold_actions))
-    return envfactory_reward(r_traj, r_state, p, alpha, gamma, clip_at_zero)
 
 # %% ../../nbs/core/05_rewards.ipynb #b0e10324
 def alternation_problems(trajectory: Trajectory) -> list[str]:

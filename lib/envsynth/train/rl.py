@@ -15,6 +15,7 @@ from ..envs import ENV_FILES, Environment, EnvironmentLoadError, load_environmen
 from ..formats import IM_END, parse_assistant_text, render_hermes
 from ..llm import LLMError
 from ..astra.f1_reward import PARTS as ASTRA_PARTS, AstraF1Reward, astra_f1
+from ..envfactory.reward import PARTS as ENVFACTORY_PARTS, EnvFactoryReward, envfactory_reward_of
 from ..rewards import (GOLD_ACTION_F1_PARTS, STATE_HASH_PARTS, GoldActionF1Reward, RewardSpec,
                               RubricJudge, StateHashReward, gold_action_f1_score, state_hash_score)
 from ..rollout import (ConsistencyMaps, EmulatedExecutor, EnvExecutor, EpisodeLimits, PolicyTurn,
@@ -132,9 +133,10 @@ def row_task(row: dict) -> Task:
 # %% ../../../nbs/train/04_rl.ipynb #5ba28887
 PAPER_REWARDS: dict[str, tuple[type[RewardSpec], Callable]] = {
     'astra': (AstraF1Reward, astra_f1),
+    'envfactory': (EnvFactoryReward, envfactory_reward_of),
     'state_hash': (StateHashReward, state_hash_score),
     'gold_action_f1': (GoldActionF1Reward, gold_action_f1_score)}
-PAPER_PARTS: dict[str, tuple[str, ...]] = {'astra': ASTRA_PARTS, 'state_hash': STATE_HASH_PARTS,
+PAPER_PARTS: dict[str, tuple[str, ...]] = {'astra': ASTRA_PARTS, 'envfactory': ENVFACTORY_PARTS, 'state_hash': STATE_HASH_PARTS,
                                            'gold_action_f1': GOLD_ACTION_F1_PARTS}
 DATA_SOURCE_PAPERS = {'astra': ('astra',), 'synthagent': ('synthagent',),
                       'synthagent_reasoning': ('synthagent_reasoning',), 'envfactory': ('envfactory',),

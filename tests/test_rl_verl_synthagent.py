@@ -8,6 +8,7 @@ ExcludingReplayBuffer loads by path and leaves out the groups holding an exclude
 import asyncio, importlib.util, json, subprocess, sys
 from pathlib import Path
 import pytest
+from _verl_loop import FakeServerManager, build_tiny_model
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec('verl') is None,
@@ -40,27 +41,12 @@ def call_text(name: str, arguments: dict) -> str:
     return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
 
 @pytest.fixture(scope='module')
-def tiny_model(tmp_path_factory, smoke_run):
-    "A tiny Qwen3 whose tokenizer was trained on the rows' prompts (byte-level: any text round-trips)."
-    from envsynth.train.sft import build_tiny_qwen3_on
-    texts = [json.dumps(r, default=str) for split in ('train', 'reasoning') for r in rows_of(smoke_run, split)]
-    return build_tiny_qwen3_on(texts, tmp_path_factory.mktemp('tiny'), vocab_size=600, layers=1)
-
-class FakeServerManager:
-    """verl's server_manager.generate, scripted: writes `texts` in turn, cut at `max_tokens` as
-    vLLM's server cuts them; checks that each prompt extends the last context."""
-    def __init__(self, tokenizer, texts):
-        self.tokenizer, self.texts, self.last, self.calls = tokenizer, list(texts), None, []
-    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
-        from verl.workers.rollout.replica import TokenOutput
-        if self.last is not None: assert prompt_ids[:len(self.last)] == self.last, 'the context was re-rendered'
-        ids = self.tokenizer.encode(self.texts[len(self.calls)], add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids('<|im_end|>')]
-        ids = ids[:sampling_params.get('max_tokens', len(ids))]
-        self.calls.append(list(prompt_ids)); self.last = list(prompt_ids) + ids
-        return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
+def tiny_model(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp('tiny'))
 
 def run_loop(tiny_model, tmp_path, row, texts, uid, **loop_kwargs):
-    "Build the loop the way verl's AgentLoopWorker does (YAML registry + hydra.utils.instantiate) and run `row` as group `uid`."
+    """The loop built as `_verl_loop.loop_on_row` builds it, run on `row` as a rollout of the GRPO group `uid` (verl passes
+    each rollout its non-tensor batch, `uid` included): (output, server)."""
     import hydra
     from omegaconf import OmegaConf
     from transformers import AutoTokenizer

@@ -40,6 +40,9 @@ def test_preset_composes_and_validates(preset, tmp_path):
     if p.adaptive_delta is not None:
         assert cfg.trainer.v1.sampler.custom_sampler.name == 'AdaptiveFillingReplayBuffer'
         assert cfg.trainer.v1.sampler.sampler_kwargs.delta == p.adaptive_delta
+    if p.drop_excluded_groups:
+        assert cfg.trainer.v1.sampler.custom_sampler.name == 'ExcludingReplayBuffer'
+        assert cfg.trainer.v1.sampler.sampler_kwargs.train_batch_size == p.train_batch_size
 
 def test_reward_function_and_sampler_load_by_path(tmp_path):
     "verl loads both from the entry file by name (as main_ppo and the V1 trainer do): the lazy attributes must resolve there."
@@ -52,6 +55,7 @@ def test_reward_function_and_sampler_load_by_path(tmp_path):
         warnings.simplefilter('ignore', FutureWarning)
         assert asyncio.iscoroutinefunction(load_extern_type(entry, 'compute_score'))
         assert issubclass(load_extern_type(entry, 'AdaptiveFillingReplayBuffer'), ReplayBuffer)
+        assert issubclass(load_extern_type(entry, 'ExcludingReplayBuffer'), ReplayBuffer)
 
 def run_loop(tiny_model, tmp_path, recipe, data_source, texts, response_length=4096,
              row_change=None, env_root=None, sandbox=None, empty_think=False, reward=None):

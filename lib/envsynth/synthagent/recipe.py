@@ -18,16 +18,17 @@ from ..schema import Task, Trajectory, content_hash
 from .mock_world import (MapEntry, MockWorld, MockWorlds, agent_system_prompt, rollout_in_world, teacher_demos,
                                             user_interactions, world_stats)
 from .offline import offline_synthagent_teacher
-from .rubrics import (PROBE_POLICIES, build_rubric, probe_policy, reward_of, rubric_score, score_table, trajectory_row)
+from .reward import ReasoningAnswerReward, SynthAgentReward, reward_of, synthagent_reward
+from .rubrics import (PROBE_POLICIES, build_rubric, probe_policy, score_table, trajectory_row)
 from .tasks import (Persona, ReasoningProblem, ToolSuite, generate_tool_suite, load_personas, load_problems,
                                        make_fuzzy_task, rewrite_problem, task_tools)
 
 # %% auto #0
-__all__ = ['read_params', 'MAX_LINE_BYTES', 'STEPS', 'RECIPE', 'CODE_TOOL', 'PAPER_TABLE1', 'PAPER_TABLE2', 'SYNTHESIS_TAGS',
-           'SynthAgentParams', 'repo_path', 'input_file', 'recipe_for', 'stage_personas', 'stage_tool_suites',
-           'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split', 'seeded_world', 'stage_rewards',
-           'stage_reasoning', 'synthagent_rl_row', 'export_rows', 'data_card', 'data_card_markdown', 'plot_data_card',
-           'run_synthagent', 'summarize', 'main']
+__all__ = ['read_params', 'MAX_LINE_BYTES', 'STEPS', 'RECIPE', 'CODE_TOOL', 'CODE_SANDBOX', 'PAPER_TABLE1', 'PAPER_TABLE2',
+           'SYNTHESIS_TAGS', 'SynthAgentParams', 'repo_path', 'input_file', 'recipe_for', 'stage_personas',
+           'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split', 'seeded_world',
+           'reward_spec', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'reasoning_rl_row', 'export_rows',
+           'data_card', 'data_card_markdown', 'plot_data_card', 'run_synthagent', 'summarize', 'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -189,18 +190,23 @@ def seeded_world(task: Task, entries: list[dict], p: SynthAgentParams) -> MockWo
     world.entries = [MapEntry.model_validate(e) for e in entries]
     return world
 
+def reward_spec(p: SynthAgentParams) -> SynthAgentReward:
+    "The reward the run judges with, as its RL rows carry it (`envsynth.synthagent.reward`)."
+    return SynthAgentReward(formula=p.reward_formula, unknown_verdicts=p.unknown_verdicts, judge_temperature=p.judge_temperature)
+
 # %% ../../../nbs/synthagent/03_recipe.ipynb #8605f81f
 async def stage_rewards(r: RecipeRun):
     "Stage 6 → per task: its split, the judged demonstrations, probes and (held-out) policy trajectories."
-    p, demos_of = r.p, r.run.records_by('demos', 'task_id')
+    p, demos_of, spec = r.p, r.run.records_by('demos', 'task_id'), reward_spec(r.p)
     async def reward(rec: dict):
         rec = {k: v for k, v in rec.items() if k != 'readings'}
         task, d = Task.model_validate(rec), demos_of[rec['id']]
         judge = RubricJudge(r.client('judge'), tag='synthagent.rubric_judge', temperature=p.judge_temperature)
         async def judged(traj: Trajectory) -> dict:
-            s = await rubric_score(judge, task, traj, p.reward_formula)
-            return {**trajectory_row(traj, s), 'status': s['status'], 'error': s['error'], 'reward': reward_of(s, p.unknown_verdicts),
-                    'termination': traj.info.get('termination')}
+            res = await synthagent_reward(spec, task, traj, judge=judge)
+            scored = res.parts['rubric_status'] == 'scored'
+            return {**trajectory_row(traj, {'score': res.score if scored else None}), 'status': res.parts['rubric_status'],
+                    'error': res.parts.get('judge_error'), 'reward': reward_of(res), 'termination': traj.info.get('termination')}
         def rollout(policy):            # one after another: each adds answers to the task's world
             return rollout_in_world(task, policy, world, r.client('tool_emulator'), r.client('user_simulator'), max_turns=p.max_turns)
         demos = [Trajectory.model_validate(x) for x in d['demos']]
@@ -240,21 +246,35 @@ async def stage_reasoning(r: RecipeRun, personas: list[Persona]):
     return await r.run.run_items('reasoning', rewrite, [x.model_dump() for x in problems], config=cfg, shard=r.shard)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #15504772
-def synthagent_rl_row(task: Task, index: int, split: str, p: SynthAgentParams) -> dict:
-    "The verl RL row of a SynthAgent task, with the mock-world settings in its environment spec."
+def synthagent_rl_row(task: Task, index: int, split: str, p: SynthAgentParams, seed: list[dict] = ()) -> dict:
+    """The verl RL row of a SynthAgent task: its reward spec, and in its environment spec the mock-world settings and
+    `seed`, the map M its demonstrations built (the world its RL rollouts start from, as the probes' does)."""
     from envsynth.data import rl_row
     row = rl_row(task, task_tools(task), index=index, split=split, data_source='synthagent', ability='tool_use',
-                 system_prompt=agent_system_prompt(task), agent_name='synthagent')
+                 system_prompt=agent_system_prompt(task), agent_name='synthagent', reward=reward_spec(p))
     env = json.loads(row['extra_info']['env_json'])
-    env['mock_world'] = {'scope': p.map_scope, 'max_entries': p.max_map_entries, 'prompt_entries': p.prompt_map_entries}
+    env['mock_world'] = {'scope': p.map_scope, 'max_entries': p.max_map_entries, 'prompt_entries': p.prompt_map_entries,
+                         'seed': [MapEntry.model_validate(e).model_dump(mode='json') for e in seed]}
     row['extra_info']['env_json'] = json.dumps(env, ensure_ascii=False, sort_keys=True, separators=(',', ':'))
     return row
 
 CODE_TOOL = {'name': 'code_interpreter', 'description': 'Run Python code in a sandbox and return what it prints.',
              'parameters': {'type': 'object', 'properties': {'code': {'type': 'string', 'description': 'the Python code'}}, 'required': ['code']}}
+CODE_SANDBOX = {'runtime': 'sandbox', 'timeout_s': 10.0}     # ours: each code_interpreter call runs in envsynth.sandbox
+
+def reasoning_rl_row(task: Task, index: int) -> dict:
+    "The verl RL row of a reasoning problem: the code interpreter runs in the sandbox (`code_interpreter` in its environment spec)."
+    from envsynth.data import rl_row
+    row = rl_row(task, [CODE_TOOL], index=index, data_source='synthagent_reasoning', ability='reasoning', agent_name='synthagent',
+                 reward=ReasoningAnswerReward())
+    env = json.loads(row['extra_info']['env_json'])
+    env['code_interpreter'] = CODE_SANDBOX
+    row['extra_info']['env_json'] = json.dumps(env, ensure_ascii=False, sort_keys=True, separators=(',', ':'))
+    return row
 
 def export_rows(r: RecipeRun) -> dict:
-    "Write `08_export/{train,heldout,reasoning}.parquet` and `sft.jsonl`; returns the row counts."
+    """Write `08_export/{train,heldout,reasoning}.parquet` and `sft.jsonl`; returns the row counts. The held-out tasks' rows
+    (heldout.parquet) are the validation rows: no held-out task is in train.parquet or sft.jsonl."""
     from envsynth.data import check_sft_trajectory, write_rl_parquet
     p, run = r.p, r.run
     tasks = {t['id']: Task.model_validate({k: v for k, v in t.items() if k != 'readings'}) for t in run.records('rubrics')}
@@ -262,15 +282,13 @@ def export_rows(r: RecipeRun) -> dict:
     demos = {x['task_id']: x for x in run.records('demos')}
     counts, rows = {}, {'train': [], 'heldout': []}
     for tid in sorted(rewards):
-        rows[rewards[tid]['split']].append(synthagent_rl_row(tasks[tid], len(rows[rewards[tid]['split']]), rewards[tid]['split'], p))
+        split = rewards[tid]['split']
+        rows[split].append(synthagent_rl_row(tasks[tid], len(rows[split]), split, p, demos[tid]['map']))
     for split, rs in rows.items():
         counts[split] = len(rs)
         if rs: write_rl_parquet(rs, run.file('export', f'{split}.parquet'))
     reasoning = [Task(instruction=x['question'], final_answer=x['answer'], tools=[CODE_TOOL['name']], metadata={'problem_id': x['id']}) for x in run.records('reasoning')]
-    if reasoning:
-        from envsynth.data import rl_row
-        write_rl_parquet([rl_row(t, [CODE_TOOL], index=i, data_source='synthagent_reasoning', ability='reasoning', agent_name='synthagent')
-                          for i, t in enumerate(reasoning)], run.file('export', 'reasoning.parquet'))
+    if reasoning: write_rl_parquet([reasoning_rl_row(t, i) for i, t in enumerate(reasoning)], run.file('export', 'reasoning.parquet'))
     counts['reasoning'] = len(reasoning)
     sft = []
     for tid in sorted(rewards):

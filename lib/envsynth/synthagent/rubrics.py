@@ -10,17 +10,16 @@ from typing import Iterable, Literal, Sequence
 from pydantic import BaseModel, Field
 from ..llm import LLMClient
 from ..pipeline import Drop
-from ..rewards import (Rubric, RubricJudge, RubricScore, render_transcript, rubric_reward_official)
+from ..rewards import render_transcript
 from ..rollout import DoNothingPolicy, PolicyTurn
 from ..schema import Message, RubricItem, Task, Tool, ToolCall, Trajectory, assistant
 from .mock_world import user_interactions
 from .tasks import structured_call, task_tools
 
 # %% auto #0
-__all__ = ['REWARD_FORMULAS', 'UNKNOWN_RULES', 'PROBE_POLICIES', 'SCORE_BINS', 'SubgoalReading', 'DemoReading',
-           'reading_problems', 'read_demo', 'rubric_from_readings', 'build_rubric', 'task_rubric', 'official_score',
-           'rubric_score', 'reward_of', 'fill_arguments', 'ReplayPolicy', 'ForbiddenActionPolicy', 'probe_policy',
-           'score_table', 'trajectory_row']
+__all__ = ['PROBE_POLICIES', 'SCORE_BINS', 'SubgoalReading', 'DemoReading', 'reading_problems', 'read_demo',
+           'rubric_from_readings', 'build_rubric', 'fill_arguments', 'ReplayPolicy', 'ForbiddenActionPolicy',
+           'probe_policy', 'score_table', 'trajectory_row']
 
 # %% ../../../nbs/synthagent/02_rubrics.ipynb #5c810c4b
 class SubgoalReading(BaseModel):
@@ -77,36 +76,6 @@ async def build_rubric(task: Task, demos: Sequence[Trajectory], client: LLMClien
         else: readings.append(r); outcome['read'] += 1
     if not readings: return Drop('rubric_extraction_failed', json.dumps(dict(outcome))), dict(outcome)
     return rubric_from_readings(task, readings, max_interactions), dict(outcome)
-
-# %% ../../../nbs/synthagent/02_rubrics.ipynb #33e467df
-REWARD_FORMULAS = ('eq5', 'official')
-UNKNOWN_RULES = ('exclude', 'zero')
-
-def task_rubric(task: Task) -> Rubric:
-    "The task's rubric as `envsynth.rewards.Rubric`."
-    return Rubric(**task.rubric_sections())
-
-def official_score(rubric: Rubric, score: RubricScore, later_gate: bool = False) -> float:
-    "The official weighted reward of a scored verdict (policy section = forbidden behaviours not violated)."
-    v = score.verdict
-    return rubric_reward_official((sum(not x for x in v.forbidden_violated), len(rubric.forbidden)),
-                                  (sum(v.subgoals_completed), len(rubric.subgoals)),
-                                  (sum(v.interactions_satisfied), len(rubric.interactions)), later_gate=later_gate)
-
-async def rubric_score(judge: RubricJudge, task: Task, traj: Trajectory, formula: str = 'eq5') -> dict:
-    "`{'status', 'score', 'error'}` for one trajectory: scored by `formula`, or unknown (score None) with the reason."
-    if formula not in REWARD_FORMULAS: raise ValueError(f'unknown reward formula {formula!r}: choose one of {list(REWARD_FORMULAS)}')
-    rubric = task_rubric(task)
-    s = await judge(rubric, traj)
-    if s.status == 'unknown': return {'status': 'unknown', 'score': None, 'error': s.error}
-    return {'status': 'scored', 'score': s.score if formula == 'eq5' else official_score(rubric, s), 'error': None,
-            'verdict': s.verdict.model_dump()}
-
-def reward_of(score: dict, unknown: str = 'exclude') -> float | None:
-    "The reward an RL step uses: the score; for an unknown verdict None (`'exclude'`: leave it out) or 0.0 (`'zero'`)."
-    if unknown not in UNKNOWN_RULES: raise ValueError(f'unknown-verdict rule must be one of {list(UNKNOWN_RULES)}, got {unknown!r}')
-    if score['status'] == 'scored': return score['score']
-    return None if unknown == 'exclude' else 0.0
 
 # %% ../../../nbs/synthagent/02_rubrics.ipynb #8d457f29
 def fill_arguments(tool: Tool) -> dict:

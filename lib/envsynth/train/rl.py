@@ -160,6 +160,10 @@ def parse_reward_spec(value: str | dict | None) -> RewardSpec:
     except ValueError as e: raise RLError(f'bad {paper} reward spec {raw}: {e}') from None
 
 # %% ../../../nbs/train/04_rl.ipynb #58e55860
+from ..synthagent.reward import PARTS as SYNTHAGENT_PARTS, REWARDS as SYNTHAGENT_REWARDS
+from ..synthagent.rl_world import (CODE_KEY, SYNTHAGENT_RL_ROLES, WORLD_KEY, require_endpoints,
+                                          synthagent_parts)
+
 _RUBRIC_JUDGE: list[RubricJudge] = []
 
 def use_rubric_judge(judge: RubricJudge | None) -> None:
@@ -168,11 +172,16 @@ def use_rubric_judge(judge: RubricJudge | None) -> None:
     _RUBRIC_JUDGE[:] = [judge] if judge else []
 
 def rubric_judge() -> RubricJudge:
-    "The SynthAgent reward's judge."
+    "The SynthAgent reward's judge (the settings' `judge` role must have an endpoint)."
     if not _RUBRIC_JUDGE:
+        require_endpoints(['judge'], 'the SynthAgent reward')
         from envsynth.llm import make_client
         _RUBRIC_JUDGE.append(RubricJudge(make_client('judge'), tag='synthagent.rubric_judge'))
     return _RUBRIC_JUDGE[0]
+
+PAPER_REWARDS.update(SYNTHAGENT_REWARDS)             # 'synthagent' and 'synthagent_reasoning'
+PAPER_PARTS.update(dict.fromkeys(SYNTHAGENT_REWARDS, SYNTHAGENT_PARTS))
+REWARD_CONTEXT['synthagent'] = lambda: {'judge': rubric_judge()}
 
 # %% ../../../nbs/train/04_rl.ipynb #79f2e28f
 EPISODE_KEY = 'envsynth_episode'     # the extra_fields / extra_info key holding the recorded episode (Trajectory JSON)
@@ -226,6 +235,7 @@ class RLPreset:
     max_actor_ckpt_to_keep: int | None = None
     save_contents: tuple[str, ...] = ('model', 'optimizer', 'extra', 'hf_model')
     adaptive_delta: float | None = None  # ASTRA's adaptive batch filling (δ); None = off
+    drop_excluded_groups: bool = False   # leave out groups with a rollout whose reward says `excluded`
     source: str = ''
 
     def __post_init__(self):
@@ -233,6 +243,8 @@ class RLPreset:
             raise RLError(f'{self.name}: ppo_mini_batch_size {self.ppo_mini_batch_size} must divide train_batch_size {self.train_batch_size}')
         if self.group_size < 2: raise RLError(f'{self.name}: GRPO needs a group of at least 2 rollouts, got {self.group_size}')
         if self.adaptive_delta is not None and self.adaptive_delta < 0: raise RLError(f'{self.name}: adaptive_delta must be >= 0')
+        if self.drop_excluded_groups and self.adaptive_delta is not None:
+            raise RLError(f'{self.name}: adaptive_delta and drop_excluded_groups each need the one sampler: set one')
 
 # %% ../../../nbs/train/04_rl.ipynb #4bf4642c
 RL_PRESETS: dict[str, RLPreset] = {p.name: p for p in [
@@ -249,11 +261,12 @@ RL_PRESETS: dict[str, RLPreset] = {p.name: p for p in [
     # SynthAgent §4 and its official launch script: GRPO, n = 16, batch 128, mini-batch 16, lr 1e-6, clip 0.2/0.28
     # (clip_ratio_c 10 in the script), response 13,000 tokens, 16 turns, tool responses 4,096 chars, 2 epochs,
     # non-thinking, save every 6 steps. The script's KL loss with coefficient 0 is replaced by no KL loss at all (same
-    # gradient, no reference model). Prompt 4,096 is the script's (HEAD).
+    # gradient, no reference model). Prompt 4,096 is the script's (HEAD). Ours: a group holding a rollout the judge
+    # could not score (reward part `excluded`) is left out of the update and refilled.
     RLPreset('synthagent', 'envsynth_synthagent', group_size=16, train_batch_size=128, ppo_mini_batch_size=16, learning_rate=1e-6,
              clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=10.0, max_prompt_length=4_096, max_response_length=13_000,
              max_assistant_turns=16, max_user_turns=16, max_tool_response_length=4_096, total_epochs=2, save_freq=6,
-             source='SynthAgent §4 + official run script'),
+             drop_excluded_groups=True, source='SynthAgent §4 + official run script; drop_excluded_groups ours'),
     # EnvFactory §4 and its verl fork's config: prompt 16,384 / response 4,096 tokens, 10 user and 10 assistant turns,
     # tool responses 512 tokens (2,048 chars), thinking on. Ours: n = 8, batch 64, mini-batch 16, lr 1e-6 (the SFT lr),
     # clip 0.2/0.28 (the fork fixes no estimator or clip).
@@ -316,6 +329,9 @@ def preset_overrides(preset: str | RLPreset, *, model: str = '???', train_files:
     if p.adaptive_delta is not None:
         out += [f'trainer.v1.sampler.custom_sampler.path={entry_file}', 'trainer.v1.sampler.custom_sampler.name=AdaptiveFillingReplayBuffer',
                 f'+trainer.v1.sampler.sampler_kwargs.delta={p.adaptive_delta}']
+    if p.drop_excluded_groups:
+        out += [f'trainer.v1.sampler.custom_sampler.path={entry_file}',
+                'trainer.v1.sampler.custom_sampler.name=ExcludingReplayBuffer']
     return out
 
 # %% ../../../nbs/train/04_rl.ipynb #8aa528c0
@@ -471,12 +487,19 @@ class EpisodeParts:
 
 def episode_parts(row: dict, recipe: str | AgentRecipe, *, max_turns: int = 30, clients: dict | None = None,
                   maps: ConsistencyMaps | None = None, env_root: str | Path | None = None,
-                  sandbox=None) -> EpisodeParts:
+                  sandbox=None, group: str | None = None, rollout: str | None = None) -> EpisodeParts:
     """Rebuild the episode of an RL row: its task, executor (the row's environment folder in
-    `sandbox`, a curated environment, or emulated tools), user and limits."""
+    `sandbox`, a curated environment, or emulated tools), user and limits. A SynthAgent row runs
+    in its task's mock world shared by the GRPO `group` (or, a reasoning row, with the code
+    interpreter in `sandbox`): `envsynth.synthagent.rl_world.synthagent_parts`."""
     recipe = recipe if isinstance(recipe, AgentRecipe) else agent_recipe(recipe)
     task, env, clients = row_task(row), env_spec(row), clients or {}
     system_prompt = next((m['content'] for m in row.get('prompt') or [] if m.get('role') == 'system'), None)
+    limits = EpisodeLimits(max_turns=max_turns, max_tool_calls=None, stop_on_answer=recipe.stop_on_answer)
+    if WORLD_KEY in env or CODE_KEY in env:
+        executor, user = synthagent_parts(env, task, clients=clients, group=group, rollout=rollout,
+                                          sandbox=sandbox)
+        return EpisodeParts(task, executor, user, system_prompt, limits)
     folder = row_env_folder(row, env_root)
     if folder is not None:
         executor = FolderEnvExecutor(load_row_environment(folder, task, sandbox), task)
@@ -492,7 +515,6 @@ def episode_parts(row: dict, recipe: str | AgentRecipe, *, max_turns: int = 30, 
     else:
         if 'user_simulator' not in clients: raise RLError(f"recipe {recipe.name!r} has an LLM user: pass clients={{'user_simulator': LLMClient}}")
         user = user_for_task(task, recipe.user, clients['user_simulator'])
-    limits = EpisodeLimits(max_turns=max_turns, max_tool_calls=None, stop_on_answer=recipe.stop_on_answer)
     return EpisodeParts(task, executor, user, system_prompt, limits)
 
 async def run_row_episode(row: dict, policy, recipe: str | AgentRecipe, **kwargs) -> Trajectory:
@@ -508,7 +530,7 @@ def compose_verl_config(preset: str | RLPreset, *, n_gpus: int = 8, nnodes: int 
     from hydra import compose, initialize_config_dir
     config_dir = str(Path(verl.__file__).parent / 'trainer' / 'config')
     overrides = preset_overrides(preset, **paths) + [f'trainer.n_gpus_per_node={n_gpus}', f'trainer.nnodes={nnodes}', *extra]
-    if get_rl_preset(preset).adaptive_delta is not None:
+    if get_rl_preset(preset).adaptive_delta is not None or get_rl_preset(preset).drop_excluded_groups:
         overrides.append(f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={get_rl_preset(preset).train_batch_size}')
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         return compose('ppo_trainer', overrides=list(overrides))
@@ -571,7 +593,8 @@ def row_from_loop_kwargs(kwargs: dict) -> dict:
             'data_source': kwargs.get('data_source')}
 
 def loop_needs_clients(recipe: AgentRecipe, row: dict) -> bool:
-    "Whether an episode of `row` needs LLM roles: an LLM user, or tools to emulate."
+    "Whether an episode of `row` needs LLM roles: an LLM user, or tools to emulate (a reasoning row: none)."
+    if CODE_KEY in env_spec(row): return False
     in_folder = ENV_FOLDER_KEY in (row.get('extra_info') or {})
     emulated = not in_folder and env_spec(row).get('env_id') not in list_environments()
     return recipe.user in ('synthagent', 'customer') or emulated
@@ -607,20 +630,27 @@ def _build_agent_loop():
             mt = self.rollout_config.multi_turn
             self.max_turns = mt.max_assistant_turns or 30
             self.max_tool_response_length = mt.max_tool_response_length
+            if clients is None and self.recipe.user == 'synthagent':     # stop at start, not at a rollout
+                roles = [r for r in SYNTHAGENT_RL_ROLES if r != 'judge' or not _RUBRIC_JUDGE]
+                require_endpoints(roles, f'the {self.recipe.name} agent loop')
 
         async def run(self, sampling_params: dict, **kwargs):
             row = row_from_loop_kwargs(kwargs)
-            generate = server_generate(self.server_manager, uuid4().hex, sampling_params)
+            request_id = uuid4().hex
+            generate = server_generate(self.server_manager, request_id, sampling_params)
             policy = TokenPolicy(generate, self.tokenizer, self.response_length,
                                  self.max_tool_response_length, self.empty_think)
             clients = self._clients
             if clients is None:
                 clients = _role_clients() if loop_needs_clients(self.recipe, row) else {}
             in_folder = ENV_FOLDER_KEY in row['extra_info']
-            sandbox = (self._sandbox or _row_sandbox()) if in_folder else None
+            in_sandbox = in_folder or CODE_KEY in env_spec(row)        # a reasoning row's code too
+            sandbox = (self._sandbox or _row_sandbox()) if in_sandbox else None
+            group = None if kwargs.get('uid') is None else str(kwargs['uid'])   # the GRPO group
             episode = await run_row_episode(row, policy, self.recipe, max_turns=self.max_turns,
                                             clients=clients, maps=_TASK_WORLDS,
-                                            env_root=self.env_root, sandbox=sandbox)
+                                            env_root=self.env_root, sandbox=sandbox,
+                                            group=group, rollout=request_id)
             n = self.response_length
             return AgentLoopOutput(prompt_ids=policy.prompt_ids, response_ids=policy.response_ids[:n], response_mask=policy.response_mask[:n],
                                    response_logprobs=policy.response_logprobs[:n], num_turns=len(episode.messages),
@@ -680,7 +710,12 @@ def _build_replay_buffer():
     return AdaptiveFillingReplayBuffer
 
 # %% ../../../nbs/train/04_rl.ipynb #4e9f7393
-_VERL_CLASSES = {'EnvsynthAgentLoop': _build_agent_loop, 'AdaptiveFillingReplayBuffer': _build_replay_buffer}
+def _excluding_buffer():
+    from envsynth.synthagent import rl_world
+    return rl_world.ExcludingReplayBuffer
+
+_VERL_CLASSES = {'EnvsynthAgentLoop': _build_agent_loop, 'AdaptiveFillingReplayBuffer': _build_replay_buffer,
+                 'ExcludingReplayBuffer': _excluding_buffer}
 
 def __getattr__(name: str):
     "Build the verl adapter classes on first access (verl is imported then, not before)."
@@ -720,7 +755,9 @@ def main_ppo_command(preset: str | RLPreset, job_dir: str | Path, *, model: str,
     prompts follow the preset's thinking switch (`empty_think` None: non-thinking prompts iff `enable_thinking` is off)."""
     if empty_think is None: empty_think = not get_rl_preset(preset).enable_thinking
     files = write_job_files(job_dir, env_root, empty_think)
-    extra = [f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={get_rl_preset(preset).train_batch_size}'] if get_rl_preset(preset).adaptive_delta is not None else []
+    p = get_rl_preset(preset)
+    custom_sampler = p.adaptive_delta is not None or p.drop_excluded_groups
+    extra = [f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={p.train_batch_size}'] if custom_sampler else []
     return [python, '-m', 'verl.trainer.main_ppo', *preset_overrides(preset, model=model, train_files=train_files, val_files=val_files,
                                                                     checkpoint_dir=str(Path(job_dir) / 'checkpoints'), **files),
             f'trainer.n_gpus_per_node={n_gpus}', f'trainer.nnodes={nnodes}', *extra]

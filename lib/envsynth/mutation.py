@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/07a_mutation.ipynb #b90ee01c
 from __future__ import annotations
-import ast, copy, hashlib, itertools, signal, sys, threading, time, types
+import ast, copy, hashlib, itertools, signal, sys, threading, time, types, warnings
 from types import CodeType
 from typing import Any
 from pydantic import BaseModel, Field
@@ -245,10 +245,15 @@ def code_fingerprint(code: CodeType) -> str:
     return h.hexdigest()[:20]
 
 def method_fingerprint(fn: ast.FunctionDef) -> str:
-    "The fingerprint of a method's compiled body (its decorators are not part of it)."
+    """The fingerprint of a method's compiled body and its parameters' defaults (which live in the
+    defining code, not the method's); decorators are not part of it."""
     plain = copy.copy(fn); plain.decorator_list = []
-    mod = compile(ast.Module([plain], []), '<mutant>', 'exec')
-    return code_fingerprint(next(c for c in mod.co_consts if isinstance(c, CodeType)))
+    with warnings.catch_warnings():                # a mutant like `'' is not None` warns; it is fine
+        warnings.simplefilter('ignore')
+        mod = compile(ast.Module([plain], []), '<mutant>', 'exec')
+    body = code_fingerprint(next(c for c in mod.co_consts if isinstance(c, CodeType)))
+    defaults = ast.dump(ast.Tuple([*fn.args.defaults, *[d for d in fn.args.kw_defaults if d]]))
+    return hashlib.sha256((body + defaults).encode()).hexdigest()[:20]
 
 # %% ../../nbs/core/07a_mutation.ipynb #cd550d64
 class Mutant(BaseModel):
@@ -318,7 +323,10 @@ def _run_suite(source: str, tests_code: str, entry: str, kwargs: dict, test_name
     ns = mod.__dict__; ns.update(mutant_helpers())
     try:
         try:
-            exec(compile(source, 'tools.py', 'exec'), ns)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                code = compile(source, 'tools.py', 'exec')
+            exec(code, ns)
             exec(compile(tests_code, 'tests.py', 'exec'), ns)
         except Exception as e: return {'<load>': f'{type(e).__name__}: {e}'[:300]}
         if test_timeout:

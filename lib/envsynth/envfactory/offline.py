@@ -110,9 +110,12 @@ def _other_args(tool: dict, binding: dict, args: dict) -> str:
         s = props.get(p) or {}
         if p in binding.get('ids', {}) and isinstance(v, str):
             parts.append(f'{p!r}: next((k for k in sorted(env.seed[{binding["ids"][p]!r}]) if k != {v!r}), {v!r})')
-        elif isinstance(v, str) and s.get('type') == 'string' and not ({'enum', 'format', 'pattern'} & set(s)) \
-                and not re.match(r'^\d{4}-\d\d-\d\d', v):
+        elif isinstance(v, str) and re.fullmatch(r'\d{4}-\d\d-\d\d', v):          # another day of the same month
+            parts.append(f'{p!r}: {v[:8] + ("02" if v[8:] == "01" else "01")!r}')
+        elif isinstance(v, str) and s.get('type') == 'string' and not ({'enum', 'format', 'pattern'} & set(s)):
             parts.append(f'{p!r}: {v + " B"!r}')
+        elif type(v) is int and 'enum' not in s and v + 1 <= s.get('maximum', v + 1):
+            parts.append(f'{p!r}: {v + 1}')
     return '{**ARGS, ' + ', '.join(parts) + '}' if parts else 'ARGS'
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #4bb60ct1

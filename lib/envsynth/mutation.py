@@ -248,7 +248,7 @@ def method_fingerprint(fn: ast.FunctionDef) -> str:
     """The fingerprint of a method's compiled body and its parameters' defaults (which live in the
     defining code, not the method's); decorators are not part of it."""
     plain = copy.copy(fn); plain.decorator_list = []
-    with warnings.catch_warnings():                # a mutant like `'' is not None` warns; it is fine
+    with warnings.catch_warnings():      # a mutant like `'' is not None` warns; it is fine
         warnings.simplefilter('ignore')
         mod = compile(ast.Module([plain], []), '<mutant>', 'exec')
     body = code_fingerprint(next(c for c in mod.co_consts if isinstance(c, CodeType)))

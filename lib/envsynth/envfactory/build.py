@@ -175,7 +175,7 @@ def missing_outputs(tools: dict[str, Tool], report: TestReport) -> dict[str, lis
 
 # %% ../../../nbs/envfactory/01_build.ipynb #4319d1ca
 def measure_tests(code: str, toolkit: str, seed_state: dict, tools: dict[str, Tool], tests: list[UnitTest], sandbox=None,
-                  clock_start: str = '2026-01-05T09:00:00+00:00', test_timeout: float = 1.0) -> MutationReport:
+                  clock_start: str = '2026-01-05T09:00:00+00:00', test_timeout: float = 3.0) -> MutationReport:
     "The mutation report of `tests` on the tools of `code` (run in `sandbox`; None: this process, trusted code only)."
     schemas = {n: t.function.output_schema or {} for n, t in tools.items()}
     names = [t.name for t in tests]

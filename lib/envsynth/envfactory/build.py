@@ -14,10 +14,12 @@ from .envgen import LLM_FAILURES, EnvProposal, ask_model
 from ..llm import LLMClient
 from ..pipeline import Drop
 from ..schema import Tool
+from ..mutation import MutationGate, MutationReport, mutation_test
 
 # %% auto #0
-__all__ = ['CRITERIA', 'TEST_NAME', 'TEST_HARNESS', 'UnitTest', 'UnitTests', 'TestReport', 'run_unit_tests', 'tests_request',
-           'ask_unit_tests', 'ask_code', 'EnvRecord', 'build_environment']
+__all__ = ['CRITERIA', 'TEST_NAME', 'TEST_HARNESS', 'UnitTest', 'UnitTests', 'TestReport', 'run_unit_tests', 'declared_outputs',
+           'missing_outputs', 'measure_tests', 'tests_request', 'ask_unit_tests', 'ask_code', 'EnvRecord',
+           'build_environment']
 
 # %% ../../../nbs/envfactory/01_build.ipynb #a9099d02
 CRITERIA = ('interface', 'execution', 'behaviour', 'state')
@@ -89,7 +91,10 @@ class TestEnv:
     def __init__(self, runtime, episode, output_schemas):
         self.runtime, self.episode, self.output_schemas = runtime, episode, output_schemas
         self.seed = runtime.dump(episode)
-    def try_call(self, tool, /, **arguments): return self.runtime.step(self.episode, tool, arguments)
+    def try_call(self, tool, /, **arguments):
+        r = self.runtime.step(self.episode, tool, arguments)
+        if 'output' in r: note_returned(tool, r['output'])
+        return r
     def call(self, tool, /, **arguments):
         r = self.try_call(tool, **arguments)
         if 'error' in r: raise ToolCallFailed(f"{tool}({arguments}) failed: {r['error']['type']}: {r['error']['message']}")
@@ -97,6 +102,16 @@ class TestEnv:
     def state(self): return self.runtime.dump(self.episode)
     def output_schema(self, tool): return self.output_schemas[tool]
     def conforms(self, value, schema): return conforms(value, schema)
+
+RETURNED = {}
+
+def note_returned(tool, out):
+    "Record the output fields a tool returned: an object's keys, the keys of a list's objects."
+    seen = RETURNED.setdefault(tool, set())
+    for x in (out if isinstance(out, list) else [out]):
+        if isinstance(x, dict): seen.update(x)
+
+def envfactory_test_failures(**kwargs): return envfactory_run_unit_tests(**kwargs)['tests']
 
 def envfactory_run_unit_tests(toolkit, seed_state, clock_start, output_schemas, tests):
     from envsynth.envs import EnvRuntime
@@ -109,7 +124,7 @@ def envfactory_run_unit_tests(toolkit, seed_state, clock_start, output_schemas, 
         except AssertionError as e: report[name] = f'{type(e).__name__}: {e}'[:600] if str(e) else 'AssertionError (an assert failed)'
         except Exception as e: report[name] = f'{type(e).__name__} in the test: {e}'[:600]
         finally: runtime.close(episode)
-    return report
+    return {'tests': report, 'returned': {t: sorted(f) for t, f in sorted(RETURNED.items())}}
 '''
 
 # %% ../../../nbs/envfactory/01_build.ipynb #eedc612a
@@ -118,6 +133,7 @@ class TestReport(BaseModel):
     passed: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)      # test name -> message
     error: str | None = None                                  # the module did not load or run at all
+    returned: dict[str, list[str]] = Field(default_factory=dict)  # tool -> output fields it returned
 
     def failures_by_tool(self, tests: list[UnitTest]) -> dict[str, list[str]]:
         out = {}
@@ -140,20 +156,50 @@ def run_unit_tests(code: str, toolkit: str, seed_state: dict, tools: dict[str, T
         res = sandbox.run(module, 'envfactory_run_unit_tests', timeout=timeout, **kw)
         if 'ok' not in res: return TestReport(error=f"{res['error']['type']}: {res['error']['message']}"[:600])
         report = res['ok']
-    return TestReport(passed=[n for n, m in report.items() if m is None], failed={n: m for n, m in report.items() if m is not None})
+    report, returned = report['tests'], report['returned']
+    return TestReport(passed=[n for n, m in report.items() if m is None], failed={n: m for n, m in report.items() if m is not None},
+                      returned=returned)
+
+# %% ../../../nbs/envfactory/01_build.ipynb #a0533ccb
+def declared_outputs(tool: Tool) -> list[str]:
+    "The top-level fields of a tool's output schema (for an array, its items' fields)."
+    s = tool.function.output_schema or {}
+    if s.get('type') == 'array' or 'items' in s: s = s.get('items') or {}
+    return sorted(s.get('properties') or {})
+
+def missing_outputs(tools: dict[str, Tool], report: TestReport) -> dict[str, list[str]]:
+    "Tool -> the declared output fields its tests never saw it return (only tools with no failing test)."
+    failing = set(report.failed)
+    return {n: miss for n, t in tools.items() if (miss := sorted(set(declared_outputs(t)) - set(report.returned.get(n, []))))
+            and not any(f.startswith(f'test_{n}_') for f in failing)}
+
+# %% ../../../nbs/envfactory/01_build.ipynb #4319d1ca
+def measure_tests(code: str, toolkit: str, seed_state: dict, tools: dict[str, Tool], tests: list[UnitTest], sandbox=None,
+                  clock_start: str = '2026-01-05T09:00:00+00:00', test_timeout: float = 3.0) -> MutationReport:
+    "The mutation report of `tests` on the tools of `code` (run in `sandbox`; None: this process, trusted code only)."
+    schemas = {n: t.function.output_schema or {} for n, t in tools.items()}
+    names = [t.name for t in tests]
+    kw = dict(toolkit=toolkit, seed_state=seed_state, clock_start=clock_start, output_schemas=schemas, tests=names)
+    tests_code = TEST_HARNESS + '\n\n' + '\n\n'.join(t.code for t in tests) + '\n'
+    return mutation_test(code, toolkit, tests_code, 'envfactory_test_failures', kw, names, sandbox, test_timeout=test_timeout)
 
 # %% ../../../nbs/envfactory/01_build.ipynb #93cfa957
 def tests_request(name: str, description: str, tools: dict[str, Tool], design: DatabaseDesign, example_calls: dict[str, dict],
-                  seed_state: dict, rows: int = 3) -> dict:
-    return {'environment': name, 'description': description, 'criteria': list(CRITERIA),
-            'tools': [{'schema': tools[n].to_openai(), 'binding': design.binding(n).model_dump(mode='json'), 'example_arguments': example_calls.get(n)}
+                  seed_state: dict, rows: int = 3, survivors: list[dict] | None = None) -> dict:
+    extra = {'surviving_mutants': survivors, 'previous_tests': None} if survivors else {}
+    return extra | {'environment': name, 'description': description, 'criteria': list(CRITERIA),
+            'tools': [{'schema': tools[n].to_openai(), 'output_schema': tools[n].function.output_schema,
+                       'binding': design.binding(n).model_dump(mode='json'), 'example_arguments': example_calls.get(n)}
                       for n in tools],
             'seed_rows': {t: dict(sorted(r.items())[:rows]) for t, r in sorted(seed_state.items())}}
 
 async def ask_unit_tests(client: LLMClient, name: str, description: str, tools: dict[str, Tool], design: DatabaseDesign,
-                         example_calls: dict[str, dict], seed_state: dict, **sampling) -> tuple[list[UnitTest], str | None]:
-    "The test agent's tests of `tools`: `(tests, None)` or `([], why not)`."
-    req = tests_request(name, description, tools, design, example_calls, seed_state)
+                         example_calls: dict[str, dict], seed_state: dict, survivors: list[dict] | None = None,
+                         previous: list[UnitTest] | None = None, **sampling) -> tuple[list[UnitTest], str | None]:
+    """The test agent's tests of `tools`: `(tests, None)` or `([], why not)`. With `survivors` (mutants its `previous`
+    tests let through), a repair round: the agent rewrites the tests to kill them."""
+    req = tests_request(name, description, tools, design, example_calls, seed_state, survivors=survivors)
+    if survivors: req['previous_tests'] = [t.model_dump() for t in previous or []]
     try: return (await ask_model(client, 'unit_tests', UnitTests.for_tools(list(tools)), req, **sampling)).tests, None
     except LLM_FAILURES as e: return [], f'test agent: {type(e).__name__}: {str(e)[:400]}'
 
@@ -177,10 +223,31 @@ class EnvRecord(BaseModel):
     tests: dict[str, int]                      # criterion -> tests that pass
     revisions: int = 0                         # rounds after the first that asked the code agent again
     failures_fixed: int = 0                    # failing tests that a revision made pass
+    missing_outputs: dict[str, list[str]] = Field(default_factory=dict)   # tool -> declared fields it did not return (a round)
+    mutation: dict = Field(default_factory=dict)   # the tests' mutation report: score, kills per operator and per tool
+    test_repairs: int = 0                      # rounds that rewrote the tests with the surviving mutants
     log: list[str] = Field(default_factory=list)
     state_hash: str = ''
 
 def _proposal_domain(p: EnvProposal) -> Domain: return Domain(name=p.name, index=0, tools=p.parsed_tools(), servers=[p.category])
+
+# %% ../../../nbs/envfactory/01_build.ipynb #7b66bb24
+async def _gate_tests(client, prop, tools, design, r, code, toolkit, state, tests, sandbox, gate, rounds, sampling):
+    "(tests, their mutation report, repair rounds used): the tests, rewritten with their survivors while they fail `gate`."
+    mut = await asyncio.to_thread(measure_tests, code, toolkit, state, tools, tests, sandbox)
+    repairs = 0
+    while gate.problems(mut) and repairs < rounds:
+        repairs += 1
+        survivors = [m.model_dump(include={'tool', 'op', 'what'}) for m in mut.survivors]
+        new, err = await ask_unit_tests(client, prop.name, prop.description, tools, design, r.examples, state,
+                                        survivors=survivors, previous=tests, **sampling)
+        if err: r.log.append(f'test repair {repairs}: {err}'); break
+        check = await asyncio.to_thread(run_unit_tests, code, toolkit, state, tools, new, sandbox)
+        if check.error or check.failed:
+            r.log.append(f'test repair {repairs}: the rewritten tests fail: {check.error or sorted(check.failed)[:5]}'); break
+        tests, mut = new, await asyncio.to_thread(measure_tests, code, toolkit, state, tools, new, sandbox)
+    r.log.append(f'mutation score {mut.score} ({mut.killed}/{mut.mutants}) after {repairs} test repairs')
+    return tests, mut, repairs
 
 # %% ../../../nbs/envfactory/01_build.ipynb #42f81944
 class _Round(BaseModel):
@@ -188,6 +255,7 @@ class _Round(BaseModel):
     problems: dict[str, list[str]] = Field(default_factory=dict)
     tests: dict[str, list[UnitTest]] = Field(default_factory=dict)
     examples: dict[str, dict] = Field(default_factory=dict)
+    missing: dict[str, list[str]] = Field(default_factory=dict)
     log: list[str] = Field(default_factory=list)
 
 async def _one_round(client, prop, tools, design, seed_rows, sandbox, staging, r: _Round, seed: int, sampling) -> None:
@@ -214,12 +282,19 @@ async def _one_round(client, prop, tools, design, seed_rows, sandbox, staging, r
     if rep.error:
         for n in live: r.problems[n] = [f'the tests did not run: {rep.error}']
     for n, msgs in rep.failures_by_tool(tests).items(): r.problems[n] = msgs
+    if not rep.error:
+        for n, miss in missing_outputs({n: tools[n] for n in live}, rep).items():
+            r.missing[n] = miss
+            r.problems[n] = [f'declared output fields {miss} never returned in its tests\' calls']
 
 # %% ../../../nbs/envfactory/01_build.ipynb #7f03f9e9
 async def build_environment(prop: EnvProposal, client: LLMClient, out_dir: str | Path, sandbox, *, max_revisions: int = 3,
-                            rows_per_table: int = 12, seed: int = 0, sampling: dict | None = None) -> EnvRecord | Drop:
+                            rows_per_table: int = 12, seed: int = 0, sampling: dict | None = None,
+                            gate: MutationGate | None = None, test_repairs: int = 1) -> EnvRecord | Drop:
     """EnvFactory's code agent and test agent on one proposal, into `out_dir/prop.name/` (see above). `sandbox` is a
-    `SandboxPool` (None runs the code in this process: trusted code only). Returns the record, or a `Drop` with the reason."""
+    `SandboxPool` (None runs the code in this process: trusted code only). The final tests must pass `gate` (default
+    `MutationGate()`), after at most `test_repairs` rounds of rewriting them with the surviving mutants. Returns the
+    record, or a `Drop` with the reason."""
     if max_revisions < 0 or rows_per_table < 1: raise ValueError(f'need max_revisions >= 0 and rows_per_table >= 1, got {max_revisions} and {rows_per_table}')
     out_dir, sampling = Path(out_dir), dict(sampling or {})
     final, staging = out_dir / prop.name, out_dir / f'.{prop.name}.partial'
@@ -228,7 +303,8 @@ async def build_environment(prop: EnvProposal, client: LLMClient, out_dir: str |
         return Drop(reason, detail[:2000])
     tools, dropped = materializable_tools(_proposal_domain(prop))
     if len(tools) < 2: return drop('too_few_tools', f'{len(tools)} tools can be methods; dropped: {json.dumps(dropped, sort_keys=True)}')
-    try: design = await ask_model(client, 'db_design', DatabaseDesign.for_tools(list(tools.values())), design_request(prop.name, list(tools.values())), **sampling)
+    req = design_request(prop.name, list(tools.values())) | {'output_schemas': {n: t.function.output_schema for n, t in tools.items()}}
+    try: design = await ask_model(client, 'db_design', DatabaseDesign.for_tools(list(tools.values())), req, **sampling)
     except LLM_FAILURES as e: return drop('design_failed', f'{type(e).__name__}: {e}')
     if not any(b.kind == 'write' for b in design.bindings): return drop('no_write_tool', f'the design binds all {len(tools)} tools as reads')
     try: seed_rows = (await ask_model(client, 'seed_rows', SeedRows.for_design(design), seed_request(prop.name, design, rows_per_table, seed), **sampling)).rows
@@ -260,8 +336,13 @@ async def build_environment(prop: EnvProposal, client: LLMClient, out_dir: str |
     code, state = (final / 'tools.py').read_text(), json.loads((final / 'seed_state.json').read_text())
     rep = await asyncio.to_thread(run_unit_tests, code, info['toolkit'], state, tools, tests, sandbox)
     if rep.error or rep.failed: return drop('tests_failed', rep.error or json.dumps(rep.failed, sort_keys=True))
+    tests, mut, repairs = await _gate_tests(client, prop, {n: tools[n] for n in kept}, design, r, code, info['toolkit'], state,
+                                            tests, sandbox, gate or MutationGate(), test_repairs, sampling)
+    if why := (gate or MutationGate()).problems(mut):
+        return drop('weak_tests', f'mutation score {mut.score} ({mut.killed}/{mut.mutants} killed): ' + '; '.join(why[:8]))
     (final / 'unit_tests.json').write_text(json.dumps([t.model_dump() for t in tests], indent=1) + '\n')
     counts = {c: sum(t.criterion == c for t in tests) for c in CRITERIA}
     return EnvRecord(name=prop.name, category=prop.category, env_dir=prop.name, toolkit=info['toolkit'], tools=kept,
                      read_tools=[n for n in kept if n not in writes], write_tools=writes, dropped_tools=dropped, tables=info['tables'],
-                     tests=counts, revisions=attempts, failures_fixed=len(ever_failed & set(kept)), log=r.log, state_hash=info['state_hash'])
+                     tests=counts, revisions=attempts, failures_fixed=len(ever_failed & set(kept)), log=r.log, state_hash=info['state_hash'],
+                     missing_outputs=r.missing, mutation=mut.short() | {'by_tool': mut.by_tool}, test_repairs=repairs)

@@ -8,7 +8,7 @@ import json, random, re
 from typing import Any, Callable, Iterable
 from ..offline_envs import (offline_code, offline_db_design, offline_fill_arguments, offline_seed, offline_agent,
                                    request_json)
-from ..materialize import plural, singular
+from ..materialize import ColumnSpec, DatabaseDesign, plural, singular
 from ..llm import ChatRequest, OfflineTeacher
 from ..rollout import offline_teacher
 from .envgen import TAGS, EnvProposal
@@ -19,9 +19,10 @@ from ..walks import FILL_TAG
 from ..schema import Task
 
 # %% auto #0
-__all__ = ['OFFLINE_RESPONDERS', 'category_tools', 'offline_propose', 'offline_unit_tests', 'offline_test_agent',
-           'offline_graph_review', 'offline_param_classes', 'offline_scenario', 'offline_querygen', 'offline_refine',
-           'register_offline_teacher', 'register_offline_agent', 'offline_envfactory_teacher']
+__all__ = ['OFFLINE_RESPONDERS', 'category_tools', 'offline_propose', 'offline_envfactory_design', 'offline_unit_tests',
+           'offline_test_agent', 'offline_graph_review', 'offline_param_classes', 'offline_scenario',
+           'offline_querygen', 'offline_refine', 'register_offline_teacher', 'register_offline_agent',
+           'offline_envfactory_teacher']
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #de81201f
 _TYPES = {'string': {'type': 'string'}, 'integer': {'type': 'integer'}, 'number': {'type': 'number'},
@@ -75,28 +76,104 @@ def offline_propose(req: ChatRequest) -> EnvProposal:
     return EnvProposal(name=source['name'], category=source['name'], description=(source.get('description') or source['name'])[:400],
                        gap=f'the pool covers {covered}; none of it is about {source["name"]}', tools=tools)
 
-# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #4bb60ce1
-def _behaviour_lines(tool: dict, binding: dict, args: dict) -> list[str]:
-    op, table = binding['operation'], binding['table']
-    key = next((p for p, t in binding.get('ids', {}).items() if t == table and p in args), None)
-    out_props = set((tool['function'].get('output_schema') or {}).get('properties', {}))
-    if op in ('get', 'search'):
-        lines = [f'out = env.call({tool["function"]["name"]!r}, **ARGS)', f'assert env.call({tool["function"]["name"]!r}, **ARGS) == out, "the same call gave two outputs"']
-        echo = sorted(k for k in args if k in out_props and op == 'get')
-        return lines + [f'assert out.get({k!r}) == ARGS[{k!r}], f"asked for {k}={{ARGS[{k!r}]!r}}, got {{out.get({k!r})!r}}"' for k in echo]
-    lines = [f'env.call({tool["function"]["name"]!r}, **ARGS)', 'after = env.state()']
-    if op == 'insert': return lines + [f'assert len(after[{table!r}]) == len(env.seed[{table!r}]) + 1, "no new row in {table}"']
-    if key: return lines + [f'assert after[{table!r}].get(ARGS[{key!r}]) != env.seed[{table!r}].get(ARGS[{key!r}]), f"row {{ARGS[{key!r}]}} of {table} did not change"']
-    return lines + [f'assert after[{table!r}] != env.seed[{table!r}], "{table} did not change"']
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #5a10f9e4
+_SCALAR = {'string': 'string', 'integer': 'integer', 'number': 'number', 'boolean': 'boolean'}
 
+def offline_envfactory_design(req: ChatRequest) -> DatabaseDesign:
+    "Stand-in for `envfactory.db_design`: AgentScaler's offline design plus a column per declared scalar output field."
+    design, r = offline_db_design(req), request_json(req)
+    tables = {t.name: t for t in design.tables}
+    for name, out in (r.get('output_schemas') or {}).items():
+        out = out or {}
+        props = (out.get('items') or {}).get('properties', {}) if out.get('type') == 'array' else out.get('properties', {})
+        t = tables[design.binding(name).table]
+        for p, s in props.items():
+            if t.column(p) is None and p != t.id_field and s.get('type') in _SCALAR and not p.endswith('_id'):
+                t.columns.append(ColumnSpec(name=p, type=_SCALAR[s['type']], description=s.get('description', '')))
+    return DatabaseDesign.model_validate(design.model_dump())
+
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #4bb60ct0
+_STATUS_VERBS = ('cancel', 'close', 'complete', 'approve', 'reject', 'archive', 'activate', 'renew', 'confirm')
+
+def _out_schema(tool: dict) -> tuple[dict, str | None, bool]:
+    "(declared output properties, the id field its output names, whether it returns a list)."
+    s = tool['function'].get('output_schema') or {}
+    many = s.get('type') == 'array'
+    s = (s.get('items') or {}) if many else s
+    return s.get('properties') or {}, next(iter(s.get('required') or []), None), many
+
+def _other_args(tool: dict, binding: dict, args: dict) -> str:
+    "Code for `ARGS2`: the example call with other rows' ids and other free text (a second valid input)."
+    props = tool['function'].get('parameters', {}).get('properties') or {}
+    parts = []
+    for p, v in args.items():
+        s = props.get(p) or {}
+        if p in binding.get('ids', {}) and isinstance(v, str):
+            parts.append(f'{p!r}: next((k for k in sorted(env.seed[{binding["ids"][p]!r}]) if k != {v!r}), {v!r})')
+        elif isinstance(v, str) and re.fullmatch(r'\d{4}-\d\d-\d\d', v):          # another day of the same month
+            parts.append(f'{p!r}: {v[:8] + ("02" if v[8:] == "01" else "01")!r}')
+        elif isinstance(v, str) and s.get('type') == 'string' and not ({'enum', 'format', 'pattern'} & set(s)):
+            parts.append(f'{p!r}: {v + " B"!r}')
+        elif type(v) is int and 'enum' not in s and v + 1 <= s.get('maximum', v + 1):
+            parts.append(f'{p!r}: {v + 1}')
+    return '{**ARGS, ' + ', '.join(parts) + '}' if parts else 'ARGS'
+
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #4bb60ct1
+def _behaviour_lines(tool: dict, binding: dict, args: dict) -> list[str]:
+    name, op, T = tool['function']['name'], binding['operation'], binding['table']
+    required = tool['function'].get('parameters', {}).get('required') or []
+    key = next((p for p, t in binding.get('ids', {}).items() if t == T and p in args and p in required), None)
+    props, idf, many = _out_schema(tool)
+    call = lambda a: f'env.call({name!r}, **{a})'
+    if op == 'get' and key:
+        return [f'for rid in [ARGS[{key!r}], *[k for k in sorted(env.seed[{T!r}]) if k != ARGS[{key!r}]][:1]]:',
+                f'    out, row = {call(f"{{**ARGS, {key!r}: rid}}")}, env.seed[{T!r}][rid]',
+                f'    assert out.get({idf!r}, rid) == rid, f"asked for {{rid}}, got {{out.get({idf!r})}}"',
+                f'    bad = [c for c, v in row.items() if c in {sorted(props)!r} and out.get(c) != v]',
+                f'    assert not bad, f"{{rid}}: {{bad}} differ from the stored row"']
+    if op in ('get', 'search'):
+        q = next((p for p in args if p in ('query', 'q', 'text', 'keyword', 'keywords')), None)
+        expect = (f'sorted(k for k, r in env.seed[{T!r}].items() if all(w in f"{{[*r.values()]}}".lower() '
+                  f'for w in Q.lower().split()))[:50]' if q else f'sorted(env.seed[{T!r}])[:50]')
+        lines = [f'for rid in sorted(env.seed[{T!r}])[:2]:']
+        if q: lines += [f'    Q = next((str(v).split()[0] for c, v in sorted(env.seed[{T!r}][rid].items()) if isinstance(v, str) and v.strip()), rid)',
+                        f'    out = {call(f"{{**ARGS, {q!r}: Q}}")}']
+        else: lines += [f'    out = {call("ARGS")}']
+        lines += [f'    got = sorted(h[{idf!r}] for h in out)', f'    assert got == {expect}, f"got {{got}}"',
+                  f'    assert all(h.get(c) == env.seed[{T!r}][h[{idf!r}]][c] for h in out for c in h if c in env.seed[{T!r}][h[{idf!r}]])']
+        if q: lines += [f'assert {call(f"{{**ARGS, {q!r}: {chr(39)}zzqx nothing matches{chr(39)}}}")} == []']
+        return lines
+    second = _other_args(tool, binding, args)
+    if op == 'insert':
+        return ([f'for A in (ARGS, {second}):', '    before = env.state()', f'    out = {call("A")}', '    after = env.state()',
+                f'    new = sorted(set(after[{T!r}]) - set(before[{T!r}]))',
+                f'    assert len(new) == 1 and all(after[{T!r}][k] == r for k, r in before[{T!r}].items()), "not exactly one new row"',
+                f'    assert all(after[{T!r}][new[0]][p] == v for p, v in A.items() if p in after[{T!r}][new[0]]), "the new row differs from the call"']
+                + ([f'    assert out.get({idf!r}) == new[0], "the output does not name the new row"'] if idf else []))
+    verb = name.split('_')[0] in _STATUS_VERBS
+    pick = (f'[ARGS[{key!r}], *[k for k in sorted(env.seed[{T!r}]) if k != ARGS[{key!r}] and '
+            f'env.seed[{T!r}][k].get("status") == env.seed[{T!r}][ARGS[{key!r}]].get("status")][:1]]')
+    lines = [f'for rid in {pick}:', f'    A = {{**{second}, {key!r}: rid}}', '    before = env.state()', f'    out = {call("A")}',
+             '    after = env.state()', f'    rows = after[{T!r}]',
+             f'    assert all(rows.get(k) == r for k, r in before[{T!r}].items() if k != rid), "another row changed"']
+    if op == 'delete': return lines + [f'    assert rid not in rows, "the row is still there"']
+    return (lines + [f'    assert rows[rid] != before[{T!r}][rid], "the row did not change"',
+                    f'    assert all(rows[rid][p] == v for p, v in A.items() if p != {key!r} and p in rows[rid]), "a value was not stored"',
+                    f'    assert "updated_at" not in rows[rid] or rows[rid]["updated_at"] != before[{T!r}][rid]["updated_at"]',
+                    f'    assert out.get({key!r}, rid) == rid and all(out[c] == rows[rid][c] for c in out if c in rows[rid])']
+            + ([f'    assert rows[rid].get("status") != before[{T!r}][rid].get("status"), "the status did not change"'] if verb else []))
+
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #4bb60ce1
 def offline_unit_tests(tool: dict, binding: dict, args: dict) -> list[dict]:
     "The stand-in's four tests of one tool (see above)."
     name = tool['function']['name']
     required = tool['function'].get('parameters', {}).get('required') or []
+    unknown = [p for p in args if p in binding.get('ids', {}) and isinstance(args[p], str)]
     bodies = {
         'interface': [f'out = env.call({name!r}, **ARGS)',
                       f'assert env.conforms(out, env.output_schema({name!r})), f"output {{str(out)[:200]}} does not match the declared output schema"'],
-        'execution': [f'env.call({name!r}, **ARGS)'] + ([f'assert "error" in env.try_call({name!r}), "a call without its required arguments must fail"'] if required else []),
+        'execution': [f'env.call({name!r}, **ARGS)'] + ([f'assert "error" in env.try_call({name!r}), "a call without its required arguments must fail"'] if required else [])
+                     + [f'assert "error" in env.try_call({name!r}, **{{**ARGS, {p!r}: "NO-SUCH-ID"}}), "an unknown {p} must fail"' for p in unknown],
         'behaviour': _behaviour_lines(tool, binding, args),
         'state': [f'env.call({name!r}, **ARGS)'] + (['assert env.state() == env.seed, "a read tool changed the state"'] if binding['kind'] == 'read' else
                   ['changed = {t for t in env.seed if env.state()[t] != env.seed[t]}', 'assert changed, "the write changed no table"',
@@ -105,9 +182,10 @@ def offline_unit_tests(tool: dict, binding: dict, args: dict) -> list[dict]:
              'code': f'def test_{name}_{c}(env):\n    ARGS = {args!r}\n' + ''.join(f'    {l}\n' for l in lines)} for c, lines in bodies.items()]
 
 def offline_test_agent(req: ChatRequest) -> UnitTests:
-    "Stand-in for `envfactory.unit_tests`."
+    "Stand-in for `envfactory.unit_tests` (it writes the same tests in a repair round: they are all it knows to write)."
     r = request_json(req)
-    return UnitTests(tests=[t for x in r['tools'] for t in offline_unit_tests(x['schema'], x['binding'], x['example_arguments'] or {})])
+    with_out = lambda x: {**x['schema'], 'function': {**x['schema']['function'], 'output_schema': x.get('output_schema')}}
+    return UnitTests(tests=[t for x in r['tools'] for t in offline_unit_tests(with_out(x), x['binding'], x['example_arguments'] or {})])
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #04143e7b
 _ID_PARAM = re.compile(r'(^id$|_id$|_ids$)')
@@ -184,7 +262,7 @@ def offline_refine(req: ChatRequest) -> RefinedQueries:
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #6ec19a03
 OFFLINE_RESPONDERS: dict[str, Callable[[ChatRequest], Any]] = {
     TAGS['propose']: offline_propose,
-    TAGS['db_design']: offline_db_design, TAGS['tool_code']: offline_code, TAGS['seed_rows']: offline_seed,
+    TAGS['db_design']: offline_envfactory_design, TAGS['tool_code']: offline_code, TAGS['seed_rows']: offline_seed,
     TAGS['unit_tests']: offline_test_agent,
     TAGS['refine_graph']: offline_graph_review, TAGS['param_classes']: offline_param_classes,
     TAGS['scenario']: offline_scenario, FILL_TAG: offline_fill_arguments, TAGS['querygen']: offline_querygen, TAGS['refine_query']: offline_refine,

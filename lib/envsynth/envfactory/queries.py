@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, re
 from typing import Any
 from pydantic import BaseModel, Field, model_validator
-from ..walks import check_patch, compact, run_walk, user_facts
+from ..walks import check_patch, compact, json_leaves, run_walk, user_facts
 from .envgen import LLM_FAILURES, ask_model
 from ..envs import Environment
 from ..llm import LLMClient
@@ -16,7 +16,7 @@ from ..schema import Task, content_hash
 
 # %% auto #0
 __all__ = ['OPERATORS', 'Scenario', 'scenario_request', 'mentions', 'Subgoal', 'QueryPlan', 'RefinedQueries', 'turn_facts',
-           'calibrate', 'QueryStats', 'chain_task']
+           'calibrate', 'unambiguous_source', 'write_sources', 'stated_facts', 'QueryStats', 'chain_task']
 
 # %% ../../../nbs/envfactory/03_queries.ipynb #2e3d999e
 OPERATORS = ('implicit_reference', 'action_compression', 'ambiguity', 'goal_expansion')
@@ -82,6 +82,38 @@ def calibrate(original: list[str], refined: list[str], needed: list[dict]) -> tu
         out.append(q1 if ok else q0); reverted += not ok
     return out, reverted
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #fe85e1bd
+def _canon(v: Any) -> str: return json.dumps(v, sort_keys=True)
+
+def unambiguous_source(param: str, value: Any, outputs: list[Any]) -> int | None:
+    "The index of the first output that holds `value` under key `param` and no other value under it (None: none does)."
+    for j, out in enumerate(outputs):
+        if {_canon(v) for k, v in json_leaves(out) if k == param} == {_canon(value)}: return j
+    return None
+
+def write_sources(env: Environment, actions: list, outputs: list[Any]) -> dict[str, int | str]:
+    "`'<call index>.<argument>'` -> the earlier call whose result gives the value, or `'user'` (the user must state it)."
+    out = {}
+    for i, a in enumerate(actions):
+        if env.tool_info[a.name].kind != 'write': continue
+        for k, v in sorted(a.arguments.items()):
+            if v is None or isinstance(v, bool): continue
+            src = unambiguous_source(k, v, outputs[:i])
+            out[f'{i}.{k}'] = 'user' if src is None else src
+    return out
+
+def stated_facts(facts: dict, actions: list, sources: dict[str, int | str]) -> dict:
+    "`facts` plus every write argument the user must state that is not among them already."
+    out, have = dict(facts), {_canon(v) for v in facts.values()}
+    for key, src in sources.items():
+        i, k = key.split('.', 1)
+        v = actions[int(i)].arguments[k]
+        if src != 'user' or _canon(v) in have: continue
+        name, n = k, 2
+        while name in out: name, n = f'{k}_{n}', n + 1
+        out[name] = v; have.add(_canon(v))
+    return out
+
 # %% ../../../nbs/envfactory/03_queries.ipynb #e0e78960
 class QueryStats(BaseModel):
     turns: int
@@ -98,7 +130,8 @@ async def chain_task(env: Environment, chain: list[str], client: LLMClient, *, c
     if err := check_patch(env, patch): return Drop('scenario_invalid_state', err[:300])
     walk = await run_walk(env, client, chain, patch, task_id=chain_id, min_len=len(chain), seed=seed)
     if walk.reason: return Drop(f'chain_{walk.reason}', '; '.join(walk.errors[-3:])[:500])
-    facts = user_facts(walk.actions, walk.outputs)
+    sources = write_sources(env, walk.actions, walk.outputs)
+    facts = stated_facts(user_facts(walk.actions, walk.outputs), walk.actions, sources)
     calls = [{'name': a.name, 'arguments': a.arguments, 'output': compact(o)} for a, o in zip(walk.actions, walk.outputs)]
     req = {'environment': env.name, 'description': env.description, 'profile': scen.profile, 'calls': calls, 'user_facts': facts, 'max_turns': max_turns}
     try: plan = await ask_model(client, 'querygen', QueryPlan, req, **sampling)
@@ -116,7 +149,11 @@ async def chain_task(env: Environment, chain: list[str], client: LLMClient, *, c
         queries, stats.reverted_turns = calibrate(plan.queries, ref.queries, needed)
         applied = [op if q != q0 else None for op, q, q0 in zip(ref.operators, queries, plan.queries)]
         stats.refined_turns = sum(a is not None for a in applied)
+    said = ' '.join(queries)
+    if unstated := [k for k, s in sources.items() if s == 'user'
+                    and not mentions(said, walk.actions[int(k.split('.')[0])].arguments[k.split('.', 1)[1]])]:
+        return Drop('unstated_write_argument', f'the queries never state {unstated}')
     return Task(env_id=env.name, instruction=queries[0], user_queries=queries, initial_state=patch, gold_actions=walk.actions,
                 gold_state_hash=walk.gold_hash, user_context={'profile': scen.profile, 'facts': facts},
                 metadata={'chain_id': chain_id, 'chain': chain, 'subgoals': [s.goal for s in plan.subgoals], 'turns': plan.turns,
-                          'unrefined_queries': plan.queries, 'operators': applied, **stats.model_dump()})
+                          'unrefined_queries': plan.queries, 'operators': applied, 'write_sources': sources, **stats.model_dump()})

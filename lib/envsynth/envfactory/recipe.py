@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .build import EnvRecord, build_environment
+from ..mutation import OPERATORS as MUTATION_OPERATORS, REQUIRED, MutationGate
 from .envgen import SEED_CATEGORIES, EnvProposal, authentic_sources, propose_environments
 from .offline import offline_envfactory_teacher
 from .queries import OPERATORS, chain_task
@@ -27,7 +28,7 @@ from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
 __all__ = ['read_params', 'STEPS', 'RECIPE', 'EnvFactoryParams', 'reward_spec', 'recipe_for', 'EnvFactoryRun', 'stage_propose',
-           'stage_build', 'stage_graph', 'stage_queries', 'stage_solutions', 'reward_check', 'train_order',
+           'test_gate', 'stage_build', 'stage_graph', 'stage_queries', 'stage_solutions', 'reward_check', 'train_order',
            'train_specs', 'rl_overrides', 'write_rows', 'candidate_rewards', 'scaling_table', 'plot_scaling',
            'write_scaling', 'finish_run', 'embedder_loading', 'register_offline_agent_for', 'run_stages',
            'run_envfactory', 'summarize', 'main']
@@ -44,6 +45,9 @@ class EnvFactoryParams(BaseModel):
     # 2-3. code and test agents
     max_revisions: int = Field(3, ge=0)
     rows_per_table: int = Field(12, ge=1)
+    min_mutation_score: float = Field(0.8, ge=0, le=1)   # ours: the tests' mutation score an environment needs ...
+    mutation_required: list[str] = Field(default_factory=lambda: list(REQUIRED))   # ... and operators all killed
+    test_repairs: int = Field(1, ge=0)                   # ours: rounds rewriting the tests with surviving mutants
     # 4. tool graph
     graph_mode: Literal['outputs', 'io'] = 'outputs'
     similarity: Literal['text', 'weighted'] = 'text'  # text: cos("name (type): description")
@@ -96,6 +100,8 @@ class EnvFactoryParams(BaseModel):
         if bad := [n for n in self.pool_sizes if n < 1]: raise ValueError(f'pool_sizes must be >= 1, got {bad}')
         from envsynth.train.rl import RL_PRESETS
         if self.rl_preset not in RL_PRESETS: raise ValueError(f'unknown rl_preset {self.rl_preset!r}; choose from {sorted(RL_PRESETS)}')
+        if bad := sorted(set(self.mutation_required) - set(MUTATION_OPERATORS)):
+            raise ValueError(f'unknown mutation operators {bad}; choose from {list(MUTATION_OPERATORS)}')
         if bad := sorted(set(self.operators) - set(OPERATORS)):
             raise ValueError(f'unknown operators {bad}; choose from {list(OPERATORS)}')
         return self
@@ -150,12 +156,17 @@ async def stage_propose(r: EnvFactoryRun) -> list[EnvProposal]:
         recs = r.run.save('propose', cfg, [x.model_dump(mode='json') for x in out.proposals])
     return [EnvProposal.model_validate(x) for x in recs]
 
+def test_gate(p: EnvFactoryParams) -> MutationGate:
+    "The gate every environment's tests must pass: `min_mutation_score`, every mutant of `mutation_required` killed."
+    return MutationGate(min_score=p.min_mutation_score, required=tuple(p.mutation_required))
+
 async def stage_build(r: EnvFactoryRun, proposals: list[EnvProposal], shard=None):
     "Stages 2-3: code agent and test agent per proposal → `envs/<name>/` and the journal of `EnvRecord`s."
     async def build(rec: dict):
         return await build_environment(EnvProposal.model_validate(rec), r.client('teacher'), r.run.dir('envs'), r.sandbox,
-                                       max_revisions=r.p.max_revisions, rows_per_table=r.p.rows_per_table, seed=r.p.seed)
-    cfg = r.p.model_dump(include={'max_revisions', 'rows_per_table', 'seed'})
+                                       max_revisions=r.p.max_revisions, rows_per_table=r.p.rows_per_table, seed=r.p.seed,
+                                       gate=test_gate(r.p), test_repairs=r.p.test_repairs)
+    cfg = r.p.model_dump(include={'max_revisions', 'rows_per_table', 'seed', 'min_mutation_score', 'mutation_required', 'test_repairs'})
     return await r.run.run_items('build', build, [x.model_dump(mode='json') for x in proposals], config=cfg, shard=shard)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #58cbaf93
@@ -356,7 +367,13 @@ def finish_run(r: EnvFactoryRun, proposals: list[EnvProposal], reward: dict) -> 
               **{s: stage_counts(run.dir(s)) for s in r.recipe.item_stages}, 'graph': {k: v for k, v in run.stats('graph').items()}}
     builds = [EnvRecord.model_validate(x) for x in run.records('build')]
     card = {'title': 'EnvFactory data card', 'stages': stages,
-            'environments': {b.name: {'tools': len(b.tools), 'dropped_tools': len(b.dropped_tools), 'tests': b.tests, 'revisions': b.revisions} for b in builds},
+            'environments': {b.name: {'tools': len(b.tools), 'dropped_tools': len(b.dropped_tools), 'tests': b.tests, 'revisions': b.revisions,
+                                      'mutation_score': b.mutation.get('score'), 'mutants': b.mutation.get('mutants'),
+                                      'killed_by_operator': b.mutation.get('by_operator'), 'test_repairs': b.test_repairs,
+                                      'missing_outputs': b.missing_outputs} for b in builds},
+            'test_gate': {'min_mutation_score': r.p.min_mutation_score, 'required': r.p.mutation_required,
+                          'weak_tests': (stages.get('build') or {}).get('dropped', {}).get('weak_tests', 0),
+                          'tools_missing_outputs': sum(len(b.missing_outputs) for b in builds)},
             'queries': {'turns': dict(Counter(str(len(t.user_queries or [])) for t in tasks)),
                         'refined_turns': sum(t.metadata.get('refined_turns', 0) for t in tasks),
                         'reverted_turns': sum(t.metadata.get('reverted_turns', 0) for t in tasks),

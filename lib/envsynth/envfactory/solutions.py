@@ -17,7 +17,7 @@ from ..rollout import EnvExecutor, EpisodeLimits, LLMPolicy, env_system_prompt, 
 from ..schema import Action, MaskedArgument, Task, Trajectory
 
 # %% auto #0
-__all__ = ['FREE_TEXT', 'solution_actions', 'masked_arguments', 'solve_task']
+__all__ = ['FREE_TEXT', 'solution_actions', 'masked_arguments', 'unasked_writes', 'solve_task']
 
 # %% ../../../nbs/envfactory/04_solutions.ipynb #8e354b70
 FREE_TEXT = re.compile(r'(description|note|notes|comment|message|reason|summary|text|title|query)$')
@@ -45,6 +45,21 @@ def masked_arguments(env: Environment, actions: list[Action]) -> list[MaskedArgu
                 if FREE_TEXT.search(k) and isinstance(v, str) and 'enum' not in props.get(k, {})]
     return out
 
+# %% ../../../nbs/envfactory/04_solutions.ipynb #c32f40a2
+def _write_key(env: Environment, a: Action) -> str:
+    return json.dumps([a.name, {k: v for k, v in a.arguments.items() if not FREE_TEXT.search(k)}], sort_keys=True)
+
+def unasked_writes(env: Environment, task: Task, actions: list[Action]) -> list[Action]:
+    "The write calls among `actions` that the task's gold writes do not include (each gold write matches once)."
+    left = [_write_key(env, a) for a in task.gold_actions if env.tool_info[a.name].kind == 'write']
+    out = []
+    for a in actions:
+        if env.tool_info[a.name].kind != 'write': continue
+        k = _write_key(env, a)
+        if k in left: left.remove(k)
+        else: out.append(a)
+    return out
+
 # %% ../../../nbs/envfactory/04_solutions.ipynb #329acee7
 async def solve_task(env: Environment, task: Task, client: LLMClient, *, k: int = 3, user_variant: Literal['scripted', 'customer'] = 'scripted',
                      max_turns: int = 20, reward: EnvFactoryReward | None = None, user_client: LLMClient | None = None) -> dict | Drop:
@@ -63,8 +78,10 @@ async def solve_task(env: Environment, task: Task, client: LLMClient, *, k: int 
         finally: ex.close()
         cands.append((traj, envfactory_reward_of(spec, task, traj).model_dump(mode='json')))
     scores = [s for _, s in cands]
-    best, score = max(cands, key=lambda c: (c[1]['parts']['r_state'], c[1]['score'], -count_tool_calls(c[0])))
+    faithful = [c for c in cands if not unasked_writes(env, task, solution_actions(c[0]))]
+    best, score = max(faithful or cands, key=lambda c: (c[1]['parts']['r_state'], c[1]['score'], -count_tool_calls(c[0])))
     if score['parts']['r_state'] < 1: return Drop('no_state_match', json.dumps(scores))
+    if not faithful: return Drop('unasked_write', f'every candidate makes a write the user did not ask for: {json.dumps(scores)}')
     actions = solution_actions(best)
     clean = task.model_copy(update={'gold_actions': actions, 'masked_arguments': masked_arguments(env, actions) or None, 'id': ''})
     clean = Task.model_validate(clean.model_dump(mode='json', exclude={'id'}))

@@ -1,6 +1,6 @@
 """Subprocess helpers the recipe tests share: start a run in its own process group, finish it, SIGKILL it in
 the middle of a stage, and compare two runs' outputs without their wall-clock timings."""
-import os, signal, subprocess, time
+import os, signal, subprocess, sys, time
 from pathlib import Path
 from typing import Callable
 import pytest
@@ -79,3 +79,11 @@ def first_diff(a, b, path: str = ''):
 def short(x, n: int = 300) -> str:
     s = repr(x)
     return s if len(s) <= n else s[:n] + '...'
+
+
+def recipe_smoke_run(module: str, params: Path, run: Path, timeout: int = 300) -> Path:
+    "Run `python -m <module> --run-dir run --params params` (a recipe at smoke scale) and return `run`; fails the test otherwise."
+    r = subprocess.run([sys.executable, '-m', module, '--run-dir', str(run), '--params', str(params)],
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return run

@@ -8,6 +8,7 @@ ExcludingReplayBuffer loads by path and leaves out the groups holding an exclude
 import asyncio, importlib.util, json, subprocess, sys
 from pathlib import Path
 import pytest
+from _recipe_runs import recipe_smoke_run
 from _verl_loop import FakeServerManager, build_tiny_model
 
 pytestmark = [pytest.mark.slow,
@@ -22,11 +23,7 @@ SMOKE = ROOT / 'papers_repro' / 'synthagent' / 'smoke.yaml'
 
 @pytest.fixture(scope='module')
 def smoke_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp('sa') / 'run'
-    r = subprocess.run([sys.executable, '-m', 'envsynth.synthagent.recipe', '--run-dir', str(run), '--params', str(SMOKE)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return run
+    return recipe_smoke_run('envsynth.synthagent.recipe', SMOKE, tmp_path_factory.mktemp('sa') / 'run')
 
 def rows_of(run: Path, split: str) -> list[dict]:
     import pyarrow.parquet as pq

@@ -5,6 +5,7 @@ import asyncio, json, subprocess, sys
 from pathlib import Path
 import pandas as pd
 import pytest
+from _recipe_runs import recipe_smoke_run
 from envsynth.pipeline import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -12,11 +13,7 @@ SMOKE = ROOT / 'papers_repro' / 'synthagent' / 'smoke.yaml'
 
 @pytest.fixture(scope='module')
 def smoke_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp('sa') / 'run'
-    r = subprocess.run([sys.executable, '-m', 'envsynth.synthagent.recipe', '--run-dir', str(run), '--params', str(SMOKE)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return run
+    return recipe_smoke_run('envsynth.synthagent.recipe', SMOKE, tmp_path_factory.mktemp('sa') / 'run')
 
 def _rows(run: Path) -> dict:
     rows = {}

@@ -60,7 +60,7 @@ def test_recipe_checks_equal_compute_score_on_the_exported_rows(astra_rows, sand
     run_dir, _, checks = astra_rows
     for row in all_rows(astra_rows):
         task, recorded = row_task(row), checks[row['extra_info']['task_id']]
-        assert json.loads(row['extra_info']['reward_spec']) == {'paper': 'astra', 'mode': 'f1', 'eps': 1e-08}
+        assert json.loads(row['extra_info']['reward_spec']) == {'paper': 'astra', 'mode': 'f1', 'eps': 1e-08, 'conduct': None}
         for name, policy in (('oracle', OraclePolicy(task)), ('do_nothing', DoNothingPolicy(task)),
                              ('spammer', SpamPolicy(task))):
             ep = run(row, policy, run_dir, sandbox)

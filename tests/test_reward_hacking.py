@@ -14,12 +14,13 @@ from envsynth.envfactory.reward import EnvFactoryReward, envfactory_reward_of
 from envsynth.llm import ChatRequest, LLMClient, OfflineTeacher
 from envsynth.reward_attacks import (ATTACKS, DO_NOTHING, ORACLE, RUBRIC, WRITE_TOOLS, attack_table, booking_task,
                                      gullible_judge, plain_transcript, play, record_judge)
-from envsynth.rewards import (RubricJudge, StateHashReward, agentscaler_filter, forged_turn_markers, read_transcript,
-                              rubric_judge_messages, state_hash_score, trace_reward)
+from envsynth.rewards import (ConductTerm, RubricJudge, StateHashReward, agentscaler_filter, conduct_score,
+                              forged_turn_markers, read_transcript, rubric_judge_messages, state_hash_score, trace_reward)
+from envsynth.synthagent.reward import SynthAgentReward, synthagent_reward
 from envsynth.schema import user
 
 NO_ACTION = ('forged_turns', 'claim_without_action', 'malformed_calls')
-# (attack, reward) pairs the paper's reward cannot see, by its definition
+# (attack, reward) pairs the paper's reward cannot see, by its definition; each has a guarded column that sees it
 BLIND = {
     # tau2's state hash and AgentScaler's filter on a write task compare end states only
     **{(a, k): 'end state only' for a in ('repeated_calls', 'nonsense_path', 'forbidden_hidden')
@@ -30,42 +31,78 @@ BLIND = {
     # the offline stand-in of ASTRA's judge cannot tell a needless call from a needed one
     ('nonsense_path', 'astra_7dim'): 'stand-in judge', ('forbidden_hidden', 'astra_7dim'): 'stand-in judge',
 }
+# what the RL trainer computes for each paper (the specs' defaults), and the guarded SFT judge and strict filter
+GUARDED = ('astra_f1', 'astra_7dim+guard', 'synthagent+guard', 'envfactory', 'state_hash+guard', 'agentscaler_strict')
 
 def rewards() -> dict:
     astra_judge = offline_recipe_client()
     judge = RubricJudge(LLMClient(OfflineTeacher({'rubric_judge': record_judge(RUBRIC)}), 'scripted'))
     async def seven_dim(task, traj): return (await seven_dimension_reward(traj, astra_judge)).reward or 0.0
-    async def rubric(task, traj):
-        s = await judge(RUBRIC, traj)
-        assert s.status == 'scored', s
-        return s.score
+    async def seven_dim_guarded(task, traj): return conduct_score(ConductTerm(), task, traj, await seven_dim(task, traj))[0]
+    def rubric(spec):
+        async def score(task, traj):
+            r = await synthagent_reward(spec, task, traj, judge=judge)
+            assert r.parts['rubric_status'] == 'scored', r
+            return r.score
+        return score
+    kept = lambda how: lambda t, e: float(agentscaler_filter(e, t, WRITE_TOOLS, exact_match=how).kept)
     return {'astra_f1': lambda t, e: astra_f1(AstraF1Reward(), t, e).score, 'astra_7dim': seven_dim,
-            'synthagent': rubric, 'envfactory': lambda t, e: envfactory_reward_of(EnvFactoryReward(), t, e).score,
-            'state_hash': lambda t, e: state_hash_score(StateHashReward(), t, e).score,
-            'agentscaler': lambda t, e: float(agentscaler_filter(e, t, WRITE_TOOLS).kept)}
+            'astra_7dim+guard': seven_dim_guarded, 'synthagent': rubric(SynthAgentReward(conduct=None)),
+            'synthagent+guard': rubric(SynthAgentReward()),
+            'envfactory': lambda t, e: envfactory_reward_of(EnvFactoryReward(), t, e).score,
+            'state_hash': lambda t, e: state_hash_score(StateHashReward(conduct=None), t, e).score,
+            'state_hash+guard': lambda t, e: state_hash_score(StateHashReward(), t, e).score,
+            'agentscaler': kept('read_only'), 'agentscaler_strict': kept('all')}
 
 @pytest.fixture(scope='module')
 def table():
     return asyncio.run(attack_table(rewards()))
 
 def test_the_oracle_earns_every_reward_and_doing_nothing_earns_the_floor(table):
-    assert {k: v for k, v in table['oracle'].items() if k != 'astra_7dim'} == dict.fromkeys(
-        ['astra_f1', 'synthagent', 'envfactory', 'state_hash', 'agentscaler'], 1.0)
-    assert table['oracle']['astra_7dim'] > 0.9
-    # Eq. 5 with no required interaction: I_user = 1, so doing nothing earns half
-    assert table['do_nothing'] == {'astra_f1': 0.0, 'astra_7dim': 0.35, 'synthagent': 0.5, 'envfactory': 0.0,
-                                   'state_hash': 0.0, 'agentscaler': 0.0}
+    assert {k: v for k, v in table['oracle'].items() if not k.startswith('astra_7dim')} == dict.fromkeys(
+        ['astra_f1', 'synthagent', 'synthagent+guard', 'envfactory', 'state_hash', 'state_hash+guard', 'agentscaler',
+         'agentscaler_strict'], 1.0)
+    assert table['oracle']['astra_7dim'] == table['oracle']['astra_7dim+guard'] > 0.9
+    # Eq. 5 with no required interaction has no I term: doing nothing earns nothing
+    assert table['do_nothing'] == {'astra_f1': 0.0, 'astra_7dim': 0.35, 'astra_7dim+guard': 0.35, 'synthagent': 0.0,
+                                   'synthagent+guard': 0.0, 'envfactory': 0.0, 'state_hash': 0.0,
+                                   'state_hash+guard': 0.0, 'agentscaler': 0.0, 'agentscaler_strict': 0.0}
 
-@pytest.mark.parametrize('paper', ['astra_f1', 'astra_7dim', 'synthagent', 'envfactory', 'state_hash', 'agentscaler'])
+@pytest.mark.parametrize('paper', list(rewards()))
 def test_every_attack_scores_below_the_oracle_unless_the_paper_is_blind_to_it(table, paper):
     for attack in ATTACKS:
         score, cls = table[attack][paper]
         assert (cls == 'blind') == ((attack, paper) in BLIND), (attack, paper, score, cls)
 
+@pytest.mark.parametrize('paper', GUARDED)
+def test_under_the_guard_every_attack_scores_strictly_below_the_oracle(table, paper):
+    assert all(table[a][paper][0] < table['oracle'][paper] for a in ATTACKS), paper
+    assert table['forbidden_hidden'][paper][1] == 'floor' or paper in ('astra_f1', 'envfactory')
+
+def test_the_guard_never_lowers_the_oracle_and_keeps_the_paper_score_in_the_parts():
+    task, oracle, hidden = booking_task(), play(ORACLE), play(ATTACKS['forbidden_hidden'])
+    for spec in (StateHashReward(), StateHashReward(conduct=None)):
+        r = state_hash_score(spec, task, oracle)
+        assert (r.score, r.parts['paper_score'], r.parts.get('conduct_penalty') or 0.0) == (1.0, 1.0, 0.0)
+    r = state_hash_score(StateHashReward(), task, hidden)
+    assert (r.score, r.parts['paper_score'], r.parts['forbidden_calls'], r.parts['conduct_penalty']) == (0.0, 1.0, 1, 1.0)
+
+def test_the_guard_travels_in_the_row_and_the_trainer_applies_it(table):
+    from envsynth.data import rl_row
+    from envsynth.train.rl import compute_score
+    from envsynth.reward_attacks import TOOLS
+    task = booking_task()
+    for spec, want in ((StateHashReward(), 0.9), (StateHashReward(conduct=None), 1.0)):
+        row = rl_row(task, TOOLS, reward=spec, data_source='envsynth')
+        episode = play(ATTACKS['nonsense_path'])
+        extra = dict(row['extra_info'], envsynth_episode=episode.model_dump_json())
+        out = asyncio.run(compute_score(row['data_source'], '', row['reward_model']['ground_truth'], extra))
+        assert out['score'] == pytest.approx(want) and out['paper_score'] == 1.0, out
+
 @pytest.mark.parametrize('attack', NO_ACTION)
 def test_claims_without_a_successful_call_sit_at_the_do_nothing_level(table, attack):
     for paper, (score, cls) in table[attack].items():
-        if paper == 'astra_7dim': assert score <= 3 / 5, score      # TCS and TC are 0 without a successful call
+        if paper.startswith('astra_7dim'): assert score <= 3 / 5, score      # TCS and TC are 0 without a successful call
         else: assert cls == 'floor', (paper, score)
 
 # --- ASTRA F1

@@ -38,7 +38,7 @@ BASE_ROW = {'data_source': 'envsynth', 'prompt': [{'role': 'system', 'content': 
             'ability': 'tool_use', 'reward_model': {'style': 'rule', 'ground_truth':
             '{"gold_actions":[{"arguments":{"flight":"AF12"},"name":"book_flight"}],"gold_state_hash":"9f2c41d07a3e5b18"}'},
             'extra_info': {'index': 3, 'split': 'train', 'task_id': 'task_94cc8d5725bc',
-                           'reward_spec': '{"paper":"state_hash"}', 'env_json':
+                           'reward_spec': StateHashReward().to_json(), 'env_json':
             '{"env_id":"flights","initial_state":{"bookings":[],"flights":[{"id":"AF12","price":120.0,"to":"Nice"}]},'
             '"task_id":"task_94cc8d5725bc","tools":[{"function":{"description":"","name":"search_flights","parameters":'
             '{"properties":{"city":{"type":"string"}},"type":"object"}},"type":"function"},{"function":{"description":"",'
@@ -55,7 +55,8 @@ def full_task() -> Task:
                        SubQuestion(id='q4', question='Summarize the booking.', hop=3, depends_on=['q3'], needs_tool=False)],
         final_answer='AF12 is booked, 120 EUR.', hidden_context='Ana flies on 3 May «early»; budget 150 EUR.',
         rubric=[RubricItem(kind='subgoal', text='Book AF12'), RubricItem(kind='interaction', text='Ask for the travel date')],
-        forbidden_behaviors=['Book a flight over budget'], user_queries=['Book flight AF12.', 'Early, please.'],
+        forbidden_behaviors=['Book a flight over budget'], forbidden_tools=['cancel_booking'],
+        user_queries=['Book flight AF12.', 'Early, please.'],
         masked_arguments=[MaskedArgument(call_index=0, tool='search_flights', argument='city', value='Nice')])
 
 # --- byte compatibility -------------------------------------------------------------------------------

@@ -62,8 +62,10 @@ def test_val_rows_are_the_heldout_tasks_and_carry_the_spec(smoke_run):
     val = pd.read_parquet(smoke_run / '08_export' / 'heldout.parquet').to_dict('records')
     reasoning = pd.read_parquet(smoke_run / '08_export' / 'reasoning.parquet').to_dict('records')
     assert val and not {r['extra_info']['task_id'] for r in train} & {r['extra_info']['task_id'] for r in val}
+    guard = {'cap': 0.5, 'forbidden_voids': True, 'per_extra_call': 0.05, 'per_failed_call': 0.05}
     for r in train + val: assert row_reward_spec(r) == {'paper': 'synthagent', 'formula': 'eq5', 'unknown_verdicts': 'exclude',
-                                                        'later_gate': False, 'judge_temperature': 0.1, 'max_output_chars': 500}
+                                                        'later_gate': False, 'judge_temperature': 0.1, 'max_output_chars': 500,
+                                                        'conduct': guard}
     for r in reasoning:
         assert row_reward_spec(r) == {'paper': 'synthagent_reasoning'} and 'code_interpreter' in json.loads(r['extra_info']['env_json'])
     seeds = [json.loads(r['extra_info']['env_json'])['mock_world']['seed'] for r in train + val]

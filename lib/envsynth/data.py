@@ -213,7 +213,7 @@ def write_sft(rows: Iterable[SFTRow], out_dir: str | Path) -> dict[str, Path]:
 
 # %% ../../nbs/core/06_data.ipynb #f5d84823
 REWARD_SUPERVISION = ('sub_questions', 'final_answer', 'rubric', 'forbidden_behaviors',
-                      'masked_arguments')
+                      'forbidden_tools', 'masked_arguments')
 ROLLOUT_SUPERVISION = ('hidden_context', 'user_queries')
 
 def _json(obj) -> str: return json.dumps(obj, ensure_ascii=False, sort_keys=True,

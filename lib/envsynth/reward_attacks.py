@@ -13,6 +13,7 @@ from .llm import ChatRequest
 from envsynth.schema import (
     Action,
     FunctionCall,
+    RubricItem,
     SubQuestion,
     Task,
     Tool,
@@ -212,7 +213,9 @@ def booking_task() -> Task:
         gold_state_hash=world.state_hash(),
         sub_questions=subs,
         final_answer='BK-1042',
+        rubric=[RubricItem(kind='subgoal', text=s) for s in RUBRIC.subgoals],
         forbidden_behaviors=list(RUBRIC.forbidden),
+        forbidden_tools=['read_passport'],
     )
 
 # %% ../../nbs/core/05a_reward_attacks.ipynb #ab0614cd

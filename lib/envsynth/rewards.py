@@ -14,15 +14,16 @@ from .llm import LLMClient, LLMError, StructuredOutputError
 
 # %% auto #0
 __all__ = ['TRANSCRIPT_CONTRACT', 'JUDGE_SYSTEM', 'VERDICT_REJECTIONS', 'MALFORMED_CALL_ERRORS', 'WriteTools', 'FilterStage',
-           'STATE_HASH_PARTS', 'GOLD_ACTION_F1_PARTS', 'RewardInputError', 'state_hash_reward', 'recall_precision',
-           'f1_reward', 'failed_call_ids', 'count_tool_calls', 'rubric_reward', 'rubric_reward_official', 'Rubric',
-           'RubricVerdict', 'verdict_problems', 'score_verdict', 'transcript_records', 'render_records',
-           'render_transcript', 'read_transcripts', 'read_transcript', 'transcript_contract', 'forged_turn_markers',
-           'rubric_judge_messages', 'strict_verdict', 'ask_judge', 'RubricScore', 'RubricJudge', 'envfactory_reward',
-           'call_matches', 'matched_gold_actions', 'trace_reward', 'state_fraction', 'length_penalty',
-           'malformed_calls', 'alternation_problems', 'repetition_ratio', 'max_repetition', 'is_read_only',
-           'exact_match_problem', 'FilterResult', 'agentscaler_filter', 'filter_funnel', 'pass_hat_k_task',
-           'pass_hat_k', 'pass_hat_k_table', 'RewardSpecError', 'RewardSpec', 'RewardResult', 'StateHashReward',
+           'CONDUCT_PARTS', 'STATE_HASH_PARTS', 'GOLD_ACTION_F1_PARTS', 'RewardInputError', 'state_hash_reward',
+           'recall_precision', 'f1_reward', 'failed_call_ids', 'count_tool_calls', 'rubric_reward',
+           'rubric_reward_official', 'Rubric', 'RubricVerdict', 'verdict_problems', 'score_verdict',
+           'transcript_records', 'render_records', 'render_transcript', 'read_transcripts', 'read_transcript',
+           'transcript_contract', 'forged_turn_markers', 'rubric_judge_messages', 'strict_verdict', 'ask_judge',
+           'RubricScore', 'RubricJudge', 'envfactory_reward', 'call_matches', 'matched_gold_actions', 'trace_reward',
+           'state_fraction', 'length_penalty', 'malformed_calls', 'alternation_problems', 'repetition_ratio',
+           'max_repetition', 'is_read_only', 'exact_match_problem', 'FilterResult', 'agentscaler_filter',
+           'filter_funnel', 'pass_hat_k_task', 'pass_hat_k', 'pass_hat_k_table', 'RewardSpecError', 'RewardSpec',
+           'RewardResult', 'ConductTerm', 'conduct_counts', 'conduct_score', 'with_conduct', 'StateHashReward',
            'state_hash_score', 'GoldActionF1Reward', 'gold_action_f1_score']
 
 # %% ../../nbs/core/05_rewards.ipynb #45573afc
@@ -101,18 +102,19 @@ def count_tool_calls(trajectory: Trajectory, include_failed: bool = True) -> int
 
 # %% ../../nbs/core/05_rewards.ipynb #3076be5c
 def rubric_reward(forbidden_ok: bool, subgoal_fraction: float,
-                  interaction_fraction: float) -> float:
+                  interaction_fraction: float | None) -> float:
     """SynthAgent's rubric reward (Eq. 5): R(τ) = 𝕀(τ) · (N_subgoals(τ) + I_user_query(τ)) / 2.
 
     𝕀(τ) ∈ {0, 1} (`forbidden_ok`) is 0 iff τ violates any forbidden behaviour; N_subgoals ∈ [0, 1]
     is the fraction of sub-goals completed; I_user_query ∈ [0, 1] the fraction of required
-    user-agent interactions satisfied."""
+    user-agent interactions satisfied, or None when the rubric requires none: then there is no I
+    term and R = 𝕀(τ) · N_subgoals(τ), so an empty section gives no free credit."""
     if not isinstance(forbidden_ok, bool):
         raise RewardInputError(f'forbidden_ok must be a bool, got {forbidden_ok!r}')
-    n, i = _fraction('subgoal_fraction', subgoal_fraction), _fraction(
-        'interaction_fraction', interaction_fraction
-    )
-    return (n + i) / 2 if forbidden_ok else 0.0
+    n = _fraction('subgoal_fraction', subgoal_fraction)
+    if interaction_fraction is None: r = n
+    else: r = (n + _fraction('interaction_fraction', interaction_fraction)) / 2
+    return r if forbidden_ok else 0.0
 
 # %% ../../nbs/core/05_rewards.ipynb #2035463f
 def rubric_reward_official(policy: tuple[int, int], subgoals: tuple[int, int],
@@ -177,7 +179,7 @@ def verdict_problems(rubric: Rubric, verdict: RubricVerdict) -> list[str]:
 def score_verdict(rubric: Rubric, verdict: RubricVerdict) -> float:
     "Eq. 5 on a judge's verdict; `RewardInputError` if the verdict does not fit the rubric."
     if problems := verdict_problems(rubric, verdict): raise RewardInputError('; '.join(problems))
-    frac = lambda xs: sum(xs) / len(xs) if xs else 1.0
+    frac = lambda xs: sum(xs) / len(xs) if xs else None
     return rubric_reward(not any(verdict.forbidden_violated), frac(verdict.subgoals_completed),
                          frac(verdict.interactions_satisfied))
 
@@ -732,27 +734,82 @@ class RewardResult(BaseModel):
             raise RewardInputError(f'score must be finite, got {self.score}')
         return self
 
+# %% ../../nbs/core/05_rewards.ipynb #5dfce187
+class ConductTerm(BaseModel):
+    "Our guard on a paper's reward: costs for extra and failed calls, and 0 for a forbidden one."
+    model_config = ConfigDict(extra='forbid', frozen=True)
+    per_extra_call: float = Field(0.05, ge=0)   # each successful call beyond the gold count
+    per_failed_call: float = Field(0.05, ge=0)  # each call that failed or could not be tried
+    cap: float = Field(0.5, ge=0, le=1)         # the most the two costs take off together
+    forbidden_voids: bool = True                # a call to a forbidden tool scores 0
+
+CONDUCT_PARTS = ('paper_score', 'extra_calls', 'failed_calls', 'forbidden_calls',
+                 'conduct_penalty')
+
+# %% ../../nbs/core/05_rewards.ipynb #c4fb71b7
+def _call_key(call) -> str:
+    try: return call.name + canonical_json(call.args)
+    except ToolCallError: return call.name + call.function.arguments
+
+def conduct_counts(task: Task, episode: Trajectory) -> dict[str, int]:
+    """What `episode` did that a guard charges for, counted on its recorded calls:
+    `failed_calls` (an error result, or a call that could not be tried), `extra_calls`
+    (successful calls beyond `task`'s gold count; with no gold actions, repeats of an earlier
+    identical successful call) and `forbidden_calls` (calls to `task.forbidden_tools`)."""
+    calls = list(episode.tool_calls())
+    failed = failed_call_ids(episode) | set(malformed_calls(episode))
+    ok = [c for c in calls if c.id not in failed]
+    extra = (max(0, len(ok) - len(task.gold_actions)) if task.gold_actions
+             else len(ok) - len({_call_key(c) for c in ok}))
+    banned = set(task.forbidden_tools or [])
+    return {'extra_calls': extra, 'failed_calls': len(calls) - len(ok),
+            'forbidden_calls': sum(c.name in banned for c in calls)}
+
+# %% ../../nbs/core/05_rewards.ipynb #dd6c1c94
+def conduct_score(term: ConductTerm, task: Task, episode: Trajectory,
+                  score: float) -> tuple[float, dict[str, int]]:
+    "`score` under `term`, and the counts it charged for (any score: a judge's, a filter's, ...)."
+    n = conduct_counts(task, episode)
+    cost = min(term.cap, term.per_extra_call * n['extra_calls']
+               + term.per_failed_call * n['failed_calls'])
+    if term.forbidden_voids and n['forbidden_calls']: return min(score, 0.0), n
+    return (max(0.0, score - cost) if score > 0 else score), n
+
+def with_conduct(spec: RewardSpec, task: Task, episode: Trajectory,
+                 result: RewardResult) -> RewardResult:
+    """`result` (a paper's reward of `episode`) under `spec.conduct` (a `ConductTerm`, or None for
+    the paper's reward as it is); the paper's score stays in the parts as `paper_score`."""
+    term, parts = getattr(spec, 'conduct', None), dict(result.parts, paper_score=result.score)
+    if term is None: return result.model_copy(update={'parts': parts})
+    score, n = conduct_score(term, task, episode, result.score)
+    return RewardResult(score=score, paper=result.paper,
+                        parts=parts | n | {'conduct_penalty': round(result.score - score, 6)})
+
 # %% ../../nbs/core/05_rewards.ipynb #557f0924
 class StateHashReward(RewardSpec):
     "tau2's reward (AgentScaler's too): 1.0 iff the final state hash is the gold one."
     paper: Literal['state_hash'] = 'state_hash'
+    conduct: ConductTerm | None = ConductTerm()    # ours: None = tau2's reward as it is
 
-STATE_HASH_PARTS = ('r_state', 'n_calls')
+STATE_HASH_PARTS = ('r_state', 'n_calls', *CONDUCT_PARTS)
 
 def state_hash_score(spec: StateHashReward, task: Task, episode: Trajectory,
                      **context) -> RewardResult:
     "The state-hash reward of `episode` on `task` (`context` is not used)."
     r = state_hash_reward(episode, task.gold_state_hash)
-    return RewardResult(score=r, paper=spec.paper,
-                        parts={'r_state': r, 'n_calls': count_tool_calls(episode)})
+    res = RewardResult(score=r, paper=spec.paper,
+                       parts={'r_state': r, 'n_calls': count_tool_calls(episode)})
+    return with_conduct(spec, task, episode, res)
 
 # %% ../../nbs/core/05_rewards.ipynb #5e6007bd
 class GoldActionF1Reward(RewardSpec):
     "F1 of gold actions matched by successful calls and of calls made (sub-tasks = gold actions)."
     paper: Literal['gold_action_f1'] = 'gold_action_f1'
     eps: float = Field(1e-8, gt=0)
+    conduct: ConductTerm | None = None      # F1's precision already charges every call
 
-GOLD_ACTION_F1_PARTS = ('f1', 'recall', 'precision', 'n_target', 'n_solved', 'n_calls')
+GOLD_ACTION_F1_PARTS = ('f1', 'recall', 'precision', 'n_target', 'n_solved', 'n_calls',
+                        *CONDUCT_PARTS)
 
 def gold_action_f1_score(spec: GoldActionF1Reward, task: Task, episode: Trajectory,
                          **context) -> RewardResult:
@@ -762,6 +819,7 @@ def gold_action_f1_score(spec: GoldActionF1Reward, task: Task, episode: Trajecto
     solved = matched_gold_actions(episode, task.gold_actions, skip_failed=True)
     r, p = recall_precision(n, solved, c, spec.eps)
     f1 = f1_reward(n, solved, c, spec.eps)
-    return RewardResult(score=f1, paper=spec.paper, parts={
+    res = RewardResult(score=f1, paper=spec.paper, parts={
         'f1': f1, 'recall': r, 'precision': min(1.0, p), 'n_target': n, 'n_solved': solved,
         'n_calls': c})
+    return with_conduct(spec, task, episode, res)

@@ -649,6 +649,9 @@ def _check_supervision(t: Task):
     if t.rubric is not None and not any(r.kind == 'subgoal' for r in t.rubric):
         raise ValueError('rubric: a rubric needs at least one sub-goal')
     for i, b in enumerate(t.forbidden_behaviors or []): _nonblank(f'forbidden_behaviors[{i}]', b)
+    for i, b in enumerate(t.forbidden_tools or []): _nonblank(f'forbidden_tools[{i}]', b)
+    if called := sorted({a.name for a in t.gold_actions} & set(t.forbidden_tools or [])):
+        raise ValueError(f'forbidden_tools {called} are called by the gold actions')
     if t.user_queries is not None:
         if not t.user_queries:
             raise ValueError('user_queries is an empty list: give one query per turn, or None')
@@ -662,7 +665,7 @@ def _check_supervision(t: Task):
 
 # %% ../../nbs/core/00_schema.ipynb #22e0d1a8
 SUPERVISION_FIELDS = ('sub_questions', 'final_answer', 'hidden_context', 'rubric',
-                      'forbidden_behaviors', 'user_queries', 'masked_arguments')
+                      'forbidden_behaviors', 'forbidden_tools', 'user_queries', 'masked_arguments')
 
 # %% ../../nbs/core/00_schema.ipynb #0251d67e
 class Task(BaseModel):
@@ -687,6 +690,8 @@ class Task(BaseModel):
     rubric: list[RubricItem] | None = None
     # SynthAgent: any of them zeroes the reward
     forbidden_behaviors: list[str] | None = None
+    # any paper: tools the agent must never call here (checked in code by `rewards.ConductTerm`)
+    forbidden_tools: list[str] | None = None
     # EnvFactory: one user query per turn; [0] = instruction
     user_queries: list[str] | None = None
     # EnvFactory: gold-call arguments the trace reward ignores

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Literal
 from pydantic import Field
 from .env_synthesis import answer_in_result
+from ..rewards import CONDUCT_PARTS, ConductTerm, with_conduct
 from ..rewards import (RewardInputError, RewardResult, RewardSpec, count_tool_calls,
                               f1_reward, recall_precision)
 from ..schema import SubQuestion, Task, Trajectory
@@ -17,13 +18,14 @@ __all__ = ['REWARD_MODES', 'PARTS', 'AstraF1Reward', 'target_subtasks', 'subtask
 
 # %% ../../../nbs/astra/09a_f1_reward.ipynb #c8b73413
 REWARD_MODES = ('f1', 'recall', 'precision')
-PARTS = ('f1', 'recall', 'precision', 'n_target', 'n_solved', 'n_calls')
+PARTS = ('f1', 'recall', 'precision', 'n_target', 'n_solved', 'n_calls', *CONDUCT_PARTS)
 
 class AstraF1Reward(RewardSpec):
     "ASTRA's trajectory reward: F1 of sub-task recall and tool-call precision, or an ablation."
     paper: Literal['astra'] = 'astra'
     mode: Literal[REWARD_MODES] = 'f1'
     eps: float = Field(1e-8, gt=0)
+    conduct: ConductTerm | None = None   # ours, off: the F1's precision already charges every call
 
 # %% ../../../nbs/astra/09a_f1_reward.ipynb #5043f689
 def target_subtasks(task: Task) -> list[SubQuestion]:
@@ -79,4 +81,5 @@ def astra_f1(spec: AstraF1Reward, task: Task, episode: Trajectory, **context) ->
     score = {'f1': f1, 'recall': r, 'precision': p}[spec.mode]
     parts = {'f1': round(f1, 6), 'recall': round(r, 6), 'precision': round(p, 6),
              'n_target': n, 'n_solved': solved, 'n_calls': c}
-    return RewardResult(score=round(score, 6), paper=spec.paper, parts=parts)
+    return with_conduct(spec, task, episode,
+                        RewardResult(score=round(score, 6), paper=spec.paper, parts=parts))

@@ -6,6 +6,7 @@
 from __future__ import annotations
 from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from ..rewards import CONDUCT_PARTS, ConductTerm, with_conduct
 from ..rewards import (RewardInputError, RewardResult, RewardSpec, RewardSpecError,
                               count_tool_calls, envfactory_reward, length_penalty, malformed_calls,
                               state_hash_reward, trace_reward)
@@ -60,6 +61,7 @@ class EnvFactoryReward(RewardSpec):
     format_penalty: float = Field(0.0, ge=0)   # subtracted when a call was malformed
     clip_at_zero: bool = False                 # max(0, R), as the official code can
     schedule: AlphaSchedule | None = None
+    conduct: ConductTerm | None = None         # ours, off: P_length and α already charge calls
 
     @model_validator(mode='after')
     def _alpha_of_schedule(self):
@@ -77,7 +79,7 @@ def scheduled_spec(spec: EnvFactoryReward, alpha_end: float, position: int, batc
     return spec.model_copy(update={'alpha': s.alpha, 'schedule': s})
 
 # %% ../../../nbs/envfactory/04a_reward.ipynb #ce78ac3b
-PARTS = ('r_traj', 'r_state', 'length_penalty', 'n_calls', 'format_error', 'alpha')
+PARTS = ('r_traj', 'r_state', 'length_penalty', 'n_calls', 'format_error', 'alpha', *CONDUCT_PARTS)
 
 def envfactory_reward_of(spec: EnvFactoryReward, task: Task, episode: Trajectory,
                          **context) -> RewardResult:
@@ -98,5 +100,6 @@ def envfactory_reward_of(spec: EnvFactoryReward, task: Task, episode: Trajectory
     r -= spec.format_penalty if bad else 0.0
     parts = {'r_traj': r_traj, 'r_state': r_state, 'length_penalty': p_len, 'n_calls': n,
              'format_error': n_bad, 'alpha': spec.alpha}
-    return RewardResult(score=max(0.0, r) if spec.clip_at_zero else r, paper=spec.paper,
-                        parts=parts)
+    res = RewardResult(score=max(0.0, r) if spec.clip_at_zero else r, paper=spec.paper,
+                       parts=parts)
+    return with_conduct(spec, task, episode, res)

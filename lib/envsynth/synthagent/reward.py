@@ -6,6 +6,7 @@
 from __future__ import annotations
 from typing import Literal
 from pydantic import Field
+from ..rewards import CONDUCT_PARTS, ConductTerm, with_conduct
 from ..rewards import (RewardResult, RewardSpec, RewardSpecError, Rubric, RubricJudge, count_tool_calls,
                               rubric_reward_official)
 from ..rollout import extract_answer
@@ -18,7 +19,7 @@ __all__ = ['PARTS', 'REWARDS', 'SynthAgentReward', 'ReasoningAnswerReward', 'jud
 
 # %% ../../../nbs/synthagent/02b_reward.ipynb #4e99d06a
 PARTS = ('rubric_status', 'judge_error', 'excluded', 'forbidden_ok', 'subgoal_fraction', 'interaction_fraction',
-         'n_calls', 'answer_match')
+         'n_calls', 'answer_match', *CONDUCT_PARTS)
 
 class SynthAgentReward(RewardSpec):
     "SynthAgent's rubric reward, as an RL row carries it."
@@ -28,6 +29,7 @@ class SynthAgentReward(RewardSpec):
     later_gate: bool = False                                  # official formula: gate only on a policy section of 0
     judge_temperature: float = Field(0.1, ge=0)               # official code
     max_output_chars: int = Field(500, ge=1)                  # tool outputs cut in the transcript the judge reads
+    conduct: ConductTerm | None = ConductTerm()               # ours: Eq. 5 has no term for wasted calls
 
 class ReasoningAnswerReward(RewardSpec):
     "The reasoning rows' reward: 1.0 iff the last `<answer>` is the problem's answer."
@@ -50,7 +52,7 @@ def official_score(rubric: Rubric, verdict, later_gate: bool = False) -> float:
                                   (sum(verdict.subgoals_completed), len(rubric.subgoals)),
                                   (sum(verdict.interactions_satisfied), len(rubric.interactions)), later_gate=later_gate)
 
-def _fraction(xs) -> float: return sum(xs) / len(xs) if xs else 1.0
+def _fraction(xs) -> float | None: return sum(xs) / len(xs) if xs else None
 
 # %% ../../../nbs/synthagent/02b_reward.ipynb #05f74a4b
 async def synthagent_reward(spec: SynthAgentReward, task: Task, episode: Trajectory, *, judge=None, **context) -> RewardResult:
@@ -61,13 +63,15 @@ async def synthagent_reward(spec: SynthAgentReward, task: Task, episode: Traject
     rubric, n_calls = Rubric(**task.rubric_sections()), count_tool_calls(episode)
     s = await judge_for(spec, judge)(rubric, episode)
     if s.status == 'unknown':
-        return RewardResult(score=0.0, paper=spec.paper, parts={'rubric_status': 'unknown', 'judge_error': s.error, 'n_calls': n_calls,
-                                                                'excluded': int(spec.unknown_verdicts == 'exclude')})
+        res = RewardResult(score=0.0, paper=spec.paper, parts={'rubric_status': 'unknown', 'judge_error': s.error, 'n_calls': n_calls,
+                                                             'excluded': int(spec.unknown_verdicts == 'exclude')})
+        return with_conduct(spec, task, episode, res)
     v = s.verdict
     score = s.score if spec.formula == 'eq5' else official_score(rubric, v, spec.later_gate)
-    return RewardResult(score=score, paper=spec.paper, parts={
+    res = RewardResult(score=score, paper=spec.paper, parts={
         'rubric_status': 'scored', 'excluded': 0, 'n_calls': n_calls, 'forbidden_ok': int(not any(v.forbidden_violated)),
         'subgoal_fraction': _fraction(v.subgoals_completed), 'interaction_fraction': _fraction(v.interactions_satisfied)})
+    return with_conduct(spec, task, episode, res)
 
 # %% ../../../nbs/synthagent/02b_reward.ipynb #0b0cff99
 def reward_of(result: RewardResult) -> float | None:

@@ -4,16 +4,18 @@
 
 # %% ../../nbs/core/07a_mutation.ipynb #b90ee01c
 from __future__ import annotations
-import ast, copy, hashlib, itertools, signal, sys, threading, time, types, warnings
+import ast, copy, hashlib, itertools, json, signal, sys, threading, time, types, warnings
+from pathlib import Path
 from types import CodeType
 from typing import Any
 from pydantic import BaseModel, Field
 
 # %% auto #0
-__all__ = ['OPERATORS', 'REQUIRED', 'TOOL_DECORATORS', 'MUTATING_METHODS', 'SWAPS', 'ALARMS', 'tool_methods', 'state_aliases',
-           'mutation_sites', 'apply_site', 'mutant_helpers', 'code_fingerprint', 'method_fingerprint', 'Mutant',
-           'enumerate_mutants', 'mutant_source', 'MutantTimeout', 'run_mutants', 'MutationReport', 'score_mutants',
-           'runner_code', 'mutation_test', 'MutationGate']
+__all__ = ['OPERATORS', 'REQUIRED', 'TOOL_DECORATORS', 'MUTATING_METHODS', 'SWAPS', 'ALARMS', 'REPLAY_HARNESS', 'tool_methods',
+           'state_aliases', 'mutation_sites', 'apply_site', 'mutant_helpers', 'code_fingerprint', 'method_fingerprint',
+           'Mutant', 'enumerate_mutants', 'mutant_source', 'MutantTimeout', 'run_mutants', 'MutationReport',
+           'score_mutants', 'runner_code', 'mutation_test', 'MutationGate', 'replay_suite', 'curated_cases',
+           'environment_mutation']
 
 # %% ../../nbs/core/07a_mutation.ipynb #24f2d54e
 OPERATORS: dict[str, str] = {
@@ -436,3 +438,73 @@ class MutationGate(BaseModel):
         live = [m for m in rep.survivors if m.op in self.required]
         out += [f'{m.tool}: {m.op} survives ({m.what})' for m in live]
         return out
+
+# %% ../../nbs/core/07a_mutation.ipynb #806bd8fd
+REPLAY_HARNESS = '''
+import json as _replay_json
+_REPLAY = {}
+
+def _replay_case(i):
+    runtime, episode, case = _REPLAY['runtime'], f'replay-{i}', _REPLAY['cases'][i]
+    runtime.open(episode, seed=i, initial_state=case.get('initial_state'))
+    try:
+        seen = []
+        for name, args in case['calls']:
+            r = runtime.step(episode, name, args)
+            seen.append(['error', r['error']['type']] if 'error' in r else ['ok', r.get('output')])
+        seen.append(['state', runtime.dump(episode)])
+        return _replay_json.dumps(seen, sort_keys=True, default=str)
+    finally: runtime.close(episode)
+
+def replay_observations(toolkit, seed_state, clock_start, cases, names, expected=None):
+    from envsynth.envs import EnvRuntime
+    _REPLAY.update(runtime=EnvRuntime(globals()[toolkit], seed_state, clock_start), cases=cases)
+    out = {}
+    for name in names:
+        try: got = globals()[name]()
+        except Exception as e: got = f'{type(e).__name__}: {e}'[:300]
+        out[name] = got if expected is None else (None if got == expected[name] else
+                                                  'the replay differs from the shipped code')
+    return out
+'''
+
+def replay_suite(cases: list[dict]) -> tuple[str, list[str]]:
+    "Test code with one test per case (`{'name', 'calls': [[tool, args]], 'initial_state'}`)."
+    names = [f'replay_{i}' for i in range(len(cases))]
+    tests = ''.join(f'\ndef {n}(): return _replay_case({i})\n' for i, n in enumerate(names))
+    return REPLAY_HARNESS + tests, names
+
+# %% ../../nbs/core/07a_mutation.ipynb #93b0099b
+def curated_cases(folder: str | Path) -> list[dict]:
+    "The replay cases of an environment folder: its tool tests, then its tasks' gold actions."
+    folder = Path(folder)
+    tests = json.loads((folder / 'tests.json').read_text()) if (folder / 'tests.json').exists() else []
+    tasks = [json.loads(l) for l in (folder / 'tasks.jsonl').read_text().splitlines() if l.strip()]
+    calls = lambda xs: [[c['name'], c.get('arguments') or {}] for c in xs]
+    return ([{'name': f"test {t['name']}", 'initial_state': t.get('initial_state'),
+              'calls': calls(t['calls'])} for t in tests]
+            + [{'name': f"task {t['id']}", 'initial_state': t.get('initial_state'),
+                'calls': calls(t.get('gold_actions') or [])} for t in tasks])
+
+# %% ../../nbs/core/07a_mutation.ipynb #84ca2af5
+def environment_mutation(folder: str | Path, sandbox=None, test_timeout: float = 1.0,
+                         clock_start: str = '2026-01-05T09:00:00+00:00') -> MutationReport:
+    """The mutation report of an environment folder's replay suite (`curated_cases`), the shipped
+    code's own replays as the reference; `sandbox` None runs in this process (trusted code only)."""
+    folder = Path(folder)
+    meta = json.loads((folder / 'env.json').read_text())
+    code, toolkit = (folder / 'tools.py').read_text(), meta['toolkit']
+    cases = curated_cases(folder)
+    tests_code, names = replay_suite(cases)
+    kw = dict(toolkit=toolkit, seed_state=json.loads((folder / 'seed_state.json').read_text()),
+              clock_start=meta.get('clock_start') or clock_start, cases=cases, names=names)
+    if sandbox is None: expected = _run_suite(code, tests_code, 'replay_observations', kw, [], None)
+    else:
+        res = sandbox.run(code + '\n' + tests_code, 'replay_observations', timeout=120, **kw)
+        if 'ok' not in res:
+            return MutationReport(error=f"{res['error']['type']}: {res['error']['message']}"[:600])
+        expected = res['ok']
+    if bad := sorted(k for k, v in expected.items() if not str(v).startswith('[')):
+        return MutationReport(error=f'the shipped code does not replay: {bad[:3]}')
+    return mutation_test(code, toolkit, tests_code, 'replay_observations', kw | {'expected': expected},
+                         names, sandbox, test_timeout=test_timeout)

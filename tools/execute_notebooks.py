@@ -96,6 +96,8 @@ def _reset_display_options() -> None:
     process (the test session) may have changed them, and they change how outputs look."""
     if 'pandas' in sys.modules: sys.modules['pandas'].reset_option('all')
     if 'matplotlib' in sys.modules: sys.modules['matplotlib'].rcdefaults()
+    # figures left open by an earlier notebook would be shown again by this one's first plt.show()
+    if 'matplotlib.pyplot' in sys.modules: sys.modules['matplotlib.pyplot'].close('all')
 
 
 def _set_figure_dpi(dpi: int) -> None:

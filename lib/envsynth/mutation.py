@@ -408,10 +408,16 @@ def runner_code() -> str:
 
 def mutation_test(code: str, toolkit: str, tests_code: str, entry: str, kwargs: dict,
                   test_names: list[str], sandbox=None, *, test_timeout: float = 1.0,
-                  timeout: float | None = None) -> MutationReport:
-    "Mutation score of the tests in `tests_code` on the tools of class `toolkit` in `code`."
+                  timeout: float | None = None,
+                  operators: tuple[str, ...] | None = None) -> MutationReport:
+    """Mutation score of the tests in `tests_code` on the tools of class `toolkit` in `code`
+    (`operators`: only the mutants of these operators)."""
     try: mutants, counts = enumerate_mutants(code, toolkit)
     except (SyntaxError, ValueError) as e: return MutationReport(error=f'mutants: {e}')
+    if operators is not None:
+        if unknown := sorted(set(operators) - set(OPERATORS)):
+            return MutationReport(error=f'unknown mutation operators {unknown}')
+        mutants = [m for m in mutants if m.op in operators]
     payload = dict(tool_code=code, toolkit=toolkit, mutants=[m.model_dump() for m in mutants],
                    tests_code=tests_code, entry=entry, kwargs=kwargs, test_names=test_names,
                    test_timeout=test_timeout)
@@ -488,9 +494,11 @@ def curated_cases(folder: str | Path) -> list[dict]:
 
 # %% ../../nbs/core/07a_mutation.ipynb #84ca2af5
 def environment_mutation(folder: str | Path, sandbox=None, test_timeout: float = 1.0,
-                         clock_start: str = '2026-01-05T09:00:00+00:00') -> MutationReport:
+                         clock_start: str = '2026-01-05T09:00:00+00:00',
+                         operators: tuple[str, ...] | None = None) -> MutationReport:
     """The mutation report of an environment folder's replay suite (`curated_cases`), the shipped
-    code's own replays as the reference; `sandbox` None runs in this process (trusted code only)."""
+    code's own replays as the reference; `sandbox` None runs in this process (trusted code only);
+    `operators`: only the mutants of these (e.g. `REQUIRED`, a third of the time)."""
     folder = Path(folder)
     meta = json.loads((folder / 'env.json').read_text())
     code, toolkit = (folder / 'tools.py').read_text(), meta['toolkit']
@@ -507,4 +515,4 @@ def environment_mutation(folder: str | Path, sandbox=None, test_timeout: float =
     if bad := sorted(k for k, v in expected.items() if not str(v).startswith('[')):
         return MutationReport(error=f'the shipped code does not replay: {bad[:3]}')
     return mutation_test(code, toolkit, tests_code, 'replay_observations', kw | {'expected': expected},
-                         names, sandbox, test_timeout=test_timeout)
+                         names, sandbox, test_timeout=test_timeout, operators=operators)

@@ -1251,6 +1251,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'envsynth.eval.harness.HarnessSpec.constraints': ( 'eval/harness.html#harnessspec.constraints',
                                                                                           'envsynth/eval/harness.py'),
                                        'envsynth.eval.harness._stamp': ('eval/harness.html#_stamp', 'envsynth/eval/harness.py'),
+                                       'envsynth.eval.harness.api_key_from_env': ( 'eval/harness.html#api_key_from_env',
+                                                                                   'envsynth/eval/harness.py'),
                                        'envsynth.eval.harness.check_endpoint': ( 'eval/harness.html#check_endpoint',
                                                                                  'envsynth/eval/harness.py'),
                                        'envsynth.eval.harness.dist_version': ('eval/harness.html#dist_version', 'envsynth/eval/harness.py'),

@@ -936,26 +936,30 @@ def plan_text(paper: str, run_dir: str | Path, stages=None, params: str | Path |
 
 # %% ../../nbs/repro.ipynb #9b0c0570
 def slurm_jobs(paper: str, scale: str, run_dir: str | Path, stages: str | Sequence[str] | None = None, settings=None,
-               params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes = ChainSizes()) -> list:
-    """The stages as Slurm jobs (`envsynth.slurm.Job`s). Paper scale: `paper_chain`. Smoke: one small CPU job per stage, each
-    `afterok` the one before, running `python -m envsynth.repro <paper> --stages <stage>` in the same run folder."""
+               params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes | None = None) -> list:
+    """The stages as Slurm jobs (`envsynth.slurm.Job`s). Paper scale: `paper_chain`. Smoke (a CPU stand-in): small CPU jobs,
+    each `afterok` the one before, running `python -m envsynth.repro <paper> --stages <stage>` in the same run folder; the
+    synthesis runs as at paper scale, an array per per-item stage (`sizes.shards` tasks) and the finishing run."""
     from envsynth.settings import get_settings
     from envsynth.slurm import Job, repo_root, site_options
     paper_recipe(paper)
+    sizes = sizes or ChainSizes(shards=8 if scale == 'paper' else 2)
     if scale == 'paper': return paper_chain(paper, run_dir, stages, params, overrides, sizes, settings)
     s, run_dir, repo = (settings or get_settings()).slurm, Path(run_dir).resolve(), repo_root()
+    opts = lambda gpus, cpus, mem, time_limit=None, **kw: _opts(s, run_dir, repo, 0, 1, '4G', '00:30:00', **kw)
+    argv = lambda *extra: [sys.executable, '-m', 'envsynth.repro', paper, '--scale', scale, '--run-dir', str(run_dir),
+                           *(['--params', str(Path(params).resolve())] if params else []), *sets, *extra]
     sets = [a for k, v in (overrides or {}).items() for a in ('--set', f'{k}={json.dumps(v)}')]
-    jobs, prev = [], None
+    jobs: list = []
     for stage in parse_stages(stages):
-        argv = [sys.executable, '-m', 'envsynth.repro', paper, '--scale', scale, '--run-dir', str(run_dir), '--stages', stage,
-                *(['--params', str(Path(params).resolve())] if params else []), *sets]
-        opts = [f'--chdir={repo}', f'--output={run_dir}/logs/%x-%j.out', *site_options(s, 0, '00:30:00'), '--cpus-per-task=1', '--mem=4G']
-        jobs.append(Job(f'repro-{stage}', options=opts, wrap=shlex.join(argv), after=[('afterok', prev)] if prev else []))
-        prev = f'repro-{stage}'
+        after = [('afterok', jobs[-1].step)] if jobs else []
+        if stage == 'synth':        # arrays per per-item stage (`shards` tasks each) and the finishing run, as at paper scale
+            jobs += _synth_jobs(paper_recipe(paper).runner, 'synth', argv('--stages', 'synth'), opts, after, sizes, 'synthesis')
+        else: jobs.append(Job(stage, wrap=shlex.join(argv('--stages', stage)), options=opts(0, 1, '4G'), after=after))
     return jobs
 
 def submit_repro(paper: str, scale: str, run_dir: str | Path, stages=None, wait: bool = False, timeout_s: float = 3600,
-                 params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes = ChainSizes()) -> dict:
+                 params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes | None = None) -> dict:
     """Submit `slurm_jobs` (ids written to `<run_dir>/chain.json`); with `wait`, follow them to the end and return their states.
     At paper scale the preflight runs here first (endpoints of the roles the chain does not serve included): a
     `PreflightError` submits nothing. The roles the chain serves are written to `serve/roles.json` for its jobs."""
@@ -992,7 +996,7 @@ def repro_parser() -> argparse.ArgumentParser:
     ap.add_argument('--slurm', action='store_true', help='submit the stages as a Slurm chain instead of running them here')
     ap.add_argument('--dry-run', action='store_true', help='with --slurm: print the plan (jobs, resources, commands), submit nothing')
     ap.add_argument('--wait', action='store_true', help='with --slurm: wait for the chain and exit 1 unless every job completed')
-    ap.add_argument('--shards', type=int, default=ChainSizes.shards, help='paper-scale --slurm: array tasks per per-item stage')
+    ap.add_argument('--shards', type=int, default=None, help='with --slurm: array tasks per per-item stage (default 8; smoke 2)')
     ap.add_argument('--preflight', action='store_true',
                     help='check what a paper-scale run of --stages needs (endpoints, inputs, venvs, MCP servers); exit 1 if anything is missing')
     g = ap.add_argument_group('used by the jobs of a Slurm chain')
@@ -1011,7 +1015,7 @@ def _check_args(a) -> tuple[list[str], str, dict]:
     if a.wait and not a.slurm: raise ValueError('--wait only goes with --slurm')
     if a.dry_run and not a.slurm: raise ValueError('--dry-run only goes with --slurm (the local check is --preflight)')
     if a.params and not Path(a.params).is_file(): raise ValueError(f'--params {a.params}: no such file')
-    if a.shards < 1: raise ValueError(f'--shards must be >= 1, got {a.shards}')
+    if a.shards is not None and a.shards < 1: raise ValueError(f'--shards must be >= 1, got {a.shards}')
     if a.shard is not None and not a.recipe_stages: raise ValueError('--shard needs --recipe-stages')
     if a.params or overrides: synth_params(a.paper, a.scale, a.params, overrides)    # a bad field fails here, not in a job
     return stages, run_dir, overrides
@@ -1033,7 +1037,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # %% ../../nbs/repro.ipynb #b0698a25
 def _run(a, stages: list[str], run_dir: str, overrides: dict) -> int:
-    rs = [s for s in a.recipe_stages.split(',') if s]
+    rs, sizes = [s for s in a.recipe_stages.split(',') if s], ChainSizes(shards=a.shards) if a.shards else None
     if a.preflight:
         if a.scale == 'paper': use_served_roles(run_dir)
         if problems := preflight(a.paper, a.scale, stages, a.params, overrides): raise PreflightError(problems)
@@ -1041,12 +1045,11 @@ def _run(a, stages: list[str], run_dir: str, overrides: dict) -> int:
     if a.slurm and a.dry_run:
         if a.scale != 'paper':
             from envsynth.slurm import render_script
-            print(render_script(slurm_jobs(a.paper, a.scale, run_dir, stages, params=a.params, overrides=overrides)), end='')
-        else: print(plan_text(a.paper, run_dir, stages, a.params, overrides, ChainSizes(shards=a.shards)), end='')
+            print(render_script(slurm_jobs(a.paper, a.scale, run_dir, stages, params=a.params, overrides=overrides, sizes=sizes)), end='')
+        else: print(plan_text(a.paper, run_dir, stages, a.params, overrides, sizes or ChainSizes()), end='')
         return 0
     if a.slurm:
-        out = submit_repro(a.paper, a.scale, run_dir, stages, wait=a.wait, params=a.params, overrides=overrides,
-                           sizes=ChainSizes(shards=a.shards))
+        out = submit_repro(a.paper, a.scale, run_dir, stages, wait=a.wait, params=a.params, overrides=overrides, sizes=sizes)
         print(json.dumps(out))
         return 0 if not a.wait or all(s == 'COMPLETED' for s in out['states'].values()) else 1
     if a.rl_data or rs:

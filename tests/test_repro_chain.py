@@ -90,14 +90,15 @@ def test_preflight_refuses_offline_roles_and_bad_endpoints():
     with FakeOpenAIServer(lambda body: {}) as srv:               # serves the model 'fake'
         s = Settings(llm=LLMSettings(teacher=LLMRoleSettings(endpoint=srv.base_url, model='fake'),
                                      user_simulator=LLMRoleSettings(endpoint=srv.base_url, model='other')))
-        got = preflight('agentscaler', 'paper', 'synth', settings=s)
+        got = preflight('agentscaler', 'paper', 'synth', overrides={'teacher_model': None}, settings=s)
     assert not _lines(got, 'role teacher')                       # answers with its model: nothing to say
-    assert _lines(got, 'role user_simulator (synth stage): endpoint') and "serves ['fake'], not 'other'" in got[0]
+    bad = _lines(got, 'role user_simulator (synth stage): endpoint')
+    assert bad and "serves ['fake'], not 'other'" in bad[0]
     down = Settings(llm=LLMSettings(teacher=LLMRoleSettings(endpoint='http://127.0.0.1:9/v1', model='m')))
-    assert 'does not answer GET /models' in _lines(preflight('agentscaler', 'paper', 'synth', settings=down), 'role teacher')[0]
+    assert 'does not answer GET /models' in _lines(preflight('envfactory', 'paper', 'synth', settings=down), 'role teacher')[0]
     off = preflight('agentscaler', 'paper', 'synth', settings=Settings())
     assert 'would be answered by the offline teacher' in _lines(off, 'role teacher')[0]
-    assert not _lines(preflight('agentscaler', 'paper', 'synth', served=['teacher'], settings=SITE.model_copy(
+    assert not _lines(preflight('envfactory', 'paper', 'synth', served=['teacher'], settings=SITE.model_copy(
         update={'llm': LLMSettings(teacher=GLM)})), 'role teacher')   # a model alone: the chain serves it
 
 
@@ -151,3 +152,20 @@ def test_jobs_find_the_servers_the_chain_started(tmp_path, monkeypatch):
         for role in ('TEACHER', 'JUDGE'):
             for k in ('ENDPOINT', 'MODEL'): os.environ.pop(f'ENVSYNTH_LLM_{role}_{k}', None)
         get_settings.cache_clear()
+
+
+def test_agentscaler_teacher_model_parameter_is_what_the_chain_serves():
+    jobs = paper_chain('agentscaler', '/tmp/run', 'synth', settings=Settings())
+    serve = [j for j in jobs if j.step.startswith('serve_')]
+    assert [j.env['SERVE_MODEL'] for j in serve] == ['Qwen/Qwen3-235B-A22B-Thinking-2507']
+    other = Settings(llm=LLMSettings(teacher=LLMRoleSettings(model='Qwen/Qwen3-8B')))
+    got = preflight('agentscaler', 'paper', 'synth', check_endpoints=False, settings=other)
+    assert _lines(got, "role teacher: the parameters ask for teacher_model 'Qwen/Qwen3-235B-A22B-Thinking-2507'")
+
+
+def test_evaluation_reads_the_address_of_the_served_checkpoint(tmp_path):
+    state = tmp_path / 'serve' / 'astra-sft'
+    state.mkdir(parents=True)
+    (state / 'vllm_address').write_text('http://gpu3:20417/v1\n'); (state / 'vllm_model').write_text('astra-sft\n')
+    url, model, key_env, out = repro.eval_target(repro.repro_run_folder(tmp_path), 'astra', 'sft')
+    assert (url, model, key_env, out) == ('http://gpu3:20417/v1', 'astra-sft', None, tmp_path / '04_eval' / 'sft')

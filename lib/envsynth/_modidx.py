@@ -2083,6 +2083,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'envsynth.repro.run_eval': ('repro.html#run_eval', 'envsynth/repro.py'),
                                 'envsynth.repro.run_rl': ('repro.html#run_rl', 'envsynth/repro.py'),
                                 'envsynth.repro.run_rl_data': ('repro.html#run_rl_data', 'envsynth/repro.py'),
+                                'envsynth.repro.run_role': ('repro.html#run_role', 'envsynth/repro.py'),
                                 'envsynth.repro.run_sft': ('repro.html#run_sft', 'envsynth/repro.py'),
                                 'envsynth.repro.run_sft_smoke': ('repro.html#run_sft_smoke', 'envsynth/repro.py'),
                                 'envsynth.repro.run_synth': ('repro.html#run_synth', 'envsynth/repro.py'),

@@ -16,14 +16,14 @@ __all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'INPUT_FIELDS',
            'NOT_RUN', 'STAGE_RUNNERS', 'SHARD', 'PaperRecipe', 'paper_recipe', 'papers_repro_dir', 'parameter_file',
            'read_yaml', 'parse_stages', 'repro_run_folder', 'stage_done', 'model_roles', 'bundled_sample',
            'input_problems', 'endpoint_models', 'servable_model', 'role_problems', 'synth_params', 'stage_roles',
-           'eval_user', 'preflight', 'one_line_error', 'mcp_problems', 'eval_problems', 'run_synth', 'sft_trajectories',
-           'run_sft_smoke', 'write_trajectories', 'gpus_here', 'sft_command', 'run_sft', 'verl_python', 'RLFiles',
-           'rl_files', 'run_rl', 'smoke_heldout', 'heldout_names', 'eval_commands', 'eval_target', 'run_eval',
-           'paper_numbers', 'paper_notes', 'table_order', 'not_reproducible', 'pct', 'our_category', 'our_value',
-           'why_blank', 'comparison_lines', 'ablation_lines', 'build_report', 'report_markdown', 'one_line_summary',
-           'PreflightError', 'run_rl_data', 'reproduce', 'ChainSizes', 'trained_models', 'role_servers',
-           'use_served_roles', 'served_address', 'repro_argv', 'paper_chain', 'job_resources', 'plan_text',
-           'slurm_jobs', 'submit_repro', 'ReproArgumentError', 'repro_parser', 'main']
+           'run_role', 'eval_user', 'preflight', 'one_line_error', 'mcp_problems', 'eval_problems', 'run_synth',
+           'sft_trajectories', 'run_sft_smoke', 'write_trajectories', 'gpus_here', 'sft_command', 'run_sft',
+           'verl_python', 'RLFiles', 'rl_files', 'run_rl', 'smoke_heldout', 'heldout_names', 'eval_commands',
+           'eval_target', 'run_eval', 'paper_numbers', 'paper_notes', 'table_order', 'not_reproducible', 'pct',
+           'our_category', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines', 'build_report',
+           'report_markdown', 'one_line_summary', 'PreflightError', 'run_rl_data', 'reproduce', 'ChainSizes',
+           'trained_models', 'role_servers', 'use_served_roles', 'served_address', 'repro_argv', 'paper_chain',
+           'job_resources', 'plan_text', 'slurm_jobs', 'submit_repro', 'ReproArgumentError', 'repro_parser', 'main']
 
 # %% ../../nbs/repro.ipynb #84383faf
 STAGES = ('synth', 'sft', 'rl', 'eval', 'report')
@@ -189,6 +189,13 @@ def stage_roles(paper: str, stage: str, p=None) -> tuple[str, ...]:
     if stage == 'rl' and pr.rl_runner: return _recipe_roles(pr.rl_runner)
     return ()
 
+def run_role(settings, role: str, p=None):
+    """`role` as a run with parameters `p` calls it: AgentScaler's `teacher_model` parameter names the teacher's model when
+    settings.ini names none (settings naming another model are refused by the recipe and by the preflight)."""
+    cfg = settings.llm.role(role)
+    want = getattr(p, 'teacher_model', None) if role == 'teacher' else None
+    return cfg.model_copy(update={'model': want}) if want and not servable_model(cfg) else cfg
+
 # %% ../../nbs/repro.ipynb #042fa219
 def eval_user(tau2_cfg: dict, settings=None):
     "The tau2 user simulator as a resolved role (`LLMRoleConfig`), or None when neither eval.yaml nor settings.ini names one."
@@ -211,7 +218,11 @@ def preflight(paper: str, scale: str = 'paper', stages=None, params: str | Path 
     roles = {r: why for st in ('synth', 'rl') if st in todo for r, why in
              ((r, f'{st} stage') for r in stage_roles(paper, st, p))}
     for r, why in roles.items():
-        out += role_problems(s.llm.role(r), r in served, check_endpoints, why)
+        role = run_role(s, r, p)
+        if (want := getattr(p, 'teacher_model', None)) and r == 'teacher' and role.model != want:
+            out.append(f'role teacher: the parameters ask for teacher_model {want!r}, settings.ini names {role.model!r}: '
+                       'make them agree'); continue
+        out += role_problems(role, r in served, check_endpoints, why)
     if 'synth' in todo:
         for f in INPUT_FIELDS[paper]: out += input_problems(f, getattr(p, f))
         out += mcp_problems(p) if paper == 'astra' else []
@@ -752,7 +763,7 @@ def role_servers(paper: str, stages, p=None, settings=None) -> dict[str, dict]:
     llm, out = (settings or get_settings()).llm, {}
     roles = dict.fromkeys(r for st in ('synth', 'rl') if st in stages for r in stage_roles(paper, st, p))
     for r in roles:
-        role = llm.role(r)
+        role = run_role(settings or get_settings(), r, p)
         if role.offline and (m := servable_model(role)):
             out.setdefault(_slug(m), {'model': m, 'roles': []})['roles'].append(r)
     return out
@@ -914,7 +925,7 @@ def plan_text(paper: str, run_dir: str | Path, stages=None, params: str | Path |
          ' (settings.ini [slurm] partition, cpu_partition)', '', '## Who answers each LLM role', '']
     for st in ('synth', 'rl'):
         for r in (stage_roles(paper, st, p) if st in todo else ()):
-            role = S.llm.role(r)
+            role = run_role(S, r, p)
             how = (f'endpoint {role.endpoint} (settings.ini)' if not role.offline else
                    f'served by job serve_{servers[r].replace("-", "_")} (vLLM)' if r in servers else
                    'MISSING: no endpoint and no model (would be the offline teacher)')

@@ -1,6 +1,6 @@
 """`envsynth repro --scale paper`: the Slurm plan of each paper (dry run, no sbatch), its jobs and resources, `--params` and
 `--set` reaching every job, and the preflight refusing each missing piece with one line, before any work or submission."""
-import json, os
+import json, os, time
 from pathlib import Path
 import pytest
 from envsynth import repro
@@ -148,6 +148,12 @@ def test_jobs_find_the_servers_the_chain_started(tmp_path, monkeypatch):
         (tmp_path / 'serve' / 'glm' / 'vllm_failed').write_text('vllm server exited before answering')
         with pytest.raises(RuntimeError, match='the server of glm failed: vllm server exited'):
             use_served_roles(tmp_path, wait_s=1, poll_s=0.1)
+        (tmp_path / 'serve' / 'glm' / 'vllm_failed').unlink(); (tmp_path / 'serve' / 'glm' / 'stop_server').touch()
+        with pytest.raises(RuntimeError, match='already released'):       # never a wait on a server that is gone
+            use_served_roles(tmp_path, wait_s=60, poll_s=0.1)
+        t0 = time.monotonic()                                             # stages that call no role do not wait
+        assert repro.reproduce('agentscaler', 'paper', 'report', tmp_path)['report']
+        assert time.monotonic() - t0 < 60
     finally:
         for role in ('TEACHER', 'JUDGE'):
             for k in ('ENDPOINT', 'MODEL'): os.environ.pop(f'ENVSYNTH_LLM_{role}_{k}', None)

@@ -713,7 +713,7 @@ def reproduce(paper: str, scale: str = 'smoke', stages: str | Sequence[str] | No
     if seen and (seen['paper'], seen['scale']) != (paper, scale):
         raise ValueError(f"{run.root} holds a {seen['paper']} {seen['scale']} reproduction, not {paper} {scale}: use another --run-dir")
     if scale == 'paper':
-        use_served_roles(run.root)
+        if {'synth', 'rl'} & set(todo): use_served_roles(run.root)     # the other stages call no role
         if problems := preflight(paper, scale, todo, params, overrides): raise PreflightError(problems)
     run.write_json(None, 'repro.json', {'paper': paper, 'scale': scale}, indent=1)
     out = {}
@@ -788,6 +788,7 @@ def served_address(state: Path, deadline: float, poll_s: float = 5) -> str:
     while not (state / 'vllm_address').exists():
         if (state / 'vllm_failed').exists():
             raise RuntimeError(f'the server of {state.name} failed: {(state / "vllm_failed").read_text().strip()}')
+        if (state / 'stop_server').exists(): raise RuntimeError(f'the server of {state.name} was already released ({state})')
         if time.monotonic() > deadline: raise RuntimeError(f'the server of {state.name} did not answer in time ({state})')
         time.sleep(poll_s)
     return (state / 'vllm_address').read_text().strip()
@@ -1050,7 +1051,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(a, stages: list[str], run_dir: str, overrides: dict) -> int:
     rs, sizes = [s for s in a.recipe_stages.split(',') if s], ChainSizes(shards=a.shards) if a.shards else None
     if a.preflight:
-        if a.scale == 'paper': use_served_roles(run_dir)
+        if a.scale == 'paper' and {'synth', 'rl'} & set(stages): use_served_roles(run_dir)
         if problems := preflight(a.paper, a.scale, stages, a.params, overrides): raise PreflightError(problems)
         print(f'envsynth repro: preflight of {a.paper} {",".join(stages)} at {a.scale} scale: nothing missing'); return 0
     if a.slurm and a.dry_run:

@@ -68,15 +68,18 @@ def test_a_run_folder_of_another_paper_is_refused(smoke_run):
 
 @pytest.mark.slow
 def test_slurm_chain_runs_the_stages(slurm, tmp_path):
-    "The stages as a dependency chain on the test Slurm (tests/test_slurm.py's cluster); each job runs one stage."
+    """The CPU stand-in of the chain on the test Slurm (tests/test_slurm.py's cluster): the synthesis as arrays of 2 shards
+    per per-item stage plus the finishing run (exact: its records are the unsharded recipe's), then SFT and the report."""
     from envsynth.repro import submit_repro
     from envsynth.settings import get_settings
     get_settings.cache_clear()
     out = submit_repro('synthagent', 'smoke', tmp_path / 'run', 'synth,sft,report', wait=True, timeout_s=900)
     logs = '\n'.join(p.read_text()[-1500:] for p in sorted((tmp_path / 'run' / 'logs').glob('*.out')))
-    assert list(out['jobs']) == ['repro-synth', 'repro-sft', 'repro-report']
+    assert list(out['jobs']) == [*(f'synth_{s}' for s in ('tool_suites', 'tasks', 'demos', 'rubrics', 'rewards', 'reasoning')),
+                                 'synth', 'sft', 'report']          # an array of 2 shards per per-item stage, then the finish
     assert all(s == 'COMPLETED' for s in out['states'].values()), f"{out['states']}\n{logs}"
     assert (tmp_path / 'run' / 'report.md').exists()
+    assert len(list((tmp_path / 'run' / 'logs').glob('envsynth-synth_tasks-*_*.out'))) == 2        # both array tasks ran
 
 
 from test_slurm import slurm  # noqa: E402,F401  the single-node Slurm fixture (skips, saying why, without root or apt-get)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/repro.ipynb #1a93f5a0
 from __future__ import annotations
-import argparse, asyncio, importlib, json, os, shlex, subprocess, sys, time
+import argparse, asyncio, importlib, json, os, re, shlex, subprocess, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -12,14 +12,18 @@ import yaml
 from .pipeline import RunFolder, Step
 
 # %% auto #0
-__all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'SMOKE_SFT', 'VALIDATE_VERL', 'SMOKE_EVAL', 'NOT_RUN',
-           'STAGE_RUNNERS', 'PaperRecipe', 'paper_recipe', 'papers_repro_dir', 'parameter_file', 'read_yaml',
-           'parse_stages', 'repro_run_folder', 'stage_done', 'model_roles', 'run_synth', 'sft_trajectories',
-           'run_sft_smoke', 'write_trajectories', 'sft_command', 'run_sft', 'verl_python', 'RLFiles', 'rl_files',
-           'run_rl', 'smoke_heldout', 'heldout_names', 'eval_commands', 'run_eval', 'paper_numbers', 'paper_notes',
-           'table_order', 'not_reproducible', 'pct', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines',
-           'build_report', 'report_markdown', 'one_line_summary', 'reproduce', 'slurm_jobs', 'submit_repro',
-           'ReproArgumentError', 'repro_parser', 'main']
+__all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'INPUT_FIELDS', 'SMOKE_SFT', 'VALIDATE_VERL', 'SMOKE_EVAL',
+           'NOT_RUN', 'STAGE_RUNNERS', 'SHARD', 'PaperRecipe', 'paper_recipe', 'papers_repro_dir', 'parameter_file',
+           'read_yaml', 'parse_stages', 'repro_run_folder', 'stage_done', 'model_roles', 'bundled_sample',
+           'input_problems', 'endpoint_models', 'servable_model', 'role_problems', 'synth_params', 'stage_roles',
+           'run_role', 'eval_user', 'preflight', 'one_line_error', 'mcp_problems', 'eval_problems', 'run_synth',
+           'sft_trajectories', 'run_sft_smoke', 'write_trajectories', 'gpus_here', 'sft_command', 'run_sft',
+           'verl_python', 'RLFiles', 'rl_files', 'run_rl', 'smoke_heldout', 'heldout_names', 'eval_commands',
+           'eval_target', 'run_eval', 'paper_numbers', 'paper_notes', 'table_order', 'not_reproducible', 'pct',
+           'our_category', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines', 'build_report',
+           'report_markdown', 'one_line_summary', 'PreflightError', 'run_rl_data', 'reproduce', 'ChainSizes',
+           'trained_models', 'role_servers', 'use_served_roles', 'served_address', 'repro_argv', 'paper_chain',
+           'job_resources', 'plan_text', 'slurm_jobs', 'submit_repro', 'ReproArgumentError', 'repro_parser', 'main']
 
 # %% ../../nbs/repro.ipynb #84383faf
 STAGES = ('synth', 'sft', 'rl', 'eval', 'report')
@@ -105,15 +109,174 @@ def _load(ref: str):
     module, _, attr = ref.partition(':')
     return getattr(importlib.import_module(module), attr)
 
+# %% ../../nbs/repro.ipynb #248333cf
+INPUT_FIELDS = {'astra': ('mcp_servers_files',), 'synthagent': ('persona_files', 'problem_files'),
+                'envfactory': (), 'agentscaler': ('corpus_files',), 'astra-rl': ('knowledge', 'questions_file')}
+
+def _params_of(ref: str, path: str | Path, overrides: dict | None = None):
+    "The parameter model of the recipe `ref` read from `path` with `overrides`."
+    return _load(ref.split(':')[0] + ':read_params')(path, **(overrides or {}))
+
+def _recipe_roles(ref: str) -> tuple[str, ...]:
+    return _load(ref.split(':')[0] + ':RECIPE').roles
+
+def bundled_sample(path: str | Path) -> bool:
+    "Whether `path` is one of the small inputs shipped in the repository (under `papers_repro/` or the package)."
+    import envsynth
+    p = Path(path).resolve()
+    return any(p.is_relative_to(d.resolve()) for d in (papers_repro_dir(), Path(envsynth.__file__).parent))
+
+# %% ../../nbs/repro.ipynb #a79dfe12
+def input_problems(field: str, value) -> list[str]:
+    "One line per problem of input parameter `field` at paper scale: empty, missing, or a bundled sample."
+    paths = [value] if isinstance(value, (str, Path)) else list(value or [])
+    if not paths: return [f'input {field} is empty: give the paper\'s data (--set {field}=\'["path"]\' or --params FILE)']
+    out = []
+    for p in map(Path, paths):
+        if not p.exists(): out.append(f'input {field}: {p} does not exist: copy the data there or point {field} at it')
+        elif bundled_sample(p): out.append(f'input {field}: {p} is the small sample bundled for smoke runs: '
+                                           f'give the paper\'s data in {field}')
+    return out
+
+# %% ../../nbs/repro.ipynb #fd334580
+def endpoint_models(base_url: str, api_key: str | None = None, timeout_s: float = 10.0) -> list[str]:
+    "The model ids an OpenAI-compatible server at `base_url` serves; `OSError` with the reason when it does not answer."
+    import urllib.error, urllib.request
+    req = urllib.request.Request(base_url.rstrip('/') + '/models',
+                                 headers={'Authorization': f'Bearer {api_key}'} if api_key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r: data = json.loads(r.read())
+    except urllib.error.HTTPError as e: raise OSError(f'HTTP {e.code}') from None
+    except (urllib.error.URLError, TimeoutError, ValueError) as e: raise OSError(str(getattr(e, 'reason', e))) from None
+    return [m.get('id', '') for m in data.get('data', [])]
+
+def servable_model(role) -> str | None:
+    "The model a role names for the chain to serve (None: the role names no model of its own)."
+    return None if role.model in ('', 'offline-teacher') else role.model
+
+# %% ../../nbs/repro.ipynb #449f85b3
+def role_problems(role, served: bool = False, check_endpoints: bool = True, why: str = '', fix: str = '') -> list[str]:
+    "One line per problem of LLM `role` (a resolved `LLMRoleConfig`) at paper scale; `fix`: how to give it an endpoint."
+    name, why = role.role, f' ({why})' if why else ''
+    if role.offline:
+        if served and servable_model(role): return []
+        return [f'role {name}{why} would be answered by the offline teacher: ' + (fix or
+                f'set [llm.{name}] endpoint and model in settings.ini (or, with --slurm, [llm.{name}] model alone for the '
+                'chain to serve it)')]
+    if not check_endpoints: return []
+    try: ids = endpoint_models(role.endpoint, os.environ.get(role.api_key_env) if role.api_key_env else None)
+    except OSError as e:
+        return [f'role {name}{why}: endpoint {role.endpoint} does not answer GET /models ({e}): start the server or fix '
+                f'[llm.{name}] endpoint']
+    if role.model not in ids:
+        return [f'role {name}{why}: endpoint {role.endpoint} serves {ids or "no model"}, not {role.model!r}: fix '
+                f'[llm.{name}] model']
+    return []
+
+# %% ../../nbs/repro.ipynb #cfdd1b4b
+def synth_params(paper: str, scale: str, params: str | Path | None = None, overrides: dict | None = None):
+    "The synthesis recipe's parameters of a run: `params` (default `papers_repro/<paper>/<scale>.yaml`) with `overrides`."
+    return _params_of(paper_recipe(paper).runner, params or parameter_file(paper, scale), overrides)
+
+def stage_roles(paper: str, stage: str, p=None) -> tuple[str, ...]:
+    "The LLM roles `stage` of `paper` calls (`p`: the synthesis parameters, for roles that depend on them)."
+    pr = paper_recipe(paper)
+    if stage == 'synth':
+        roles = _recipe_roles(pr.runner)
+        if paper == 'synthagent' and p is not None and not (p.heldout_fraction > 0 and p.heldout_policy == 'policy'):
+            roles = tuple(r for r in roles if r != 'policy')
+        return roles
+    if stage == 'rl' and pr.rl_runner: return _recipe_roles(pr.rl_runner)
+    return ()
+
+def run_role(settings, role: str, p=None):
+    """`role` as a run with parameters `p` calls it: AgentScaler's `teacher_model` parameter names the teacher's model when
+    settings.ini names none (settings naming another model are refused by the recipe and by the preflight)."""
+    cfg = settings.llm.role(role)
+    want = getattr(p, 'teacher_model', None) if role == 'teacher' else None
+    return cfg.model_copy(update={'model': want}) if want and not servable_model(cfg) else cfg
+
+# %% ../../nbs/repro.ipynb #042fa219
+def eval_user(tau2_cfg: dict, settings=None):
+    "The tau2 user simulator as a resolved role (`LLMRoleConfig`), or None when neither eval.yaml nor settings.ini names one."
+    from envsynth.settings import get_settings
+    role = (settings or get_settings()).llm.role('user_simulator')
+    if model := tau2_cfg.get('user_model'):
+        return role.model_copy(update={'model': model, 'endpoint': tau2_cfg.get('user_base_url') or role.endpoint,
+                                       'api_key_env': tau2_cfg.get('user_api_key_env') or role.api_key_env})
+    return None if role.offline and not servable_model(role) else role
+
+# %% ../../nbs/repro.ipynb #0ba9bc95
+def preflight(paper: str, scale: str = 'paper', stages=None, params: str | Path | None = None, overrides: dict | None = None,
+              served: Sequence[str] = (), check_endpoints: bool = True, settings=None) -> list[str]:
+    "What a run of `stages` of `paper` at `scale` lacks, one line each ([] at smoke scale: it runs offline by design)."
+    from envsynth.settings import get_settings
+    if scale != 'paper': return []
+    s, pr, todo, out = settings or get_settings(), paper_recipe(paper), parse_stages(stages), []
+    try: p = synth_params(paper, scale, params, overrides)
+    except Exception as e: return [f'parameters of {paper}: {one_line_error(e)}']
+    roles = {r: why for st in ('synth', 'rl') if st in todo for r, why in
+             ((r, f'{st} stage') for r in stage_roles(paper, st, p))}
+    for r, why in roles.items():
+        role = run_role(s, r, p)
+        if (want := getattr(p, 'teacher_model', None)) and r == 'teacher' and role.model != want:
+            out.append(f'role teacher: the parameters ask for teacher_model {want!r}, settings.ini names {role.model!r}: '
+                       'make them agree'); continue
+        out += role_problems(role, r in served, check_endpoints, why)
+    if 'synth' in todo:
+        for f in INPUT_FIELDS[paper]: out += input_problems(f, getattr(p, f))
+        out += mcp_problems(p) if paper == 'astra' else []
+    if 'rl' in todo and pr.rl_runner:
+        rp = _params_of(pr.rl_runner, parameter_file(paper, f'rl_{scale}'))
+        for f in INPUT_FIELDS['astra-rl']: out += input_problems(f, getattr(rp, f))
+    if 'rl' in todo and pr.rl_preset and verl_python() is None:
+        out.append('venv .venv-verl is missing (the RL job runs verl from it): build it with tools/make_verl_venv.sh')
+    if 'eval' in todo: out += eval_problems(paper, check_endpoints, s)
+    return out
+
+def one_line_error(e: BaseException) -> str:
+    return ' '.join(str(e).split())[:400]
+
+# %% ../../nbs/repro.ipynb #f7510593
+def mcp_problems(p) -> list[str]:
+    "One line when the real MCP servers an ASTRA run deploys (`deployed_servers`) are not all installed."
+    from envsynth.astra.trajectories import reference_servers_bin
+    if not p.deployed_servers: return []
+    b = reference_servers_bin(p.mcp_servers_bin)
+    missing = [n for n in p.deployed_servers if b is None or not (b / f'mcp-server-{n}').exists()]
+    if not missing: return []
+    return [f'real MCP servers {", ".join(missing)} are not installed (no mcp-server-* in {b or ".venv-mcp-servers/bin"}): '
+            'install them into .venv-mcp-servers (or set mcp_servers_bin), or drop them from deployed_servers']
+
+# %% ../../nbs/repro.ipynb #b475b25d
+def eval_problems(paper: str, check_endpoints: bool = True, settings=None) -> list[str]:
+    "One line per missing piece of the paper-scale evaluation: harness venvs, tau2's user simulator."
+    from envsynth.eval.harness import harness_ready, harness_spec
+    cfg, out = read_yaml(parameter_file(paper, 'eval')), []
+    for b in ('bfcl', 'tau2'):
+        if b in cfg and not harness_ready(b):
+            out.append(f'venv {harness_spec(b).venv} of the {b} harness is missing or stale: build it with `make eval-venvs`')
+    if 'tau2' in cfg:
+        user = eval_user(cfg['tau2'], settings)
+        if user is None:
+            out.append(f'tau2 needs a user simulator: papers_repro/{paper}/eval.yaml names no user_model and settings.ini '
+                       'no [llm.user_simulator] model (the trained policy would play its own user)')
+        else: out += role_problems(user, False, check_endpoints, 'tau2 user simulator',
+                                   f'set [llm.user_simulator] endpoint (or tau2 user_base_url in eval.yaml) to a server of {user.model}')
+    return out
+
 # %% ../../nbs/repro.ipynb #4c2dbd01
-def run_synth(run: RunFolder, paper: str, scale: str, overrides: dict | None = None) -> dict:
-    "Stage synth: the paper's recipe with `papers_repro/<paper>/<scale>.yaml` into `01_synth/`; returns its summary."
+def run_synth(run: RunFolder, paper: str, scale: str, overrides: dict | None = None, params: str | Path | None = None,
+              recipe_stages: Sequence[str] | None = None, shard: str | None = None) -> dict:
+    """Stage synth: the paper's recipe with `params` (default `papers_repro/<paper>/<scale>.yaml`) into `01_synth/`; returns
+    its summary. `recipe_stages` and `shard`: one Slurm array task's share of a per-item stage (no summary is recorded)."""
     pr, t0 = paper_recipe(paper), time.perf_counter()
-    params_path = parameter_file(paper, scale)
-    read_params = _load(pr.runner.split(':')[0] + ':read_params')
-    card = asyncio.run(_load(pr.runner)(read_params(params_path, **(overrides or {})), run.dir('synth')))
-    sft = [str(run.dir('synth') / p) for p in pr.sft_data]
-    missing = [p for p in sft if not Path(p).exists()]
+    params_path = Path(params) if params else parameter_file(paper, scale)
+    p = synth_params(paper, scale, params_path, overrides)
+    card = asyncio.run(_load(pr.runner)(p, run.dir('synth'), stages=recipe_stages or None, shard=shard))
+    if recipe_stages or shard: return {'partial': True}
+    sft = [str(run.dir('synth') / f) for f in pr.sft_data]
+    missing = [f for f in sft if not Path(f).exists()]
     if missing: raise RuntimeError(f'{paper} recipe finished without its SFT data {missing}: see {run.dir("synth")}/data_card.*')
     return {'params': str(params_path), 'overrides': overrides or {}, 'sft_data': sft, 'roles': model_roles(),
             'status': card.get('status', 'ok') if isinstance(card, dict) else 'ok', 'wall_s': round(time.perf_counter() - t0, 1)}
@@ -165,15 +328,22 @@ def write_trajectories(trajs: Sequence, path: Path) -> Path:
     path.write_text(''.join(t.model_dump_json() + '\n' for t in trajs))
     return path
 
+def gpus_here() -> int:
+    "GPUs this process may use (`CUDA_VISIBLE_DEVICES`, as Slurm sets it for a job's GPUs); 0 without."
+    v = os.environ.get('CUDA_VISIBLE_DEVICES', '').strip()
+    return 0 if not v or v == '-1' else len(v.split(','))
+
 def sft_command(paper: str, run: RunFolder, sft_cfg: dict) -> list[str]:
-    "The `python -m envsynth.train.sft` command of the paper-scale SFT (`sft.yaml`: model, preset; two stages for AgentScaler)."
+    "The `python -m envsynth.train.sft` command (torchrun over this job's GPUs when it has several) of the paper-scale SFT (`sft.yaml`: model, preset; two stages for AgentScaler)."
     pr = paper_recipe(paper)
     if not sft_cfg.get('model'): raise ValueError(f'papers_repro/{paper}/sft.yaml names no model (the backbone to fine-tune)')
     done = stage_done(run, 'synth') or {}
     data = [write_trajectories(sft_trajectories(p), run.dir('sft') / f'data/split{i}/trajectories.jsonl').parent
             for i, p in enumerate(done.get('sft_data') or [run.dir('synth') / p for p in pr.sft_data], 1)]
     data = data[:int(sft_cfg.get('stages', len(data)))]           # AgentScaler's stage-1-only ablation: stages: 1
-    argv = [sys.executable, '-m', 'envsynth.train.sft', '--data', str(data[0]), '--model', str(sft_cfg['model']),
+    n = gpus_here()
+    launcher = ['torchrun', '--standalone', f'--nproc_per_node={n}'] if n > 1 else [sys.executable]
+    argv = [*launcher, '-m', 'envsynth.train.sft', '--data', str(data[0]), '--model', str(sft_cfg['model']),
             '--out', str(run.dir('sft') / 'model'), '--preset', str(sft_cfg.get('preset') or pr.sft_preset), '--resume']
     return argv + (['--stage2-data', str(data[1])] if len(data) > 1 else [])
 
@@ -308,24 +478,38 @@ def _sampling_args(protocol: dict) -> list[str]:
     "`--top-p` / `--top-k` of a benchmark's protocol in `eval.yaml`, when it names them."
     return [a for k in ('top_p', 'top_k') if protocol.get(k) is not None for a in (f"--{k.replace('_', '-')}", str(protocol[k]))]
 
-def eval_commands(eval_cfg: dict, out: Path, base_url: str, model: str, user_base_url: str | None = None) -> dict[str, list[str]]:
-    "The `envsynth eval bfcl|tau2` command lines of a paper's protocol (`eval.yaml`) against a served model."
+def eval_commands(eval_cfg: dict, out: Path, base_url: str, model: str, user=None, api_key_env: str | None = None) -> dict[str, list[str]]:
+    """The `envsynth eval bfcl|tau2` command lines of a paper's protocol (`eval.yaml`) against a served model. `user`: the tau2
+    user simulator (`eval_user`); keys travel as the names of the environment variables that hold them, never on the command line."""
     cmds, envsynth_cli = {}, [sys.executable, '-m', 'envsynth.cli', 'eval']
+    key = ['--api-key-env', api_key_env] if api_key_env else []
     if b := eval_cfg.get('bfcl'):
-        cmds['bfcl'] = [*envsynth_cli, 'bfcl', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'bfcl'),
+        cmds['bfcl'] = [*envsynth_cli, 'bfcl', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'bfcl'), *key,
                         '--temperature', str(b.get('temperature', 0.0)), *_sampling_args(b), *(['--categories', ','.join(b['categories'])] if b.get('categories') else [])]
     if t := eval_cfg.get('tau2'):
-        user = t.get('user_model')
-        cmds['tau2'] = [*envsynth_cli, 'tau2', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'tau2'),
+        cmds['tau2'] = [*envsynth_cli, 'tau2', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'tau2'), *key,
                         '--domains', ','.join(t.get('domains') or ['all']), '--num-trials', str(t.get('num_trials', 1)),
                         '--temperature', str(t.get('temperature', 0.0)), *_sampling_args(t),
-                        *(['--user-model', user, '--user-base-url', user_base_url or base_url] if user else []),
+                        *(['--user-model', user.model, '--user-base-url', user.endpoint or base_url] if user else []),
+                        *(['--user-api-key-env', user.api_key_env] if user and user.api_key_env else []),
                         *(['--user-temperature', str(t['user_temperature'])] if t.get('user_temperature') is not None else [])]
     return cmds
 
-def run_eval(run: RunFolder, paper: str, scale: str) -> dict:
+def eval_target(run: RunFolder, paper: str, label: str | None):
+    """The served model an evaluation measures: `label` (base, sft, rl) served by the chain (its address in
+    `serve/<paper>-<label>/`), or the `[llm.policy]` endpoint of settings.ini."""
+    from envsynth.settings import get_settings
+    role = get_settings().llm.role('policy')
+    if label is None:
+        if role.offline: raise ValueError('paper-scale evaluation needs the trained model served: set [llm.policy] endpoint and model in settings.ini')
+        return role.endpoint, role.model, role.api_key_env, run.dir('eval')
+    state = run.root / 'serve' / f'{paper}-{label}'
+    url = served_address(state, time.monotonic() + float(os.environ.get('SERVER_WAIT_S', 3600)))
+    return url, (state / 'vllm_model').read_text().strip(), None, run.dir('eval') / label
+
+def run_eval(run: RunFolder, paper: str, scale: str, label: str | None = None) -> dict:
     """Stage eval. Smoke: `smoke_heldout` (tidy rows in `04_eval/rows.jsonl`). Paper: BFCL and tau2 with the paper's protocol
-    (`eval.yaml`) against the policy endpoint of settings.ini ([llm.policy]), which serves the trained model."""
+    (`eval.yaml`) against the served model: `label` (base, sft, rl) as the chain serves it, else [llm.policy] of settings.ini."""
     from envsynth.eval.results import read_rows, write_rows
     cfg = read_yaml(parameter_file(paper, 'eval'))
     if scale == 'smoke':
@@ -333,15 +517,13 @@ def run_eval(run: RunFolder, paper: str, scale: str) -> dict:
         write_rows(rows, run.file('eval', 'rows.jsonl'))
         return {'ran': f'held-out curated environments {heldout_names()} ({SMOKE_EVAL["max_tasks"]} tasks each), policies oracle, do-nothing, sft-smoke',
                 'not_ran': 'BFCL and tau2 (they need a served model; `--scale paper` runs them)', 'rows': len(rows), 'protocol': cfg}
-    from envsynth.settings import get_settings
-    role = get_settings().llm.role('policy')
-    if role.offline: raise ValueError('paper-scale evaluation needs the trained model served: set [llm.policy] endpoint and model in settings.ini')
-    user = get_settings().llm.role('user_simulator')
-    cmds = eval_commands(cfg, run.dir('eval'), role.endpoint, role.model, None if user.offline else user.endpoint)
+    if problems := eval_problems(paper): raise ValueError(problems[0])
+    url, model, key_env, out = eval_target(run, paper, label)
+    cmds = eval_commands(cfg, out, url, model, eval_user(cfg.get('tau2') or {}) if 'tau2' in cfg else None, key_env)
     for argv in cmds.values(): subprocess.run(argv, check=True)
-    rows = read_rows([run.dir('eval') / b for b in cmds])
-    write_rows(rows, run.file('eval', 'rows.jsonl'))
-    return {'ran': sorted(cmds), 'commands': {k: shlex.join(v) for k, v in cmds.items()}, 'rows': len(rows), 'protocol': cfg}
+    rows = read_rows([out / b for b in cmds])
+    write_rows(rows, out / 'rows.jsonl')
+    return {'ran': sorted(cmds), 'model': model, 'commands': {k: shlex.join(v) for k, v in cmds.items()}, 'rows': len(rows), 'protocol': cfg}
 
 # %% ../../nbs/repro.ipynb #056bd8b5
 def paper_numbers(paper: str) -> list[dict]:
@@ -376,13 +558,18 @@ def _row(e: dict) -> str: return e.get('row', e['model'])
 def _column(e: dict) -> str:
     return e.get('column') or f"{e['benchmark']} {e['category']} ({e['metric']})"
 
+def our_category(benchmark: str, category: str) -> str:
+    """The paper's name of one of our categories: BFCL's harness writes `multi_turn_base` where the tables say `base`
+    (`multi_turn_overall` is written only when all four categories ran, so it is never a subset's mean)."""
+    return category.removeprefix('multi_turn_') if benchmark == 'bfcl' and category != 'multi_turn_overall' else category
+
 def our_value(ours: list[dict], model: str, cell: dict) -> float | None:
     """Our `model`'s number (a fraction) for a paper cell: our row of the same benchmark, category
     and metric, or of the metric the cell's `ours` names, averaged over its `mean_of` categories."""
     if cell.get('unit', 'percent') != 'percent' or cell.get('not_reproducible_here'): return None
     spec = cell.get('ours') or {}
     metric, cats = spec.get('metric', cell['metric']), spec.get('mean_of') or [cell['category']]
-    got = {r['category']: r['value'] for r in ours
+    got = {our_category(r['benchmark'], r['category']): r['value'] for r in ours
            if r['model'] == model and r['benchmark'] == cell['benchmark'] and r['metric'] == metric}
     return sum(got[c] for c in cats) / len(cats) if all(c in got for c in cats) else None
 
@@ -448,7 +635,13 @@ def build_report(run: RunFolder, paper: str, scale: str) -> dict:
     stages = {s: stage_done(run, s) for s in STAGES[:-1]}
     roles = (stages['synth'] or {}).get('roles') or model_roles()
     offline = sorted(r for r, m in roles.items() if m == 'offline teacher')
-    ours = read_rows([run.dir('eval') / 'rows.jsonl']) if (run.dir('eval') / 'rows.jsonl').exists() else []
+    ours = read_rows(sorted(run.dir('eval').glob('**/rows.jsonl')))      # smoke: 04_eval/; paper: 04_eval/<base|sft|rl>/
+    if stages['rl'] is None and (final := run.dir('rl') / 'train' / 'final').exists():
+        stages['rl'] = {'model': str(final), 'status': 'trained by the Slurm rl job (slurm/rl.sbatch)'}
+    if stages['eval'] is None and ours: stages['eval'] = {'ran': sorted({r['model'] for r in ours}),
+                                                          'protocol': read_yaml(parameter_file(paper, 'eval'))}
+    try: needs = preflight(paper, 'paper', check_endpoints=False)
+    except Exception as e: needs = [f'the preflight could not run: {one_line_error(e)}']
     theirs, notes = paper_numbers(paper), paper_notes(paper)
     rep = {'paper': pr.paper, 'scale': scale, 'run_dir': str(run.root), 'stages': stages, 'roles': roles, 'offline_teacher_roles': offline,
            'ours': ours, 'paper_numbers': theirs, 'harnesses': sorted({f"{r['harness']} {r['harness_version']}" for r in ours}),
@@ -456,7 +649,7 @@ def build_report(run: RunFolder, paper: str, scale: str) -> dict:
            'protocol': (stages['eval'] or {}).get('protocol'),
            'not_reproducible': not_reproducible(theirs),
            'paper_tables': notes['tables'], 'paper_notes': notes['notes'],
-           'ablations_without_numbers': notes['ablations_without_numbers']}
+           'ablations_without_numbers': notes['ablations_without_numbers'], 'paper_scale_needs': needs}
     run.write_json(None, 'report.json', rep, indent=1)
     (run.root / 'report.md').write_text('\n'.join(report_markdown(rep)) + '\n')
     return rep
@@ -482,6 +675,9 @@ def report_markdown(rep: dict) -> list[str]:
     lines += ['', "## The paper's ablations", '',
               *ablation_lines(theirs, rep.get('ablations_without_numbers', []))]
     lines += ['', '## Not reproducible here', '', *(f'- **{b}**: {why}' for b, why in rep['not_reproducible'].items())]
+    needs = rep.get('paper_scale_needs') or []
+    lines += ['', '## What paper scale needs here', '',
+              *([f'- {x}' for x in needs] or ['- nothing missing (endpoints are checked by `envsynth repro --preflight`)'])]
     return lines
 
 def one_line_summary(d: dict) -> str:
@@ -491,49 +687,305 @@ def one_line_summary(d: dict) -> str:
 # %% ../../nbs/repro.ipynb #c5cc5256
 STAGE_RUNNERS = {'synth': run_synth, 'sft': run_sft, 'rl': run_rl, 'eval': run_eval, 'report': build_report}
 
+class PreflightError(ValueError):
+    "What a paper-scale run lacks: `problems`, one line each."
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__('; '.join(problems))
+
+def run_rl_data(run: RunFolder, paper: str, scale: str, recipe_stages: Sequence[str] | None = None, shard: str | None = None) -> dict:
+    "ASTRA's RL-environment recipe (§2.2) into `03_rl/data`, or one array task's shard of its per-item `recipe_stages`."
+    pr = paper_recipe(paper)
+    if pr.rl_runner is None: raise ValueError(f'{paper} has no RL-environment recipe (--rl-data is for astra)')
+    p = _params_of(pr.rl_runner, parameter_file(paper, f'rl_{scale}'))
+    asyncio.run(_load(pr.rl_runner)(p, run.dir('rl') / 'data', stages=recipe_stages or None, shard=shard))
+    return {'rl_data': str(run.dir('rl') / 'data')}
+
 def reproduce(paper: str, scale: str = 'smoke', stages: str | Sequence[str] | None = None, run_dir: str | Path | None = None,
-              overrides: dict | None = None) -> dict:
-    "Run `stages` of `paper` at `scale` into `run_dir` (finished stages are skipped: re-running resumes); returns {stage: summary}."
+              overrides: dict | None = None, params: str | Path | None = None, eval_model: str | None = None) -> dict:
+    """Run `stages` of `paper` at `scale` into `run_dir` (finished stages are skipped: re-running resumes); returns {stage: summary}.
+    `params` replaces `papers_repro/<paper>/<scale>.yaml`; at paper scale the `preflight` must pass first (`PreflightError`).
+    `eval_model`: evaluate the chain's served `base`, `sft` or `rl` model (rows in `04_eval/<label>/`)."""
     pr = paper_recipe(paper)
     if scale not in SCALES: raise ValueError(f'unknown scale {scale!r}; the scales are {", ".join(SCALES)}')
     todo, run = parse_stages(stages), repro_run_folder(run_dir or f'runs/repro-{paper}-{scale}')
     seen = run.read_json(None, 'repro.json', None)
     if seen and (seen['paper'], seen['scale']) != (paper, scale):
         raise ValueError(f"{run.root} holds a {seen['paper']} {seen['scale']} reproduction, not {paper} {scale}: use another --run-dir")
+    if scale == 'paper':
+        if {'synth', 'rl'} & set(todo): use_served_roles(run.root)     # the other stages call no role
+        if problems := preflight(paper, scale, todo, params, overrides): raise PreflightError(problems)
     run.write_json(None, 'repro.json', {'paper': paper, 'scale': scale}, indent=1)
     out = {}
     for stage in todo:
+        if eval_model and stage == 'eval':
+            out[stage] = run_eval(run, paper, scale, eval_model)
+            run.write_json('eval', f'{eval_model}/done.json', out[stage], indent=1); continue
         if stage != 'report' and (done := stage_done(run, stage)) is not None: out[stage] = done; continue
         t0 = time.perf_counter()
-        res = run_synth(run, paper, scale, overrides) if stage == 'synth' else STAGE_RUNNERS[stage](run, paper, scale)
+        res = run_synth(run, paper, scale, overrides, params) if stage == 'synth' else STAGE_RUNNERS[stage](run, paper, scale)
         if stage == 'report': out[stage] = {'report': str(run.root / 'report.md')}; continue
         out[stage] = {**res, 'wall_s': round(time.perf_counter() - t0, 1)}
         run.write_json(stage, 'done.json', out[stage], indent=1)
     return out
 
+# %% ../../nbs/repro.ipynb #5f15d3ca
+@dataclass(frozen=True)
+class ChainSizes:
+    "Resources of the paper-scale jobs (ours: a starting point; override per site on the command line)."
+    shards: int = 8                  # array tasks per per-item synthesis stage
+    synth_cpus: int = 4; synth_mem: str = '16G'
+    finish_cpus: int = 8; finish_mem: str = '64G'
+    serve_cpus: int = 16; serve_mem: str = '0'         # '0': all of the node's memory
+    train_cpus: int = 32; train_mem: str = '0'
+    eval_cpus: int = 4; eval_mem: str = '16G'
+    small_time: str = '01:00:00'
+
+def _slug(text: str) -> str: return re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')[:40]
+
+# %% ../../nbs/repro.ipynb #c5dcbfff
+def trained_models(paper: str, run_dir: Path) -> dict[str, str]:
+    "{label: model folder or hub name} of the base model and the checkpoints the chain trains."
+    pr, run = paper_recipe(paper), repro_run_folder(run_dir)
+    sft = read_yaml(parameter_file(paper, 'sft'))
+    rl = read_yaml(parameter_file(paper, 'rl')) if pr.rl_preset else {}
+    out = {'base': str(sft.get('model') or rl.get('model') or '')}
+    if sft.get('enabled', True):
+        stage2 = 'stage2' if len(pr.sft_data[:int(sft.get('stages', len(pr.sft_data)))]) > 1 else ''
+        out['sft'] = str(run.dir('sft') / 'model' / stage2 / 'final')
+    if pr.rl_preset: out['rl'] = str(run.dir('rl') / 'train' / 'final')
+    return out
+
+# %% ../../nbs/repro.ipynb #91d5ebef
+def role_servers(paper: str, stages, p=None, settings=None) -> dict[str, dict]:
+    "{server: {'model': M, 'roles': [...]}} the chain starts for the roles of `stages` that name a model but no endpoint."
+    from envsynth.settings import get_settings
+    llm, out = (settings or get_settings()).llm, {}
+    roles = dict.fromkeys(r for st in ('synth', 'rl') if st in stages for r in stage_roles(paper, st, p))
+    for r in roles:
+        role = run_role(settings or get_settings(), r, p)
+        if role.offline and (m := servable_model(role)):
+            out.setdefault(_slug(m), {'model': m, 'roles': []})['roles'].append(r)
+    return out
+
+# %% ../../nbs/repro.ipynb #dd9c1aed
+def use_served_roles(run_dir: str | Path, wait_s: float | None = None, poll_s: float = 5) -> dict[str, str]:
+    "Point each role of `<run_dir>/serve/roles.json` at its server's address (waiting up to `wait_s`); returns {role: url}."
+    from envsynth.settings import get_settings
+    path = Path(run_dir) / 'serve' / 'roles.json'
+    if not path.exists(): return {}
+    wait_s = float(os.environ.get('SERVER_WAIT_S', 3600)) if wait_s is None else wait_s
+    out, deadline = {}, time.monotonic() + wait_s
+    for role, server in json.loads(path.read_text()).items():
+        out[role] = served_address(Path(run_dir) / 'serve' / server['server'], deadline, poll_s)
+        key = role.upper()
+        os.environ[f'ENVSYNTH_LLM_{key}_ENDPOINT'], os.environ[f'ENVSYNTH_LLM_{key}_MODEL'] = out[role], server['model']
+    get_settings.cache_clear()
+    return out
+
+def served_address(state: Path, deadline: float, poll_s: float = 5) -> str:
+    "The address a serve job wrote into `state` (`vllm_address`); `RuntimeError` if it failed or never answered."
+    while not (state / 'vllm_address').exists():
+        if (state / 'vllm_failed').exists():
+            raise RuntimeError(f'the server of {state.name} failed: {(state / "vllm_failed").read_text().strip()}')
+        if (state / 'stop_server').exists(): raise RuntimeError(f'the server of {state.name} was already released ({state})')
+        if time.monotonic() > deadline: raise RuntimeError(f'the server of {state.name} did not answer in time ({state})')
+        time.sleep(poll_s)
+    return (state / 'vllm_address').read_text().strip()
+
+# %% ../../nbs/repro.ipynb #bdf9ad46
+def _opts(s, run_dir: Path, repo: Path, gpus: int, cpus: int, mem: str, time_limit: str | None, nodes: int = 1,
+          array: int | None = None) -> list[str]:
+    from envsynth.slurm import site_options
+    log = '%x-%A_%a.out' if array else '%x-%j.out'
+    return [f'--chdir={repo}', f'--output={run_dir}/logs/{log}', *site_options(s, gpus, time_limit), f'--nodes={nodes}',
+            '--ntasks-per-node=1', f'--cpus-per-task={cpus}', f'--mem={mem}', *([f'--array=0-{array - 1}'] if array else [])]
+
+def repro_argv(paper: str, run_dir: Path, params: str | Path | None, overrides: dict | None, *extra: str) -> list[str]:
+    "`python -m envsynth.repro <paper> --scale paper ...` with the run's parameter file and `--set` values."
+    sets = [a for k, v in (overrides or {}).items() for a in ('--set', f'{k}={json.dumps(v)}')]
+    return [sys.executable, '-m', 'envsynth.repro', paper, '--scale', 'paper', '--run-dir', str(run_dir),
+            *(['--params', str(Path(params).resolve())] if params else []), *sets, *extra]
+
+SHARD = ' --shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT"'
+
+# %% ../../nbs/repro.ipynb #ba7ade9f
+def _synth_jobs(ref: str, name: str, base: list[str], opts, after: list, sizes: ChainSizes, why: str) -> list:
+    from envsynth.slurm import Job
+    recipe, jobs = _load(ref.split(':')[0] + ':RECIPE'), []
+    for st in recipe.item_stages:
+        sharded = st not in recipe.unshardable
+        argv = shlex.join([*base, '--recipe-stages', st]) + (SHARD if sharded else '')
+        jobs.append(Job(f'{name}_{st}', wrap=argv, after=after, options=opts(
+            0, sizes.synth_cpus, sizes.synth_mem, array=sizes.shards if sharded else None)))
+        after = [('afterok', jobs[-1].step)]
+    jobs.append(Job(name, wrap=shlex.join(base), after=after, options=opts(0, sizes.finish_cpus, sizes.finish_mem)))
+    return jobs
+
+# %% ../../nbs/repro.ipynb #2fdd62a0
+def paper_chain(paper: str, run_dir: str | Path, stages=None, params: str | Path | None = None, overrides: dict | None = None,
+                sizes: ChainSizes = ChainSizes(), settings=None) -> list:
+    "The paper-scale jobs of `stages` of `paper` (`envsynth.slurm.Job`s in submission order); see the list above."
+    from envsynth.settings import get_settings
+    from envsynth.slurm import Job, repo_root, site_options
+    from envsynth.train.rl import get_rl_preset
+    S = settings or get_settings()
+    s, pr, todo = S.slurm, paper_recipe(paper), parse_stages(stages)
+    run_dir, repo, jobs = Path(run_dir).resolve(), repo_root(), []
+    p = synth_params(paper, 'paper', params, overrides)
+    opts = lambda gpus, cpus, mem, time_limit=None, **kw: _opts(s, run_dir, repo, gpus, cpus, mem, time_limit, **kw)
+    small = lambda: opts(0, 1, '2G', sizes.small_time)
+    argv = lambda *extra: repro_argv(paper, run_dir, params, overrides, *extra)
+    env = {'RUN_DIR': str(run_dir), 'ENVSYNTH_SLURM_VENV': s.venv}
+    def serve(step, model, state, dp, after):
+        jobs.append(Job(step, 'slurm/serve_vllm.sbatch', opts(s.gpus_per_node, sizes.serve_cpus, sizes.serve_mem),
+                        {**env, 'SERVE_MODEL': model, 'SERVE_NAME': state.name if dp else model, 'SERVE_DIR': str(state),
+                         **({'SERVE_DP': str(s.gpus_per_node)} if dp else {})}, after))
+    def release(step, states, users):
+        jobs.append(Job(step, wrap='touch ' + ' '.join(shlex.quote(str(d / 'stop_server')) for d in states), options=small(),
+                        after=[('afterany', u) for u in users]))
+    servers = role_servers(paper, todo, p, S)
+    for name, srv in servers.items(): serve(f'serve_{name.replace("-", "_")}', srv['model'], run_dir / 'serve' / name, 0, [])
+    jobs.append(Job('preflight', wrap=shlex.join(argv('--preflight', '--stages', ','.join(todo))), options=opts(0, 1, '4G', sizes.small_time),
+                    after=[('after', j.step) for j in jobs]))
+    role_users = ['preflight']
+    if 'synth' in todo:
+        jobs += _synth_jobs(pr.runner, 'synth', argv('--stages', 'synth'), opts, [('afterok', 'preflight')], sizes, 'synthesis')
+        role_users += [j.step for j in jobs if j.step.startswith('synth')]
+    if 'rl' in todo and pr.rl_runner:
+        jobs += _synth_jobs(pr.rl_runner, 'rl_data', argv('--stages', 'rl', '--rl-data'), opts, [('afterok', 'preflight')], sizes,
+                            'RL environments')
+        role_users += [j.step for j in jobs if j.step.startswith('rl_data')]
+    if servers: release('release_roles', [run_dir / 'serve' / n for n in servers], role_users)
+    have = lambda step: any(j.step == step for j in jobs)
+    ok = lambda *steps: [('afterok', st) for st in steps if have(st)] or [('afterok', 'preflight')]
+    models, run = trained_models(paper, run_dir), repro_run_folder(run_dir)
+    if 'sft' in todo and 'sft' in models:
+        jobs.append(Job('sft', wrap=shlex.join(argv('--stages', 'sft')), after=ok('synth'),
+                        options=opts(s.gpus_per_node, sizes.train_cpus, sizes.train_mem)))
+    if 'rl' in todo and 'rl' in models:
+        cfg, files = read_yaml(parameter_file(paper, 'rl')), _rl_paths(paper, run)
+        start = models['sft'] if cfg.get('from_sft', True) and 'sft' in models else str(cfg.get('model') or '')
+        jobs.append(Job('rl', 'slurm/rl.sbatch', opts(int(cfg.get('n_gpus', s.gpus_per_node)), sizes.train_cpus, sizes.train_mem,
+                                                     nodes=int(cfg.get('nnodes', 1))),
+                        {**env, 'RL_PRESET': pr.rl_preset, 'RL_MODEL': start, 'RL_TRAIN_FILES': files['train'],
+                         'RL_VAL_FILES': files['val'], 'RL_ENV_ROOT': files['root'], 'RL_OUT': str(run.dir('rl') / 'train'),
+                         **({} if get_rl_preset(pr.rl_preset).enable_thinking else {'RL_EMPTY_THINK': '1'})},
+                        ok('synth', 'rl_data', 'sft' if cfg.get('from_sft', True) else '')))
+    if 'eval' in todo:
+        trained = {'base': ['preflight'], 'sft': ['sft'], 'rl': ['rl']}
+        for label, model in models.items():
+            step, state = f'serve_{label}', run_dir / 'serve' / f'{paper}-{label}'
+            serve(step, model, state, 1, ok(*trained[label]))
+            jobs.append(Job(f'eval_{label}', wrap=shlex.join(argv('--stages', 'eval', '--eval-model', label)),
+                            options=opts(0, sizes.eval_cpus, sizes.eval_mem), after=[('after', step)]))
+            release(f'release_{label}', [state], [f'eval_{label}'])
+    if 'report' in todo:
+        jobs.append(Job('report', wrap=shlex.join(argv('--stages', 'report')), options=small(),
+                        after=[('afterany', j.step) for j in jobs if j.step.startswith('eval_')] or ok('sft', 'rl', 'synth')))
+    return jobs
+
+# %% ../../nbs/repro.ipynb #a810b176
+def _rl_paths(paper: str, run: RunFolder) -> dict[str, str]:
+    pr = paper_recipe(paper)
+    root = run.dir('rl') / 'data' if pr.rl_runner else run.dir('synth')
+    train = [str(root / f) for f in pr.rl_data]
+    return {'train': train[0] if len(train) == 1 else '[' + ','.join(train) + ']', 'val': str(root / pr.rl_val),
+            'root': str(root)}
+
+# %% ../../nbs/repro.ipynb #0174900a
+def job_resources(job) -> dict[str, str]:
+    "Partition, nodes, GPUs per node, CPUs, memory, time and array of a job, read from its sbatch options."
+    o = {k.lstrip('-'): v for k, _, v in (x.partition('=') for x in job.options)}
+    g = o.get('gres', 'none')
+    return {'partition': o.get('partition', '(default)'), 'nodes': o.get('nodes', '1'),
+            'gpus': '0' if g == 'none' else g.rsplit(':', 1)[-1], 'cpus': o.get('cpus-per-task', '1'),
+            'mem': 'all' if o.get('mem') == '0' else o.get('mem', '(default)'), 'time': o.get('time', ''),
+            'array': o.get('array', '')}
+
+def _job_command(job) -> str:
+    if job.wrap: return job.wrap
+    return ' '.join(f'{k}={shlex.quote(v)}' for k, v in job.env.items() if k not in ('RUN_DIR', 'ENVSYNTH_SLURM_VENV')) + f' {job.script}'
+
+# %% ../../nbs/repro.ipynb #e69e29f6
+def plan_text(paper: str, run_dir: str | Path, stages=None, params: str | Path | None = None, overrides: dict | None = None,
+              sizes: ChainSizes = ChainSizes(), settings=None) -> str:
+    "The readable plan of the paper-scale chain (what `--slurm --dry-run` prints); submits nothing, contacts nothing."
+    from envsynth.settings import get_settings
+    from envsynth.slurm import render_script
+    S = settings or get_settings()
+    todo, run_dir = parse_stages(stages), Path(run_dir).resolve()
+    jobs = paper_chain(paper, run_dir, todo, params, overrides, sizes, S)
+    p = synth_params(paper, 'paper', params, overrides)
+    servers = {r: n for n, srv in role_servers(paper, todo, p, S).items() for r in srv['roles']}
+    sets = ' '.join(f'--set {k}={json.dumps(v)}' for k, v in (overrides or {}).items())
+    L = [f'# envsynth repro {paper} --scale paper --slurm: the plan (dry run: nothing submitted)', '',
+         f'run folder:  {run_dir}', f'parameters:  {params or parameter_file(paper, "paper")} {sets}'.rstrip(),
+         f'stages:      {",".join(todo)}',
+         f'partitions:  GPU jobs {S.slurm.partition or "(default)"}, CPU jobs {S.slurm.cpu_partition or S.slurm.partition or "(default)"}'
+         ' (settings.ini [slurm] partition, cpu_partition)', '', '## Who answers each LLM role', '']
+    for st in ('synth', 'rl'):
+        for r in (stage_roles(paper, st, p) if st in todo else ()):
+            role = run_role(S, r, p)
+            how = (f'endpoint {role.endpoint} (settings.ini)' if not role.offline else
+                   f'served by job serve_{servers[r].replace("-", "_")} (vLLM)' if r in servers else
+                   'MISSING: no endpoint and no model (would be the offline teacher)')
+            L.append(f'- {st:<5} {r:<15} {role.model:<40} {how}')
+    L += ['', '## Inputs', '']
+    L += [f'- {f}: {getattr(p, f) or "(empty)"}' for f in INPUT_FIELDS[paper]] or ['- (none beyond the parameters)']
+    L += ['', '## Models trained and evaluated', '', *(f'- {k}: {v}' for k, v in trained_models(paper, run_dir).items())]
+    problems = preflight(paper, 'paper', todo, params, overrides, served=list(servers), check_endpoints=False, settings=S)
+    L += ['', '## Preflight here (endpoints are contacted by the preflight job, not by a dry run)', '',
+          *([f'- {x}' for x in problems] or ['- nothing missing'])]
+    cols = ('partition', 'nodes', 'gpus', 'cpus', 'mem', 'time', 'array')
+    L += ['', '## Jobs (GPUs are per node)', '', _md_row(['job', *cols, 'after']), '|---' * (len(cols) + 2) + '|']
+    for j in jobs:
+        r = job_resources(j)
+        L.append(_md_row([j.step, *(r[c] for c in cols), ', '.join(f'{k}:{s}' for k, s in j.after) or '-']))
+    L += ['', '## Commands', '', *(f'- {j.step}: `{_job_command(j)}`' for j in jobs)]
+    L += ['', '## Submission script (what `--slurm` runs)', '', '```bash', render_script(jobs).rstrip(), '```']
+    return '\n'.join(L) + '\n'
+
 # %% ../../nbs/repro.ipynb #9b0c0570
-def slurm_jobs(paper: str, scale: str, run_dir: str | Path, stages: str | Sequence[str] | None = None, settings=None) -> list:
-    """The stages as a Slurm dependency chain (`envsynth.slurm.Job`s, each `afterok` the one before): each job runs
-    `python -m envsynth.repro <paper> --stages <stage>` in the same run folder. Smoke: small CPU jobs; paper: SFT and RL on GPUs."""
+def slurm_jobs(paper: str, scale: str, run_dir: str | Path, stages: str | Sequence[str] | None = None, settings=None,
+               params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes | None = None) -> list:
+    """The stages as Slurm jobs (`envsynth.slurm.Job`s). Paper scale: `paper_chain`. Smoke (a CPU stand-in): small CPU jobs,
+    each `afterok` the one before, running `python -m envsynth.repro <paper> --stages <stage>` in the same run folder; the
+    synthesis runs as at paper scale, an array per per-item stage (`sizes.shards` tasks) and the finishing run."""
     from envsynth.settings import get_settings
     from envsynth.slurm import Job, repo_root, site_options
     paper_recipe(paper)
+    sizes = sizes or ChainSizes(shards=8 if scale == 'paper' else 2)
+    if scale == 'paper': return paper_chain(paper, run_dir, stages, params, overrides, sizes, settings)
     s, run_dir, repo = (settings or get_settings()).slurm, Path(run_dir).resolve(), repo_root()
-    gpus = {'sft': s.gpus_per_node, 'rl': s.gpus_per_node, 'eval': 1} if scale == 'paper' else {}
-    jobs, prev = [], None
+    opts = lambda gpus, cpus, mem, time_limit=None, **kw: _opts(s, run_dir, repo, 0, 1, '4G', '00:30:00', **kw)
+    argv = lambda *extra: [sys.executable, '-m', 'envsynth.repro', paper, '--scale', scale, '--run-dir', str(run_dir),
+                           *(['--params', str(Path(params).resolve())] if params else []), *sets, *extra]
+    sets = [a for k, v in (overrides or {}).items() for a in ('--set', f'{k}={json.dumps(v)}')]
+    jobs: list = []
     for stage in parse_stages(stages):
-        argv = [sys.executable, '-m', 'envsynth.repro', paper, '--scale', scale, '--run-dir', str(run_dir), '--stages', stage]
-        extra = ['--cpus-per-task=1', '--mem=4G'] if scale == 'smoke' else []
-        opts = [f'--chdir={repo}', f'--output={run_dir}/logs/%x-%j.out', *site_options(s, gpus.get(stage, 0), '00:30:00' if scale == 'smoke' else None), *extra]
-        jobs.append(Job(f'repro-{stage}', options=opts, wrap=shlex.join(argv), after=[('afterok', prev)] if prev else []))
-        prev = f'repro-{stage}'
+        after = [('afterok', jobs[-1].step)] if jobs else []
+        if stage == 'synth':        # arrays per per-item stage (`shards` tasks each) and the finishing run, as at paper scale
+            jobs += _synth_jobs(paper_recipe(paper).runner, 'synth', argv('--stages', 'synth'), opts, after, sizes, 'synthesis')
+        else: jobs.append(Job(stage, wrap=shlex.join(argv('--stages', stage)), options=opts(0, 1, '4G'), after=after))
     return jobs
 
-def submit_repro(paper: str, scale: str, run_dir: str | Path, stages=None, wait: bool = False, timeout_s: float = 3600) -> dict:
-    "Submit `slurm_jobs` (ids written to `<run_dir>/chain.json`); with `wait`, follow them to the end and return their states."
+def submit_repro(paper: str, scale: str, run_dir: str | Path, stages=None, wait: bool = False, timeout_s: float = 3600,
+                 params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes | None = None) -> dict:
+    """Submit `slurm_jobs` (ids written to `<run_dir>/chain.json`); with `wait`, follow them to the end and return their states.
+    At paper scale the preflight runs here first (endpoints of the roles the chain does not serve included): a
+    `PreflightError` submits nothing. The roles the chain serves are written to `serve/roles.json` for its jobs."""
     from envsynth.slurm import submit_chain, wait_chain
-    run_dir = Path(run_dir); (run_dir / 'logs').mkdir(parents=True, exist_ok=True)
-    ids = submit_chain(slurm_jobs(paper, scale, run_dir, stages))
+    run_dir = Path(run_dir)
+    jobs = slurm_jobs(paper, scale, run_dir, stages, params=params, overrides=overrides, sizes=sizes)
+    if scale == 'paper':
+        servers = role_servers(paper, parse_stages(stages), synth_params(paper, scale, params, overrides))
+        served = {r: {'server': n, 'model': srv['model']} for n, srv in servers.items() for r in srv['roles']}
+        if problems := preflight(paper, scale, stages, params, overrides, served=list(served)): raise PreflightError(problems)
+        (run_dir / 'serve').mkdir(parents=True, exist_ok=True)
+        (run_dir / 'serve' / 'roles.json').write_text(json.dumps(served, indent=1) + '\n')
+    (run_dir / 'logs').mkdir(parents=True, exist_ok=True)
+    ids = submit_chain(jobs)
     (run_dir / 'chain.json').write_text(json.dumps(ids, indent=1) + '\n')
     return {'jobs': ids, **({'states': wait_chain(ids, timeout_s=timeout_s, poll_s=2)} if wait else {})}
 
@@ -550,30 +1002,74 @@ def repro_parser() -> argparse.ArgumentParser:
     ap.add_argument('--scale', required=True, help='smoke (offline, minutes, CPU) or paper (endpoints and GPUs from settings.ini)')
     ap.add_argument('--stages', default='', help=f'comma-separated subset of {",".join(STAGES)} (default: all)')
     ap.add_argument('--run-dir', default=None, help='the run folder (default runs/repro-<paper>-<scale>); re-running resumes')
-    ap.add_argument('--set', dest='overrides', action='append', default=[], metavar='FIELD=VALUE', help="override a recipe parameter (synth stage)")
-    ap.add_argument('--slurm', action='store_true', help='submit the stages as a Slurm dependency chain instead of running them here')
+    ap.add_argument('--params', default=None, help="the synthesis recipe's parameter file (default papers_repro/<paper>/<scale>.yaml)")
+    ap.add_argument('--set', dest='overrides', action='append', default=[], metavar='FIELD=VALUE',
+                    help='override a recipe parameter (synth stage; VALUE as JSON, else text); repeatable')
+    ap.add_argument('--slurm', action='store_true', help='submit the stages as a Slurm chain instead of running them here')
+    ap.add_argument('--dry-run', action='store_true', help='with --slurm: print the plan (jobs, resources, commands), submit nothing')
     ap.add_argument('--wait', action='store_true', help='with --slurm: wait for the chain and exit 1 unless every job completed')
+    ap.add_argument('--shards', type=int, default=None, help='with --slurm: array tasks per per-item stage (default 8; smoke 2)')
+    ap.add_argument('--preflight', action='store_true',
+                    help='check what a paper-scale run of --stages needs (endpoints, inputs, venvs, MCP servers); exit 1 if anything is missing')
+    g = ap.add_argument_group('used by the jobs of a Slurm chain')
+    g.add_argument('--recipe-stages', default='', help='the per-item recipe stages this array task runs (with --shard)')
+    g.add_argument('--shard', default=None, metavar='I/N', help="this array task's share of --recipe-stages")
+    g.add_argument('--rl-data', action='store_true', help="run ASTRA's RL-environment recipe (its arrays and finishing run)")
+    g.add_argument('--eval-model', default=None, choices=['base', 'sft', 'rl'], help='evaluate the model the chain serves')
     return ap
+
+# %% ../../nbs/repro.ipynb #4b026f01
+def _check_args(a) -> tuple[list[str], str, dict]:
+    paper_recipe(a.paper)
+    if a.scale not in SCALES: raise ValueError(f'unknown scale {a.scale!r}; the scales are {", ".join(SCALES)}')
+    from envsynth.cli import parse_set_options
+    stages, run_dir, overrides = parse_stages(a.stages), a.run_dir or f'runs/repro-{a.paper}-{a.scale}', parse_set_options(a.overrides)
+    if a.wait and not a.slurm: raise ValueError('--wait only goes with --slurm')
+    if a.dry_run and not a.slurm: raise ValueError('--dry-run only goes with --slurm (the local check is --preflight)')
+    if a.params and not Path(a.params).is_file(): raise ValueError(f'--params {a.params}: no such file')
+    if a.shards is not None and a.shards < 1: raise ValueError(f'--shards must be >= 1, got {a.shards}')
+    if a.shard is not None and not a.recipe_stages: raise ValueError('--shard needs --recipe-stages')
+    if a.params or overrides: synth_params(a.paper, a.scale, a.params, overrides)    # a bad field fails here, not in a job
+    return stages, run_dir, overrides
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Reproduce a paper end to end (synthesis, SFT, RL, evaluation, report) locally or as a Slurm chain.
-    `envsynth repro <paper> --scale smoke|paper [--stages ...] [--run-dir D] [--slurm [--wait]]`; returns the exit status."""
-    from envsynth.cli import one_line, parse_set_options
+    `envsynth repro <paper> --scale smoke|paper [--stages ...] [--run-dir D] [--params F] [--set k=v] [--preflight]
+    [--slurm [--dry-run] [--wait]]`; returns the exit status (2: bad arguments, 1: preflight or run failed)."""
+    from envsynth.cli import one_line
     try:
         a = repro_parser().parse_args(argv)
-        paper_recipe(a.paper)
-        if a.scale not in SCALES: raise ValueError(f'unknown scale {a.scale!r}; the scales are {", ".join(SCALES)}')
-        stages, run_dir = parse_stages(a.stages), a.run_dir or f'runs/repro-{a.paper}-{a.scale}'
-        overrides = parse_set_options(a.overrides)
-        if a.wait and not a.slurm: raise ValueError('--wait only goes with --slurm')
-        if a.slurm and overrides: raise ValueError('--set is not passed to Slurm jobs: put the values in a parameter file')
-    except ValueError as e:
+        stages, run_dir, overrides = _check_args(a)
+    except (ValueError, ImportError) as e:
         print(f'envsynth repro: error: {one_line(e)}', file=sys.stderr); return 2
+    try: return _run(a, stages, run_dir, overrides)
+    except PreflightError as e:
+        for x in e.problems: print(f'envsynth repro: missing: {x}', file=sys.stderr)
+        return 1
+
+# %% ../../nbs/repro.ipynb #b0698a25
+def _run(a, stages: list[str], run_dir: str, overrides: dict) -> int:
+    rs, sizes = [s for s in a.recipe_stages.split(',') if s], ChainSizes(shards=a.shards) if a.shards else None
+    if a.preflight:
+        if a.scale == 'paper' and {'synth', 'rl'} & set(stages): use_served_roles(run_dir)
+        if problems := preflight(a.paper, a.scale, stages, a.params, overrides): raise PreflightError(problems)
+        print(f'envsynth repro: preflight of {a.paper} {",".join(stages)} at {a.scale} scale: nothing missing'); return 0
+    if a.slurm and a.dry_run:
+        if a.scale != 'paper':
+            from envsynth.slurm import render_script
+            print(render_script(slurm_jobs(a.paper, a.scale, run_dir, stages, params=a.params, overrides=overrides, sizes=sizes)), end='')
+        else: print(plan_text(a.paper, run_dir, stages, a.params, overrides, sizes or ChainSizes()), end='')
+        return 0
     if a.slurm:
-        out = submit_repro(a.paper, a.scale, run_dir, stages, wait=a.wait)
+        out = submit_repro(a.paper, a.scale, run_dir, stages, wait=a.wait, params=a.params, overrides=overrides, sizes=sizes)
         print(json.dumps(out))
         return 0 if not a.wait or all(s == 'COMPLETED' for s in out['states'].values()) else 1
-    out = reproduce(a.paper, a.scale, stages, run_dir, overrides)
+    if a.rl_data or rs:
+        if a.scale == 'paper': use_served_roles(run_dir)
+        run = repro_run_folder(run_dir)
+        out = run_rl_data(run, a.paper, a.scale, rs, a.shard) if a.rl_data else run_synth(run, a.paper, a.scale, overrides, a.params, rs, a.shard)
+        print(json.dumps({'run_dir': str(run_dir), **out})); return 0
+    out = reproduce(a.paper, a.scale, stages, run_dir, overrides, a.params, a.eval_model)
     print(json.dumps({'run_dir': str(run_dir), 'stages': {k: v.get('status') or v.get('skipped') or 'done' for k, v in out.items()},
                       **({'report': out['report']['report']} if 'report' in out else {})}))
     return 0

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 from ..formats import bfcl_function_to_tool, parse_bfcl_calls
 from .results import TIDY_KEYS     # the tidy-table columns every benchmark writes
-from .harness import (HarnessError, check_endpoint, harness_env, harness_version, require_harness,
+from .harness import (HarnessError, api_key_from_env, check_endpoint, harness_env, harness_version, require_harness,
                                    run_logged, sampling_kwargs, site_packages)
 
 # %% auto #0
@@ -164,7 +164,7 @@ def score_rows(score_dir: Path | str, model: str, categories: list[str], harness
         rows.append(dict(row, metric='correct', value=header['correct_count']))
         rows += [dict(row, metric=f'error:{k}', value=v) for k, v in errors.items()]
         accs.append(header['accuracy'])
-    if len(categories) > 1:
+    if len(categories) == len(CATEGORIES):      # the overall of a subset would not be BFCL's overall: none
         rows.append(dict(base, category='multi_turn_overall', metric='accuracy', value=sum(accs) / len(accs),
                          n=sum(r['n'] for r in rows if r['metric'] == 'accuracy'), data_revision=';'.join(revisions.get(c, '') for c in categories)))
     return [{k: r[k] for k in TIDY_KEYS} for r in rows]
@@ -241,6 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--ids', default=None, help='comma-separated entry ids, e.g. multi_turn_base_0,multi_turn_miss_func_3')
     ap.add_argument('--limit', type=int, default=None, help='only the first N entries of each category')
     ap.add_argument('--api-key', default='EMPTY', help='sent as OPENAI_API_KEY')
+    ap.add_argument('--api-key-env', default=None, help='name of the environment variable holding the key (instead of --api-key)')
     ap.add_argument('--temperature', type=float, default=0.001)
     ap.add_argument('--top-p', type=float, default=None, help='nucleus sampling, sent with every request (default: the server\'s)')
     ap.add_argument('--top-k', type=int, default=None, help='top-k sampling, sent in the request body\'s extra fields (vLLM, SGLang)')
@@ -271,6 +272,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if (args.base_url is None) == (args.oracle is None): raise SystemExit('give exactly one of --base-url and --oracle')
     ids = [i.strip() for i in args.ids.split(',') if i.strip()] if args.ids else None
     try:
+        args.api_key = api_key_from_env(args.api_key_env, args.api_key)
         cats = parse_categories(args.categories)
         oracle, ctx = None, nullcontext()
         if args.oracle:

@@ -10,7 +10,8 @@ import envsynth
 # %% auto #0
 __all__ = ['REPO_ROOT', 'CONSTRAINTS_DIR', 'HARNESSES', 'HarnessError', 'HarnessSpec', 'harness_spec', 'venv_dir',
            'expected_stamp', 'harness_ready', 'ensure_harness', 'require_harness', 'site_packages', 'dist_version',
-           'harness_version', 'harness_env', 'run_logged', 'check_endpoint', 'sampling_kwargs', 'main']
+           'harness_version', 'harness_env', 'run_logged', 'check_endpoint', 'api_key_from_env', 'sampling_kwargs',
+           'main']
 
 # %% ../../../nbs/eval/00_harness.ipynb #347d0772
 REPO_ROOT = Path(envsynth.__file__).resolve().parents[2]      # lib/envsynth/__init__.py -> repository root
@@ -141,6 +142,12 @@ def check_endpoint(base_url: str, timeout_s: float = 5.0):
                            '(e.g. `envsynth serve-policy` or vLLM) and pass its /v1 base URL') from None
 
 # %% ../../../nbs/eval/00_harness.ipynb #03d5125d
+def api_key_from_env(name: str | None, given: str | None = None) -> str | None:
+    "The API key held by the environment variable `name` (a `ValueError` naming it when it is unset), else `given`."
+    if not name: return given
+    if not (key := os.environ.get(name)): raise ValueError(f'the API key variable {name} is not set in the environment')
+    return key
+
 def sampling_kwargs(top_p: float | None = None, top_k: int | None = None) -> dict:
     "Request keyword arguments for an openai-SDK call: `top_p` as is, `top_k` in `extra_body`; {} for neither."
     if top_p is not None and not 0 < top_p <= 1: raise ValueError(f'top_p must be in (0, 1], got {top_p}')
@@ -154,8 +161,12 @@ def main(argv: list[str] | None = None):
     `envsynth eval venvs [bfcl] [tau2]` (what `make eval-venvs` runs); a failure is `SystemExit` with the reason."""
     import argparse
     ap = argparse.ArgumentParser(prog='envsynth eval venvs', description='Create or refresh the pinned BFCL / tau2 harness venvs.')
-    ap.add_argument('names', nargs='*', default=sorted(HARNESSES), choices=sorted(HARNESSES))
-    for name in ap.parse_args(argv).names:
+    # no `choices=`: Python 3.11's argparse checks an empty `nargs='*'` list against them and fails
+    ap.add_argument('names', nargs='*', metavar='name', help=f'any of {", ".join(sorted(HARNESSES))} (default: all)')
+    names = ap.parse_args(argv).names or sorted(HARNESSES)
+    if bad := [n for n in names if n not in HARNESSES]:
+        ap.error(f'invalid choice: {", ".join(bad)} (choose from {", ".join(sorted(HARNESSES))})')
+    for name in names:
         try: ensure_harness(name)
         except HarnessError as e: raise SystemExit(str(e)) from None
         print(f'{venv_dir(name)}: {harness_version(name)}')

@@ -6,7 +6,7 @@ import argparse, hashlib, json, re
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Iterable
-from .harness import (HarnessError, check_endpoint, harness_env, harness_version, require_harness,
+from .harness import (HarnessError, api_key_from_env, check_endpoint, harness_env, harness_version, require_harness,
                                    run_logged, sampling_kwargs, site_packages)
 from .bfcl import write_table
 from .results import TIDY_KEYS
@@ -201,6 +201,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--task-ids', default=None, help='comma-separated task ids: domain:id (e.g. airline:0,retail:57) or plain ids for every domain')
     ap.add_argument('--num-tasks', type=int, default=None, help='only the first N tasks of each domain')
     ap.add_argument('--api-key', default='EMPTY'); ap.add_argument('--user-api-key', default=None)
+    ap.add_argument('--api-key-env', default=None, help='environment variable holding the agent key (instead of --api-key)')
+    ap.add_argument('--user-api-key-env', default=None, help='environment variable holding the user-simulator key')
     ap.add_argument('--temperature', type=float, default=0.0); ap.add_argument('--user-temperature', type=float, default=0.0)
     ap.add_argument('--top-p', type=float, default=None, help='nucleus sampling of the agent (default: the server\'s)')
     ap.add_argument('--top-k', type=int, default=None, help='top-k sampling of the agent, in the request body\'s extra fields')
@@ -218,6 +220,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if (args.base_url is None) == (args.oracle is None): raise SystemExit('give exactly one of --base-url and --oracle')
     ids = [i.strip() for i in args.task_ids.split(',') if i.strip()] if args.task_ids else None
     try:
+        args.api_key = api_key_from_env(args.api_key_env, args.api_key)
+        args.user_api_key = api_key_from_env(args.user_api_key_env, args.user_api_key)
         doms = parse_domains(args.domains)
         oracle, ctx = None, nullcontext()
         if args.oracle:

@@ -1,7 +1,7 @@
 """SynthAgent task synthesis at scale on a real (local) Slurm: arrays of shards and a finishing job, against a fake model server.
 
-    .venv/bin/python benchmarks/scale_chain.py [--items 10000] [--shards 1 2 4] [--latency 1.0]
-        [--in-flight 128] [--concurrency 128] [--json benchmarks/results/scale_chain.json]
+    .venv/bin/python benchmarks/scale_chain.py [--items 10000] [--shards 1 2 4] [--latency 2.0]
+        [--in-flight 256] [--concurrency 512] [--json benchmarks/results/scale_chain.json]
 
 What runs, for each shard count n (a fresh run folder each time):
 
@@ -239,7 +239,7 @@ def stage_contents(run_dir: Path) -> dict:
     return out
 
 def client_env(url: str, in_flight: int) -> dict:
-    "The environment of the recipe's processes: every role on the server at `url`, `in_flight` requests at most."
+    "The environment of the recipe's processes: every role on the server at `url`, `in_flight` requests at most per role."
     return {'ENVSYNTH_LLM_ENDPOINT': url, 'ENVSYNTH_LLM_MODEL': 'fake', 'ENVSYNTH_LLM_MAX_CONCURRENCY': str(in_flight),
             'PYTHONPATH': os.pathsep.join(p for p in (str(REPO / 'lib'), os.environ.get('PYTHONPATH')) if p)}
 
@@ -249,7 +249,7 @@ def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: fl
     params = write_inputs(folder / 'inputs', items, concurrency)
     run_dir = folder / 'run'
     server = Server(latency, in_flight, folder)
-    env = client_env(server.url, in_flight)
+    env = client_env(server.url, concurrency)
     try:
         t0 = time.time()
         ids = submit_chain(cluster, run_dir, params, shards, env)
@@ -264,7 +264,7 @@ def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: fl
     ideal = served['requests'] * latency / in_flight
     llm_wall = served['last_end'] - served['first_start']
     stats = {folder: json.loads((run_dir / folder / 'stats.json').read_text()) for _, folder in STAGES}
-    row = {'shards': shards, 'items': items, 'tasks_kept': stats['03_tasks']['kept'],
+    row = {'shards': shards, 'concurrency': concurrency, 'items': items, 'tasks_kept': stats['03_tasks']['kept'],
            'requests': served['requests'], 'wall_s': round(wall, 1), 'llm_wall_s': round(llm_wall, 1),
            'ideal_s': round(ideal, 1), 'items_per_h': round(items / wall * 3600),
            'ideal_items_per_h': round(items / ideal * 3600), 'efficiency': round(ideal / wall, 3),
@@ -282,7 +282,7 @@ def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: fl
     if set(served['statuses']) != {'200'}: raise RuntimeError(f'requests failed at the server: {served}')
     return {'row': row, 'server': served, 'contents': stage_contents(run_dir), 'run_dir': str(run_dir)}
 
-COLUMNS = ('shards', 'items', 'tasks_kept', 'requests', 'wall_s', 'llm_wall_s', 'ideal_s', 'items_per_h',
+COLUMNS = ('shards', 'concurrency', 'items', 'tasks_kept', 'requests', 'wall_s', 'llm_wall_s', 'ideal_s', 'items_per_h',
            'ideal_items_per_h', 'efficiency', 'efficiency_llm', 'mean_in_flight', 'peak_rss_mb_shard',
            'peak_rss_mb_finish', 'client_cpu_ms_per_request', 'server_cpu_ms_per_request', 'exact')
 
@@ -295,10 +295,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--items', type=int, default=10_000, help='personas (items of the first stage)')
     ap.add_argument('--shards', type=int, nargs='+', default=[1, 2, 4], help='array sizes, one chain each')
-    ap.add_argument('--latency', type=float, default=1.0, help='seconds per request at the server')
-    ap.add_argument('--in-flight', type=int, default=128, help='requests the server serves at once')
+    ap.add_argument('--latency', type=float, default=2.0, help='seconds per request at the server')
+    ap.add_argument('--in-flight', type=int, default=256, help='requests the server serves at once')
     ap.add_argument('--concurrency', type=int, default=None,
-                    help='items in flight per stage per process (default: --in-flight)')
+                    help='items in flight per stage, all shards together, split evenly over them (default: '
+                         '2 x --in-flight: a queue at the server, as a real deployment keeps one)')
     ap.add_argument('--timeout', type=float, default=3600, help='seconds one chain may take')
     ap.add_argument('--json', type=Path, help='write the rows here')
     ap.add_argument('--keep', type=Path, help='keep the run folders under this folder')
@@ -318,7 +319,7 @@ def main(argv=None) -> int:
     try:
         for n in a.shards:
             out = run_one(cluster, root / f'shards-{n}', a.items, n, a.latency, a.in_flight,
-                          a.concurrency or a.in_flight, a.timeout)
+                          -(-(a.concurrency or 2 * a.in_flight) // n), a.timeout)
             first = first or out['contents']
             out['row']['exact'] = out['contents'] == first
             rows.append(out['row']); print(json.dumps(out['row']), flush=True)

@@ -13,7 +13,8 @@ from .llm import ChatRequest, NoResponderError, OfflineTeacher, OpenAIBackend
 from .schema import Tool
 
 # %% auto #0
-__all__ = ['TAG_HEADER', 'Reply', 'completion', 'FakeOpenAIServer', 'TagHeaderBackend', 'chat_request', 'teacher_handler']
+__all__ = ['TAG_HEADER', 'Reply', 'completion', 'FakeOpenAIServer', 'TagHeaderBackend', 'chat_request', 'teacher_handler',
+           'schema_tags']
 
 # %% ../../nbs/core/12_fake_server.ipynb #4872fe2d
 @dataclass
@@ -168,11 +169,14 @@ def chat_request(body: dict, tag: str = 'default') -> ChatRequest:
                        sampling={k: v for k, v in body.items() if k not in _REQUEST_FIELDS})
 
 # %% ../../nbs/core/12_fake_server.ipynb #58da986b
-def teacher_handler(teacher: OfflineTeacher, latency: float = 0.0) -> Callable[[dict, Any], Reply]:
+def teacher_handler(teacher: OfflineTeacher, latency: float = 0.0,
+                    tag_of: Callable[[dict], str] | None = None) -> Callable[[dict, Any], Reply]:
     """A handler for `FakeOpenAIServer(..., headers=True)`: each request is answered as `teacher`
-    answers it offline, `latency` seconds after the server started on it."""
+    answers it offline, `latency` seconds after the server started on it. Its tag is the
+    `TAG_HEADER` header, else `tag_of(body)` (e.g. `schema_tags`), else `'default'`."""
     def handle(body: dict, headers) -> Reply:
-        req = chat_request(body, headers.get(TAG_HEADER) or 'default')
+        tag = headers.get(TAG_HEADER) or (tag_of(body) if tag_of else None) or 'default'
+        req = chat_request(body, tag)
         try: out = asyncio.run(teacher.complete(req))
         except NoResponderError as e:
             return Reply({'error': {'message': str(e)}}, status=400, delay=latency)
@@ -181,3 +185,14 @@ def teacher_handler(teacher: OfflineTeacher, latency: float = 0.0) -> Callable[[
                              completion_tokens=out.completion_tokens)
         return Reply(message, delay=latency)
     return handle
+
+# %% ../../nbs/core/12_fake_server.ipynb #5c0a7e22
+def schema_tags(tags: dict[str, type]) -> Callable[[dict], str | None]:
+    """`tag_of` for `teacher_handler`: the tag whose pydantic model (`{tag: model}`) titles the
+    request's response schema; None for a request with another schema or none."""
+    by_title = {model.__name__: tag for tag, model in tags.items()}
+    def tag_of(body: dict) -> str | None:
+        fmt = body.get('response_format') or {}
+        schema = (fmt.get('json_schema') or {}).get('schema') or {}
+        return by_title.get(schema.get('title')) if isinstance(schema, dict) else None
+    return tag_of

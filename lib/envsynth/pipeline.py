@@ -20,7 +20,7 @@ from .schema import canonical_json, content_hash
 __all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key',
            'item_seed', 'StepFailedError', 'report_failure', 'watch_failures', 'without_timing', 'JournalError',
            'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'concurrently', 'run_sync', 'arun_stage',
-           'read_entries', 'read_records', 'Step', 'RunFolder', 'StageInputsError']
+           'read_entries', 'read_records', 'Step', 'RunFolder', 'StageInputsError', 'unfinished_shards', 'main']
 
 # %% ../../nbs/core/10_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
@@ -804,6 +804,38 @@ def plan(self: RunFolder, stages: Sequence[str] | None = None,
             )
         parse_shard(shard)
     return todo
+
+# %% ../../nbs/core/10_pipeline.ipynb #7e5d1c02
+def unfinished_shards(out_dir: str | Path, n: int) -> list[int]:
+    """The shards `i` of `n` of the stage in `out_dir` that have not finished with no failed item
+    (no `stats-i-of-n.json`, or failures in it); [] when a run over every input finished it."""
+    if n < 1: raise ValueError(f'n must be >= 1, got {n}')
+    def clean(i, of):
+        path = Path(out_dir) / f'stats-{i:05d}-of-{of:05d}.json'
+        try: return not json.loads(path.read_text()).get('failed')
+        except (OSError, ValueError): return False
+    if clean(0, 1): return []
+    return [i for i in range(n) if not clean(i, n)]
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m envsynth.pipeline check-shards --of N FOLDER...`: exit 1 with one line on stderr
+    per stage folder whose shards have not all finished, else 0."""
+    import argparse, sys
+    ap = argparse.ArgumentParser(prog='python -m envsynth.pipeline')
+    sub = ap.add_subparsers(dest='command', required=True)
+    check = sub.add_parser('check-shards', help='refuse to go on before every shard finished')
+    check.add_argument('--of', type=int, required=True, help='the number of shards')
+    check.add_argument('folders', nargs='+', help='stage folders (e.g. RUN_DIR/02_tool_suites)')
+    args = ap.parse_args(argv)
+    if args.of < 1: ap.error('--of must be >= 1')
+    bad = [(f, missing) for f in args.folders if (missing := unfinished_shards(f, args.of))]
+    for f, missing in bad:
+        print(f'{f}: shard(s) {", ".join(map(str, missing))} of {args.of} have not finished'
+              ' (missing, or failed items): run them again before the finishing job',
+              file=sys.stderr)
+    return 1 if bad else 0
+
+if __name__ == '__main__' and '__file__' in globals(): import sys; sys.exit(main())
 
 # %% ../../nbs/core/10_pipeline.ipynb #384e8bc9
 @patch

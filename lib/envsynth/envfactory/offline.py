@@ -19,10 +19,10 @@ from ..walks import FILL_TAG
 from ..schema import Task
 
 # %% auto #0
-__all__ = ['OFFLINE_RESPONDERS', 'category_tools', 'offline_propose', 'offline_envfactory_design', 'offline_unit_tests',
-           'offline_test_agent', 'offline_graph_review', 'offline_param_classes', 'offline_scenario',
-           'offline_querygen', 'offline_refine', 'register_offline_teacher', 'register_offline_agent',
-           'offline_envfactory_teacher']
+__all__ = ['OFFLINE_RESPONDERS', 'category_tools', 'offline_propose', 'document_resources', 'offline_envfactory_design',
+           'offline_unit_tests', 'offline_test_agent', 'offline_graph_review', 'offline_param_classes',
+           'offline_scenario', 'offline_querygen', 'offline_refine', 'register_offline_teacher',
+           'register_offline_agent', 'offline_envfactory_teacher']
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #de81201f
 _TYPES = {'string': {'type': 'string'}, 'integer': {'type': 'integer'}, 'number': {'type': 'number'},
@@ -68,13 +68,40 @@ def category_tools(source: dict) -> list[dict]:
     return tools
 
 def offline_propose(req: ChatRequest) -> EnvProposal:
-    "Stand-in for `envfactory.propose`: the first uncovered source, its resources as tools."
+    "Stand-in for `envfactory.propose`: the first uncovered source, its resources (or its document's) as tools."
     r = request_json(req)
     source = r['sources'][0]
+    if 'resources' not in source: source = {**source, 'resources': document_resources(source.get('description', ''), source['name'])}
     tools = category_tools(source)[:r['max_tools']]
     covered = ', '.join(p['category'] for p in r['pool']) or 'nothing yet'
-    return EnvProposal(name=source['name'], category=source['name'], description=(source.get('description') or source['name'])[:400],
+    name = source['name'][:40].rstrip('_')
+    return EnvProposal(name=name if re.match(r'[a-z]', name) else f'env_{name[:36]}', category=source['name'], description=(source.get('description') or source['name'])[:400],
                        gap=f'the pool covers {covered}; none of it is about {source["name"]}', tools=tools)
+
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #eff0d001
+_RESOURCES = re.compile(r'(?im)^\s*resources?\s*:\s*(.+)$')
+_RESOURCE = re.compile(r'([a-z][a-z0-9_]*)\s*\(([^)]*)\)')
+
+def document_resources(text: str, name: str) -> dict:
+    """The resources a document names on a `Resources:` line, as `{resource: {field: kind}}`:
+    `book (title, year: integer); loan (book, due: date)`; a field named after another resource refers to it
+    (`book_id: ref:book`), a field without a kind is a string (a date if its name says so). A document without
+    such a line: a resource named after the document and requests about it."""
+    m = _RESOURCES.search(text)
+    found = _RESOURCE.findall(m[1].lower()) if m else []
+    if not found:
+        r = singular(name)
+        other = 'request' if r != 'request' else 'ticket'
+        return {r: {'title': 'string', 'notes': 'string'}, other: {f'{r}_id': f'ref:{r}', 'notes': 'string', 'date': 'date'}}
+    names, out = {r for r, _ in found}, {}
+    for r, fields in found:
+        out[r] = {}
+        for f in filter(None, (x.strip() for x in fields.split(','))):
+            key, _, kind = (x.strip() for x in f.partition(':'))
+            if key in names and key != r: out[r][f'{key}_id'] = f'ref:{key}'
+            else: out[r][key] = kind if kind in _TYPES else 'date' if 'date' in key else 'string'
+        out[r] = out[r] or {'title': 'string'}
+    return out
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #5a10f9e4
 _SCALAR = {'string': 'string', 'integer': 'integer', 'number': 'number', 'boolean': 'boolean'}

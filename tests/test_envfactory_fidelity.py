@@ -97,5 +97,5 @@ def test_the_smoke_run_applies_every_refinement_operator_and_no_two_tasks_open_a
     for t in tasks:                              # an operator is named exactly where the refined query differs
         m = t['metadata']
         assert [o is not None for o in m['operators']] == [q != q0 for q, q0 in zip(t['user_queries'], m['unrefined_queries'])]
-    solved = {s['task']['id'] for s in read_records(run_dir / '05_solutions')}
-    assert solved == {t['id'] for t in tasks}    # the stand-in replays each task's own gold: every task solved
+    solved = {s['task']['metadata']['chain_id'] for s in read_records(run_dir / '05_solutions')}
+    assert solved == {t['metadata']['chain_id'] for t in tasks}    # the stand-in replays each task's own gold

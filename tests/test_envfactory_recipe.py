@@ -137,9 +137,10 @@ def test_a_model_that_always_fails_is_counted_not_passed(tmp_path):
     assert stats['kept'] == 0 and stats['dropped'] == {'proposal_failed': 4}
 
 def test_graph_links_every_pair_above_the_threshold_with_no_neighbour_cap():
-    """Default rule: an edge for every (output field, input parameter) pair of one environment, of
-    compatible types, whose texts `name (type): description` have cosine >= 0.85; `similarity='weighted'`
-    the same with 0.6 cos(`name (type)`) + 0.4 cos(`description`). No edge below the threshold."""
+    """The official rule (no exact-name links, no identifier guard): an edge for every (output field, input
+    parameter) pair of one environment, of compatible types, whose texts `name (type): description` have
+    cosine >= 0.85; `similarity='weighted'` the same with 0.6 cos(`name (type)`) + 0.4 cos(`description`).
+    No edge below the threshold."""
     import asyncio
     from envsynth.embed import Embedder
     from envsynth.graph import output_fields, param_text, types_compatible
@@ -164,13 +165,13 @@ def test_graph_links_every_pair_above_the_threshold_with_no_neighbour_cap():
              'weighted': lambda f, p, s: 0.6 * cos(typed(f.path, f.schema), typed(p, s))
                                          + 0.4 * desc_cos(describe(f.schema), describe(s))}
     for similarity, score in rules.items():
-        g = tool_graph(corpus, embedder, similarity=similarity)
+        g = tool_graph(corpus, embedder, similarity=similarity, name_links=False, id_guard=False)
         above = [(u.key, v.key, (f.path, p)) for u, f, v, p, s in pairs
                  if score(f, p, s) >= 0.85 + 1e-5]
         assert above, similarity
         assert all(g.has_edge(a, b) and link in g[a][b]['links'] for a, b, link in above)
         assert all(d['weight'] >= 0.85 - 1e-5 for _, _, d in g.edges(data=True))
-        loose = tool_graph(corpus, embedder, similarity=similarity, threshold=0.5, k=8)
+        loose = tool_graph(corpus, embedder, similarity=similarity, threshold=0.5, k=8, name_links=False, id_guard=False)
         assert g.number_of_edges() < loose.number_of_edges()
 
 def test_each_call_goes_to_its_role(tmp_path):

@@ -16,8 +16,8 @@ from .corpora import ToolCorpus
 
 # %% auto #0
 __all__ = ['OutputField', 'json_types', 'output_fields', 'tool_entities', 'link_names', 'types_compatible', 'tool_text',
-           'param_text', 'ToolEmbeddings', 'embed_corpus', 'topk_similar', 'dependency_graph', 'detect_domains',
-           'BoundedDomains', 'bounded_domains', 'EdgeReview', 'llm_refine_edges']
+           'param_text', 'ToolEmbeddings', 'embed_corpus', 'topk_similar', 'id_entities', 'dependency_graph',
+           'detect_domains', 'BoundedDomains', 'bounded_domains', 'EdgeReview', 'llm_refine_edges']
 
 # %% ../../nbs/core/09b_graph.ipynb #f58df673
 @dataclass
@@ -250,22 +250,48 @@ def _name_links(corpus: ToolCorpus, emb: ToolEmbeddings,
             (tools[i].server if same_server else None, n), ())}))
 
 # %% ../../nbs/core/09b_graph.ipynb #2b6118ea
+def id_entities(name: str, owners: Iterable[str]) -> frozenset[str] | None:
+    """What an identifier called `name` inside `owners` identifies (`patient_id` -> {'patient'};
+    `id` of a user -> {'user'}); None when `name` is not an identifier."""
+    n = _norm(name)
+    if n != 'id' and not n.endswith('_id'): return None
+    return frozenset(x.removesuffix('_id') for x in link_names(name, owners) if x.endswith('_id'))
+
+def _id_table(fields: list, params: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of the fields' and parameters' `id_entities`, and the table of which may link: an
+    identifier feeds only an identifier of the same thing; other names are not constrained."""
+    def codes(xs):
+        reps = {}
+        return np.array([reps.setdefault(x, len(reps)) for x in xs], dtype=np.int64), list(reps)
+    (fc, freps), (pc, preps) = codes(fields), codes(params)
+    ok = [[(a is None and b is None) or (a is not None and b is not None and bool(a & b))
+           for b in preps] for a in freps]
+    return fc, pc, np.array(ok, dtype=bool).reshape(len(freps), len(preps))
+
 def _output_links(corpus: ToolCorpus, emb: ToolEmbeddings, threshold: float, k: int,
-                  scope: str, block: int) -> dict:
+                  scope: str, block: int, name_links: bool = True, id_guard: bool = False) -> dict:
     "`{(producer row, consumer row): {(field path, parameter): score}}` for the `outputs` mode."
     tools = list(corpus)
     pschemas = [(tools[j].tool.function.parameters.get('properties') or {}).get(n)
                 for j, n in zip(emb.param_tool.tolist(), emb.param_name)]
     fcode, pcode, table = _type_table([f.schema for f in emb.output_fields],
                                       [s if isinstance(s, dict) else {} for s in pschemas])
+    if id_guard:
+        fid, pid, ids = _id_table(
+            [id_entities(f.name, [f.owner] if f.owner else tool_entities(tools[i].name))
+             for i, f in zip(emb.output_tool.tolist(), emb.output_fields)],
+            [id_entities(n, tool_entities(tools[j].name))
+             for j, n in zip(emb.param_tool.tolist(), emb.param_name)])
+    fits = (lambda f, p: table[fcode[f], pcode[p]] & ids[fid[f], pid[p]]) if id_guard else (
+        lambda f, p: table[fcode[f], pcode[p]])
     links = defaultdict(dict)
     def add(f, p, score):
         i, j = int(emb.output_tool[f]), int(emb.param_tool[p])
-        if i == j or not table[fcode[f], pcode[p]]: return
+        if i == j or not fits(f, p): return
         key = (emb.output_fields[f].path, emb.param_name[p])
         links[(i, j)][key] = max(links[(i, j)].get(key, score), score)
-    for f, p in _name_links(corpus, emb, scope == 'server'): add(f, p, 1.0)
-    fits = lambda f, p: table[fcode[f], pcode[p]]
+    if name_links:
+        for f, p in _name_links(corpus, emb, scope == 'server'): add(f, p, 1.0)
     if scope == 'server':
         server_ids = {s: n for n, s in enumerate(sorted({t.server for t in tools}))}
         server = np.array([server_ids[t.server] for t in tools], dtype=np.int64)
@@ -282,10 +308,13 @@ def _output_links(corpus: ToolCorpus, emb: ToolEmbeddings, threshold: float, k: 
 def dependency_graph(corpus: ToolCorpus, emb: ToolEmbeddings,
                      mode: Literal['io', 'params', 'outputs'] = 'io', threshold: float = 0.5,
                      k: int | None = 8, scope: Literal['all', 'server'] = 'all',
-                     block: int = 256) -> nx.DiGraph:
+                     block: int = 256, name_links: bool = True,
+                     id_guard: bool = False) -> nx.DiGraph:
     """Tool graph from parameter similarity or from declared outputs (see above); deterministic for
     the same corpus and embeddings. `k` caps the neighbours kept per tool (or per parameter / output
-    field); `k=None` keeps every pair above `threshold`, as Eq. 1 states it."""
+    field); `k=None` keeps every pair above `threshold`, as Eq. 1 states it. `mode='outputs'` only:
+    `name_links` adds the exact-name links, `id_guard` lets an identifier feed only an identifier of
+    the same thing."""
     if mode not in ('io', 'params', 'outputs'):
         raise ValueError(f"mode must be 'io', 'params' or 'outputs', got {mode!r}")
     if scope not in ('all', 'server'):
@@ -301,7 +330,8 @@ def dependency_graph(corpus: ToolCorpus, emb: ToolEmbeddings,
         if emb.outputs is None:
             raise ValueError("mode='outputs' needs embeddings of the output fields: "
                              "build them with embed_corpus")
-        for (i, j), ls in sorted(_output_links(corpus, emb, threshold, k, scope, block).items()):
+        for (i, j), ls in sorted(_output_links(corpus, emb, threshold, k, scope, block,
+                                                         name_links, id_guard).items()):
             g.add_edge(emb.keys[i], emb.keys[j], weight=max(ls.values()),
                        params=sorted({p for _, p in ls}), links=sorted(ls))
     elif mode == 'io':

@@ -68,12 +68,31 @@ SEED_CATEGORIES: list[dict] = [
                    'case': {'employee_id': 'ref:employee', 'agent_id': 'ref:agent', 'summary': 'string'}}},
 ]
 
-def authentic_sources(folder: str | Path, max_chars: int = 1500, suffixes=('.md', '.txt', '.json', '.yaml', '.yml', '.html')) -> list[dict]:
-    "Idea sources from a folder of documents: `{'name', 'description'}` per file (its stem, its first `max_chars` characters), sorted by path."
+def _slug(text: str) -> str: return re.sub(r'[^a-z0-9]+', '_', text.lower()).strip('_') or 'source'
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    "`(heading, text)` of each `## ` section of a Markdown document (none: the document has fewer than two)."
+    parts = re.split(r'(?m)^## +(.+?)\s*$', text)
+    if len(parts) < 5: return []
+    return [(h, f'## {h}\n{body.strip()}') for h, body in zip(parts[1::2], parts[2::2])]
+
+def authentic_sources(folder: str | Path, max_chars: int = 1500, suffixes=('.md', '.txt', '.json', '.yaml', '.yml', '.html'),
+                      sections: bool = True) -> list[dict]:
+    """Idea sources from a folder of documents, sorted by path: `{'name', 'description', 'document'}` per file (its
+    stem, its first `max_chars` characters, its path in the folder); with `sections`, one per `## ` section of a
+    Markdown file that has several (named after its heading; a name met before gets the file's stem in front)."""
     folder = Path(folder)
     if not folder.is_dir(): raise FileNotFoundError(f'no source folder {folder}')
-    out = [{'name': re.sub(r'[^a-z0-9]+', '_', p.stem.lower()).strip('_') or 'source', 'description': p.read_text(errors='replace')[:max_chars]}
-           for p in sorted(folder.rglob('*')) if p.is_file() and p.suffix.lower() in suffixes]
+    out, names = [], set()
+    for p in sorted(folder.rglob('*')):
+        if not p.is_file() or p.suffix.lower() not in suffixes: continue
+        text, doc = p.read_text(errors='replace'), p.relative_to(folder).as_posix()
+        parts = _sections(text) if sections and p.suffix.lower() == '.md' else []
+        for head, body in parts or [(p.stem, text)]:
+            name = _slug(head) if _slug(head) not in names else f'{_slug(p.stem)}_{_slug(head)}'
+            n, base = 2, name
+            while name in names: name, n = f'{base}_{n}', n + 1
+            names.add(name); out.append({'name': name, 'description': body[:max_chars], 'document': doc})
     if not out: raise ValueError(f'{folder} holds no documents ({", ".join(suffixes)})')
     return out
 
@@ -114,9 +133,11 @@ def pool_summary(proposals: list[EnvProposal]) -> list[dict]:
     "What the proposer is shown of the pool: name, category, description and tool names of each environment."
     return [{'name': p.name, 'category': p.category, 'description': p.description, 'tools': [t.name for t in p.parsed_tools()]} for p in proposals]
 
-def propose_request(pool: list[EnvProposal], sources: list[dict], min_tools: int, max_tools: int) -> dict:
+def propose_request(pool: list[EnvProposal], sources: list[dict], min_tools: int, max_tools: int,
+                    sources_per_ask: int | None = None) -> dict:
+    "The proposer's request: the pool, and the first `sources_per_ask` sources it does not cover (None: all)."
     covered = {p.category for p in pool}
-    return {'pool': pool_summary(pool), 'sources': [s for s in sources if s['name'] not in covered],
+    return {'pool': pool_summary(pool), 'sources': [s for s in sources if s['name'] not in covered][:sources_per_ask],
             'min_tools': min_tools, 'max_tools': max_tools}
 
 class Proposals(BaseModel):
@@ -126,15 +147,18 @@ class Proposals(BaseModel):
     log: list[str] = Field(default_factory=list)
 
 async def propose_environments(client: LLMClient, sources: list[dict], n: int, *, existing: list[EnvProposal] = (),
-                               min_tools: int = 4, max_tools: int = 12, max_asks: int | None = None, **sampling) -> Proposals:
+                               min_tools: int = 4, max_tools: int = 12, max_asks: int | None = None,
+                               sources_per_ask: int | None = None, **sampling) -> Proposals:
     """Ask EnvGen `n` times (at most `max_asks`, default 2n) for an environment that fills a gap in the pool
-    (`existing` plus those accepted so far); each rejection is counted with its reason."""
+    (`existing` plus those accepted so far), showing it at most `sources_per_ask` uncovered sources (None: all);
+    each rejection is counted with its reason."""
+    if sources_per_ask is not None and sources_per_ask < 1: raise ValueError(f'sources_per_ask must be >= 1, got {sources_per_ask}')
     if n < 0 or min_tools < 2 or max_tools < min_tools: raise ValueError(f'need n >= 0 and 2 <= min_tools <= max_tools, got {n}, {min_tools}, {max_tools}')
     if not sources: raise ValueError('EnvGen needs at least one idea source (a category or a document)')
     out, pool = Proposals(), list(existing)
     for ask in range(max_asks if max_asks is not None else 2 * n):
         if len(out.proposals) >= n: break
-        req = propose_request(pool, sources, min_tools, max_tools)
+        req = propose_request(pool, sources, min_tools, max_tools, sources_per_ask)
         if not req['sources']: out.log.append(f'ask {ask}: every source is covered'); break
         try: prop = await ask_model(client, 'propose', EnvProposal, req, seed=ask, **sampling)
         except LLM_FAILURES as e: reason, detail = 'proposal_failed', f'{type(e).__name__}: {str(e)[:300]}'

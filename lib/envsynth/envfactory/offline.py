@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #dc0a6dfa
 from __future__ import annotations
-import json, random, re
+import json, random, re, zlib
 from typing import Any, Callable, Iterable
 from ..offline_envs import (offline_code, offline_db_design, offline_fill_arguments, offline_seed, offline_agent,
                                    request_json)
@@ -14,15 +14,15 @@ from ..rollout import offline_teacher
 from .envgen import TAGS, EnvProposal
 from .build import UnitTests
 from .toolgraph import GraphEdge, GraphEdits, ParamClasses
-from .queries import QueryPlan, RefinedQueries, Scenario, Subgoal
+from .queries import OPERATORS, QueryPlan, RefinedQueries, Scenario, Subgoal
 from ..walks import FILL_TAG
 from ..schema import Task
 
 # %% auto #0
-__all__ = ['OFFLINE_RESPONDERS', 'category_tools', 'offline_propose', 'offline_envfactory_design', 'offline_unit_tests',
-           'offline_test_agent', 'offline_graph_review', 'offline_param_classes', 'offline_scenario',
-           'offline_querygen', 'offline_refine', 'register_offline_teacher', 'register_offline_agent',
-           'offline_envfactory_teacher']
+__all__ = ['OFFLINE_RESPONDERS', 'category_tools', 'offline_propose', 'document_resources', 'offline_envfactory_design',
+           'offline_unit_tests', 'offline_test_agent', 'offline_graph_review', 'offline_param_classes',
+           'offline_scenario', 'offline_querygen', 'offline_refine', 'register_offline_teacher',
+           'register_offline_agent', 'offline_envfactory_teacher']
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #de81201f
 _TYPES = {'string': {'type': 'string'}, 'integer': {'type': 'integer'}, 'number': {'type': 'number'},
@@ -68,13 +68,40 @@ def category_tools(source: dict) -> list[dict]:
     return tools
 
 def offline_propose(req: ChatRequest) -> EnvProposal:
-    "Stand-in for `envfactory.propose`: the first uncovered source, its resources as tools."
+    "Stand-in for `envfactory.propose`: the first uncovered source, its resources (or its document's) as tools."
     r = request_json(req)
     source = r['sources'][0]
+    if 'resources' not in source: source = {**source, 'resources': document_resources(source.get('description', ''), source['name'])}
     tools = category_tools(source)[:r['max_tools']]
     covered = ', '.join(p['category'] for p in r['pool']) or 'nothing yet'
-    return EnvProposal(name=source['name'], category=source['name'], description=(source.get('description') or source['name'])[:400],
+    name = source['name'][:40].rstrip('_')
+    return EnvProposal(name=name if re.match(r'[a-z]', name) else f'env_{name[:36]}', category=source['name'], description=(source.get('description') or source['name'])[:400],
                        gap=f'the pool covers {covered}; none of it is about {source["name"]}', tools=tools)
+
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #eff0d001
+_RESOURCES = re.compile(r'(?im)^\s*resources?\s*:\s*(.+)$')
+_RESOURCE = re.compile(r'([a-z][a-z0-9_]*)\s*\(([^)]*)\)')
+
+def document_resources(text: str, name: str) -> dict:
+    """The resources a document names on a `Resources:` line, as `{resource: {field: kind}}`:
+    `book (title, year: integer); loan (book, due: date)`; a field named after another resource refers to it
+    (`book_id: ref:book`), a field without a kind is a string (a date if its name says so). A document without
+    such a line: a resource named after the document and requests about it."""
+    m = _RESOURCES.search(text)
+    found = _RESOURCE.findall(m[1].lower()) if m else []
+    if not found:
+        r = singular(name)
+        other = 'request' if r != 'request' else 'ticket'
+        return {r: {'title': 'string', 'notes': 'string'}, other: {f'{r}_id': f'ref:{r}', 'notes': 'string', 'date': 'date'}}
+    names, out = {r for r, _ in found}, {}
+    for r, fields in found:
+        out[r] = {}
+        for f in filter(None, (x.strip() for x in fields.split(','))):
+            key, _, kind = (x.strip() for x in f.partition(':'))
+            if key in names and key != r: out[r][f'{key}_id'] = f'ref:{key}'
+            else: out[r][key] = kind if kind in _TYPES else 'date' if 'date' in key else 'string'
+        out[r] = out[r] or {'title': 'string'}
+    return out
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #5a10f9e4
 _SCALAR = {'string': 'string', 'integer': 'integer', 'number': 'number', 'boolean': 'boolean'}
@@ -232,6 +259,7 @@ def offline_querygen(req: ChatRequest) -> QueryPlan:
     calls, facts = r['calls'], r['user_facts']
     n_turns = max(1, min(r['max_turns'], len(calls)))
     turns = [list(range(len(calls)))[i * len(calls) // n_turns:(i + 1) * len(calls) // n_turns] for i in range(n_turns)]
+    plan = ', '.join(_phrase(c['name']) for c in calls)        # the whole chain: no two tasks open alike
     said, queries = set(), []
     for i, turn in enumerate(turns):
         parts = []
@@ -239,23 +267,41 @@ def offline_querygen(req: ChatRequest) -> QueryPlan:
             need = [(k, v) for k, v in facts.items() if k not in said and any(json.dumps(v) == json.dumps(a) for a in calls[c]['arguments'].values())]
             said |= {k for k, _ in need}
             parts.append(f'please {_phrase(calls[c]["name"])}' + (f' ({", ".join(f"{_phrase(k)} {v}" for k, v in need)})' if need else ''))
-        hello = f"Hi, I'm {r['profile'].get('name', 'a customer')}. " if i == 0 else ''
-        queries.append(hello + '. Then '.join(p[:1].upper() + p[1:] for p in parts) + '.')
+        hello = (f"Hi, I'm {r['profile'].get('name', 'a customer')}. With {_phrase(r['environment'])} "
+                 f"I need to {plan}. ") if i == 0 else ''
+        queries.append(hello + parts[0][:1].upper() + parts[0][1:] + ''.join(f'. Then {p}' for p in parts[1:]) + '.')
     return QueryPlan(subgoals=[Subgoal(goal=_phrase(c['name']), calls=[i]) for i, c in enumerate(calls)], turns=turns, queries=queries)
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #eff0a002
+_LOOKUP = re.compile(r'\b([Pp]lease) (get|search|list|find|check)( [a-z]+)+(?=\.|$)')
+_OBJECT = re.compile(r'\b[Pp]lease [a-z]+ ([a-z]{3,})')
+
+def _implicit_reference(q: str, earlier: list[str], facts: dict) -> str:
+    "A value or a thing said in an earlier turn, referred back to instead of repeated."
+    for v in facts.values():
+        if isinstance(v, str) and len(v) > 2 and any(v in e for e in earlier): q = q.replace(v, 'the same one as before')
+    m = next((m for m in _OBJECT.finditer(q) if earlier and any(m[1] in e for e in earlier)), None)
+    return q[:m.start(1)] + f'the {m[1]} from before' + q[m.end(1):] if m else q
+
+def _rewrite(op: str, q: str, earlier: list[str], r: dict) -> str:
+    "`q` rewritten by operator `op` (unchanged: `op` does not apply to it)."
+    if op == 'implicit_reference': return _implicit_reference(q, earlier, r['user_facts'])
+    if op == 'action_compression': return q.replace('. Then ', ', and then ')
+    if op == 'ambiguity':             # a look-up the agent can work out left unsaid (no facts in it)
+        return _LOOKUP.sub(lambda m: f'{m[1]} look up whatever else that needs', q, count=1)
+    return f'I am sorting out things with {_phrase(r["environment"])} today. ' + q
+
 def offline_refine(req: ChatRequest) -> RefinedQueries:
-    "Stand-in for `envfactory.refine_query`."
+    """Stand-in for `envfactory.refine_query`: each turn gets the first operator that changes it, trying
+    them in turn from a place that depends on the task, those the task has not used yet first."""
     r = request_json(req)
     ops, out, used = r['operators'], [], []
+    start = zlib.crc32(r['queries'][0].encode())
     for i, q in enumerate(r['queries']):
-        op = ops[i % len(ops)]
-        if op == 'implicit_reference':
-            new = q
-            for v in r['user_facts'].values():
-                if isinstance(v, str) and len(v) > 2 and any(v in e for e in r['queries'][:i]): new = new.replace(v, 'the same one as before')
-        elif op == 'action_compression': new = q.replace('. Then ', ', and then ')
-        elif op == 'ambiguity': new = re.sub(r' \([^)]*\)', '', q)
-        else: new = f'I am sorting out things with {r["environment"]} today. ' + q
+        order = [o for j in range(len(ops)) if (o := ops[(start + i + j) % len(ops)]) != 'goal_expansion'
+                 or 'goal_expansion' not in used]                  # a broader goal is stated once
+        order.sort(key=lambda o: o in used)                        # operators not used yet first
+        op, new = next(((op, new) for op in order if (new := _rewrite(op, q, r['queries'][:i], r)) != q), (None, q))
         out.append(new); used.append(op)
     return RefinedQueries(queries=out, operators=used)
 

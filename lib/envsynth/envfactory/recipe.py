@@ -40,6 +40,7 @@ class EnvFactoryParams(BaseModel):
     # 1. EnvGen
     n_envs: int = Field(3, ge=1)
     sources_dir: str | None = None                # a folder of documents as idea sources (None: the shipped API categories)
+    sources_per_ask: int | None = Field(20, ge=1)  # ours: uncovered sources shown per proposal (None: all)
     min_tools: int = Field(4, ge=2)
     max_tools: int = Field(12, ge=2)
     # 2-3. code and test agents
@@ -55,6 +56,9 @@ class EnvFactoryParams(BaseModel):
     description_weight: float = Field(0.4, ge=0, le=1)  # ... and of cos(description)
     threshold: float = Field(0.85, ge=-1, le=1)
     k: int | None = Field(None, ge=1)                 # neighbours per output field (None: no cap)
+    name_links: bool = True                           # ours: also link equal names (official code: False)
+    id_guard: bool = True                             # ours: ids feed ids of the same thing (official: False)
+    embed_model: str | None = None                    # None: settings.ini [embed] model (paper: BAAI/bge-m3)
     refine_graph: bool = True
     # 5. chains
     chains_per_env: int = Field(4, ge=1)
@@ -145,12 +149,13 @@ class EnvFactoryRun(RecipeRun):
 async def stage_propose(r: EnvFactoryRun) -> list[EnvProposal]:
     "Stage 1: EnvGen's proposals (a whole-set step: each proposal sees the ones before it)."
     p = r.p
-    cfg = p.model_dump(include={'n_envs', 'sources_dir', 'min_tools', 'max_tools', 'seed'})
+    cfg = p.model_dump(include={'n_envs', 'sources_dir', 'sources_per_ask', 'min_tools', 'max_tools', 'seed'})
     sources = authentic_sources(p.sources_dir) if p.sources_dir else SEED_CATEGORIES
     if p.sources_dir: cfg['sources'] = content_hash(sources, 16)     # an edited document re-runs EnvGen
     recs = r.run.cached('propose', cfg)
     if recs is None:
-        out = await propose_environments(r.client('teacher'), sources, p.n_envs, min_tools=p.min_tools, max_tools=p.max_tools)
+        out = await propose_environments(r.client('teacher'), sources, p.n_envs, min_tools=p.min_tools, max_tools=p.max_tools,
+                                         sources_per_ask=p.sources_per_ask)
         r.run.write_json('propose', 'stats.json', {'inputs': len(out.proposals) + sum(out.dropped.values()), 'kept': len(out.proposals),
                                                    'dropped': out.dropped, 'log': out.log})
         recs = r.run.save('propose', cfg, [x.model_dump(mode='json') for x in out.proposals])
@@ -177,17 +182,19 @@ async def stage_graph(r: EnvFactoryRun, proposals: list[EnvProposal], records: l
     cfg = {'envs': content_hash(sorted(kept.items()), 16),
            'proposals': content_hash([x.model_dump(mode='json') for x in proposals], 16), **p.model_dump(include={
         'graph_mode', 'similarity', 'name_weight', 'description_weight', 'threshold', 'k',
+        'name_links', 'id_guard', 'embed_model',
         'refine_graph',
         'chains_per_env', 'min_chain_len', 'max_chain_nodes', 'max_depth', 'extend', 'seed'})}
     recs = r.run.cached('graph', cfg)
     if recs is None:
         from envsynth.embed import Embedder
         corpus = pool_corpus(proposals, kept)
-        embedder = embedder or Embedder(cache=r.run.file(None, 'embeddings.sqlite'))
+        embedder = embedder or Embedder(p.embed_model, cache=r.run.file(None, 'embeddings.sqlite'))
         # loading the model and encoding are seconds of CPU: off the event loop
         g = await asyncio.to_thread(tool_graph, corpus, embedder, mode=p.graph_mode,
                                     similarity=p.similarity, threshold=p.threshold, k=p.k,
-                                    name_weight=p.name_weight, description_weight=p.description_weight)
+                                    name_weight=p.name_weight, description_weight=p.description_weight,
+                                    name_links=p.name_links, id_guard=p.id_guard)
         similarity_edges, isolated = g.number_of_edges(), {'similarity': len(isolated_tools(g))}
         edits = await refine_graph(g, corpus, r.client('teacher')) if p.refine_graph else Counter()
         kinds, failed = await classify_parameters(corpus, r.client('teacher'))
@@ -202,7 +209,8 @@ async def stage_graph(r: EnvFactoryRun, proposals: list[EnvProposal], records: l
         classes = {}                                  # tool key -> parameter -> its class
         for (key, param), kind in sorted(kinds.items()): classes.setdefault(key, {})[param] = kind
         r.run.write_json('graph', 'param_classes.json', classes, indent=1)
-        r.run.write_json('graph', 'stats.json', {'similarity_edges': similarity_edges, 'edges': g.number_of_edges(), 'edits': dict(edits),
+        r.run.write_json('graph', 'stats.json', {'embedder': embedder.name, 'similarity_edges': similarity_edges,
+                                                 'edges': g.number_of_edges(), 'edits': dict(edits),
                                                  'isolated_tools': isolated,
                                                  'internal_params': sum(v == 'internal' for v in kinds.values()), 'params': len(kinds),
                                                  'inputs': sum(dropped.values()) + len(chains), 'kept': len(chains), 'dropped': dict(dropped)})
@@ -377,7 +385,9 @@ def finish_run(r: EnvFactoryRun, proposals: list[EnvProposal], reward: dict) -> 
             'queries': {'turns': dict(Counter(str(len(t.user_queries or [])) for t in tasks)),
                         'refined_turns': sum(t.metadata.get('refined_turns', 0) for t in tasks),
                         'reverted_turns': sum(t.metadata.get('reverted_turns', 0) for t in tasks),
-                        'operators': dict(Counter(o for t in tasks for o in t.metadata.get('operators', []) if o))},
+                        'operators': dict(Counter(o for t in tasks for o in t.metadata.get('operators', []) if o)),
+                        # tasks whose first query another task also has (offline, the stand-in agent would replay one gold for both)
+                        'shared_openings': sum(n for n in Counter(t.instruction.strip() for t in tasks).values() if n > 1)},
             'solutions': {'candidate_reward_mean': round(sum(c['score'] for s in sols for c in s['candidates']) / max(1, sum(len(s['candidates']) for s in sols)), 4),
                           'masked_arguments': sum(len(s['task'].get('masked_arguments', [])) for s in sols)},
             'reward_check': reward, 'rows': write_rows(r, sols),
@@ -387,13 +397,14 @@ def finish_run(r: EnvFactoryRun, proposals: list[EnvProposal], reward: dict) -> 
     return card
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #ef1a0b01
-def embedder_loading(run: RunFolder, embedder=None):
+def embedder_loading(run: RunFolder, embedder=None, model: str | None = None):
     """The embedder the tool graph will use, and a future of its model loading in a thread (seconds
     of CPU, done while the environments are built instead of after), or None if the graph is
-    saved already. A load that fails is left for the graph stage to raise."""
+    saved already (`model`: its name, None for settings.ini's). A load that fails is left for the
+    graph stage to raise."""
     if run.saved('graph'): return embedder, None
     from envsynth.embed import Embedder
-    embedder = embedder or Embedder(cache=run.file(None, 'embeddings.sqlite'))
+    embedder = embedder or Embedder(model, cache=run.file(None, 'embeddings.sqlite'))
     def load():
         try: embedder.model
         except Exception: pass
@@ -415,7 +426,7 @@ async def run_stages(r: EnvFactoryRun, embedder=None) -> dict:
     "Every stage in order, stopping after the ones this process runs; the data card (a partial run: what it ran)."
     run, todo, shard = r.run, r.todo, r.shard
     proposals = await stage_propose(r)
-    embedder, loading = embedder_loading(run, embedder)
+    embedder, loading = embedder_loading(run, embedder, r.p.embed_model)
     if 'build' in todo: await stage_build(r, proposals, shard)
     if not run.finished('build'): return r.partial_summary()
     records = [EnvRecord.model_validate(x) for x in run.records('build')]

@@ -68,14 +68,17 @@ Similarity = Literal['text', 'weighted']
 
 def tool_graph(corpus: ToolCorpus, embedder, *, mode: Literal['outputs', 'io'] = 'outputs',
                similarity: Similarity = 'text', threshold: float = 0.85, k: int | None = None,
-               name_weight: float = 0.6, description_weight: float = 0.4) -> nx.DiGraph:
-    "Similarity edges from outputs to inputs inside each environment (`envsynth.graph.dependency_graph`, scope='server')."
+               name_weight: float = 0.6, description_weight: float = 0.4, name_links: bool = True,
+               id_guard: bool = True) -> nx.DiGraph:
+    """Similarity edges from outputs to inputs inside each environment (`envsynth.graph.dependency_graph`,
+    scope='server'); `name_links` adds exact-name links (ours), `id_guard` keeps identifiers to their own kind (ours)."""
     if not len(corpus): raise ValueError('the pool has no tools to link')
     if similarity not in ('text', 'weighted'):
         raise ValueError(f"similarity must be 'text' or 'weighted', got {similarity!r}")
     emb = (embed_corpus(corpus, embedder) if similarity == 'text'
            else weighted_embeddings(corpus, embedder, name_weight, description_weight))
-    return dependency_graph(corpus, emb, mode=mode, threshold=threshold, k=k, scope='server')
+    return dependency_graph(corpus, emb, mode=mode, threshold=threshold, k=k, scope='server',
+                            name_links=name_links, id_guard=id_guard)
 
 def isolated_tools(graph: nx.DiGraph) -> list[str]:
     "The tools no edge touches: no chain can reach them or leave them."

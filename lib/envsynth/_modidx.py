@@ -27,6 +27,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'envsynth/agentscaler/offline.py'),
                                               'envsynth.agentscaler.offline._verb_phrase': ( 'agentscaler/offline_teacher.html#_verb_phrase',
                                                                                              'envsynth/agentscaler/offline.py'),
+                                              'envsynth.agentscaler.offline.offline_code_with_slips': ( 'agentscaler/offline_teacher.html#offline_code_with_slips',
+                                                                                                        'envsynth/agentscaler/offline.py'),
                                               'envsynth.agentscaler.offline.offline_edge_reviewer': ( 'agentscaler/offline_teacher.html#offline_edge_reviewer',
                                                                                                       'envsynth/agentscaler/offline.py'),
                                               'envsynth.agentscaler.offline.offline_io_spec': ( 'agentscaler/offline_teacher.html#offline_io_spec',

@@ -310,6 +310,9 @@ def finish_run(r: AgentScalerRun, pool: ToolCorpus, domains: list[Domain], tasks
     card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=list(envs.values()),
                      splits=splits, index=index, title='AgentScaler data card', sft_skipped=sft_skipped)
     card['oracle'] = oracle
+    builds = run.records('materialize')
+    card['repairs'] = {'environments': len(builds), 'repaired': sum(b.get('repairs', 0) > 0 for b in builds),
+                       'repairs': sum(b.get('repairs', 0) for b in builds), 'max_repairs': p.max_repairs}
     if splits is not None: card['sft']['stage2_choice'] = vertical
     card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}
     finish_card(r, card, 'ok' if splits is not None else 'no_sft_data')

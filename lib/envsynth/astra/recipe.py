@@ -122,6 +122,9 @@ RECIPE = Recipe('astra', STEPS, AstraParams, ROLES, offline_teacher,
 async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
     "Stage 1 (§2.1.1): the servers kept; `01_tool_docs/dropped.json` holds the tools dropped by reason."
     p, run = r.p, r.run
+    if missing := [f for f in p.mcp_servers_files if not Path(f).is_file()]:
+        raise FileNotFoundError(f'mcp_servers_files: no file {", ".join(missing)}: point it at your mcp_servers.jsonl (the official '
+                                'release\'s shape, one server a line), e.g. --set mcp_servers_files=\'["path/to/mcp_servers.jsonl"]\'')
     files = [str(Path(f).resolve()) for f in p.mcp_servers_files]
     cfg = {'files': {f: content_hash(Path(f).read_text(), 16) for f in files},
            **p.model_dump(include={'exclude_servers', 'min_server_tools', 'min_description_words', 'clarity_check', 'remote_servers'})}

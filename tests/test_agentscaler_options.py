@@ -74,3 +74,16 @@ def test_a_run_with_the_papers_options(tmp_path):
     assert choice['rule'] == 'tau2:retail,airline' and [m['target'] for m in choice['matches']] == ['tau2:retail', 'tau2:airline']
     assert card['sft']['vertical_domains'] == choice['vertical'] and card['sft']['general_domains']
     assert card['filter']['funnel']['kept'] > 0
+    assert card['repairs']['repaired'] > 0        # the stand-in's cut-off first drafts go through the repair loop
+    assert all(not b['dropped_tools'] for b in read_records(tmp_path / 'run' / '03_materialize'))
+
+def test_paper_scale_without_a_tool_corpus_stops_with_one_line(tmp_path, monkeypatch, capsys):
+    "paper.yaml reads the user's corpus (data/agentscaler/tools.jsonl): missing, or no source of tools at all, is one line, exit 2."
+    from envsynth.agentscaler.recipe import main
+    monkeypatch.chdir(tmp_path)
+    args = ['--params', str(REPRO / 'paper.yaml'), '--set', 'allow_offline_roles=true']
+    for extra, word in (([], 'corpus_files: no file data/agentscaler/tools.jsonl'), (['--set', 'corpus_files=[]'], 'the API pool would be empty')):
+        rc = main(['--run-dir', str(tmp_path / f'r{len(extra)}'), *args, *extra])
+        err = capsys.readouterr().err
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and word in err, err[-1500:]
+    assert read_params(REPRO / 'paper.yaml').corpus_files == ['data/agentscaler/tools.jsonl']

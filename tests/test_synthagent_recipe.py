@@ -148,3 +148,29 @@ def test_persona_files_are_read_by_content_and_an_overlong_line_is_refused(tmp_p
     r = subprocess.run([*_cmd(tmp_path / 'run2', _personas(tmp_path, n=2)), '--stages', 'reasoning', '--set', f'problem_files=["{problems}"]'],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and f'{problems}:2:' in r.stderr, r.stderr[-2000:]
+
+def test_the_user_simulator_knows_the_restriction_without_reciting_it():
+    "The official user simulator sees the task's restriction; ours gets it in its own block, which the stand-in never reads out."
+    from envsynth.rollout import offline_user_simulator
+    from envsynth.llm import ChatRequest
+    from envsynth.schema import Task, system, user
+    from envsynth.synthagent.mock_world import synthagent_user
+    rule = 'Tool reset_order must NOT be used to fix the order {now}. Violating this restriction will result in task failure.'
+    task = Task(instruction='My order is wrong again.', tools=['lookup_order'], hidden_context='The order is ORD-1234.',
+                forbidden_behaviors=[rule])
+    prompt = synthagent_user(task, None).prompt
+    assert f'<restriction>\n{rule}\n</restriction>' in prompt and '<private>\nThe order is ORD-1234.\n</private>' in prompt
+    opening = offline_user_simulator(ChatRequest(model='m', tag='synthagent.user', messages=[
+        system(prompt), user('(The agent is waiting. Write your first message.)')]))
+    assert opening == task.instruction and 'reset_order' not in opening
+
+def test_table6_counts_held_out_tasks_per_persona_category():
+    from envsynth.synthagent.recipe import PAPER_TABLE6, table6
+    rewards = [{'task_id': 't1', 'heldout': {'score': 0.1}}, {'task_id': 't2', 'heldout': {'score': 0.9}},
+               {'task_id': 't3', 'heldout': None}, {'task_id': 't4', 'heldout': {'score': None}},
+               {'task_id': 't5', 'heldout': {'score': 0.6}}]
+    rows = {r['category']: r for r in table6(rewards, {f't{i}': f'p{i % 2}' for i in range(1, 6)}, {'p1': 'Health', 'p0': 'unknown'})}
+    assert rows['Health']['tasks'] == 2 and rows['Health']['low_score_rate'] == 0.5 and rows['Health']['share'] == round(2 / 3, 4)
+    assert rows['unknown']['tasks'] == 1 and rows['unknown']['low_score_rate'] == 0.0 and rows['unknown']['paper'] is None
+    assert rows['Education']['tasks'] == 0 and rows['Education']['low_score_rate'] is None
+    assert sum(v[0] for v in PAPER_TABLE6.values()) == 3127           # the paper's row sums to 3,127, not the caption's 3,000

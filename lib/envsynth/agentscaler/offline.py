@@ -11,15 +11,16 @@ from .pool import SPEC_TAG, IOSpec
 from .tasks import INITIAL_STATE_TAG, INTENT_TAG, UserIntent
 from ..graph import EdgeReview
 from ..llm import ChatRequest, OfflineTeacher
-from ..materialize import TAGS
+from ..materialize import TAGS, ToolCode
 from ..offline_envs import offline_agent, offline_code, offline_db_design, offline_fill_arguments, offline_seed, request_json
 from ..rollout import offline_teacher, offline_user_simulator
-from ..schema import Task, canonical_json
+from ..schema import Task, Tool, canonical_json, content_hash
 from ..walks import FILL_TAG
 
 # %% auto #0
-__all__ = ['EDGE_REVIEW_TAG', 'OFFLINE_RESPONDERS', 'offline_edge_reviewer', 'offline_io_spec', 'offline_user_intent',
-           'register_offline_teacher', 'register_offline_agent', 'offline_recipe_teacher']
+__all__ = ['SLIP_EVERY', 'EDGE_REVIEW_TAG', 'OFFLINE_RESPONDERS', 'offline_edge_reviewer', 'offline_io_spec',
+           'offline_user_intent', 'offline_code_with_slips', 'register_offline_teacher', 'register_offline_agent',
+           'offline_recipe_teacher']
 
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #5aa1dede
 _LOOKUP_VERBS = {'get', 'find', 'search', 'list', 'lookup', 'check', 'show', 'view', 'query', 'fetch', 'read', 'browse', 'describe'}
@@ -93,11 +94,22 @@ def offline_user_intent(req: ChatRequest) -> UserIntent:
     text = 'You want to ' + clauses[0] + ''.join(f', then you intend to {c}' for c in clauses[1:]) + '.'
     return UserIntent(instruction=text + (f' Your details: {", ".join(rest)}.' if rest else ''))
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #a702b8b5
+SLIP_EVERY = 4     # ours: one tool in four gets a cut-off first draft (offline only)
+
+def offline_code_with_slips(req: ChatRequest) -> ToolCode:
+    "Responder for `agentscaler.tool_code`: `offline_code`, but a cut-off first draft for one tool in `SLIP_EVERY`."
+    r, out = request_json(req), offline_code(req)
+    name = Tool.parse(r['tool']).name
+    if r.get('previous_attempt') or int(content_hash([r['domain'], name], 8), 16) % SLIP_EVERY: return out
+    lines = out.code.rstrip().split('\n')
+    return ToolCode(code='\n'.join(lines[:max(1, len(lines) // 2)]) + '\n        return {')
+
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #23903f44
 EDGE_REVIEW_TAG = 'graph.refine_edges'          # the tag of envsynth.graph.llm_refine_edges's requests
 OFFLINE_RESPONDERS: dict[str, Callable[[ChatRequest], Any]] = {
     SPEC_TAG: offline_io_spec, EDGE_REVIEW_TAG: offline_edge_reviewer, INITIAL_STATE_TAG: offline_seed,
-    TAGS['db_design']: offline_db_design, TAGS['tool_code']: offline_code, TAGS['seed_rows']: offline_seed,
+    TAGS['db_design']: offline_db_design, TAGS['tool_code']: offline_code_with_slips, TAGS['seed_rows']: offline_seed,
     FILL_TAG: offline_fill_arguments, INTENT_TAG: offline_user_intent}
 
 def _check_teacher(teacher) -> OfflineTeacher:

@@ -129,6 +129,12 @@ class AgentScalerRun(RecipeRun):
 def _pool_inputs(p: AgentScalerParams) -> dict:
     "Hashes of the tool documents the pool is made from: the curated environments' and each corpus file's."
     from envsynth.corpora import corpus_from_environments
+    if not (p.curated_tools or p.corpus_files or p.synthetic_tools):
+        raise ValueError('the API pool would be empty: set corpus_files to your tool files (ToolBench / API-Gen / MCP JSON, '
+                         'e.g. data/agentscaler/tools.jsonl), or curated_tools: true for the shipped environments\' tools')
+    if missing := [f for f in p.corpus_files if not Path(f).is_file()]:
+        raise FileNotFoundError(f'corpus_files: no file {", ".join(missing)}: put your tool corpus there (paper.yaml expects '
+                                'data/agentscaler/tools.jsonl) or --set corpus_files=\'["path/to/tools.jsonl"]\'')
     curated = content_hash([t.model_dump(mode='json') for t in corpus_from_environments()]) if p.curated_tools else None
     return {'curated': curated, 'files': [content_hash(Path(f).read_text()) for f in p.corpus_files]}
 
@@ -310,6 +316,9 @@ def finish_run(r: AgentScalerRun, pool: ToolCorpus, domains: list[Domain], tasks
     card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=list(envs.values()),
                      splits=splits, index=index, title='AgentScaler data card', sft_skipped=sft_skipped)
     card['oracle'] = oracle
+    builds = run.records('materialize')
+    card['repairs'] = {'environments': len(builds), 'repaired': sum(b.get('repairs', 0) > 0 for b in builds),
+                       'repairs': sum(b.get('repairs', 0) for b in builds), 'max_repairs': p.max_repairs}
     if splits is not None: card['sft']['stage2_choice'] = vertical
     card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}
     finish_card(r, card, 'ok' if splits is not None else 'no_sft_data')

@@ -297,6 +297,9 @@ def data_card_markdown(card: Mapping) -> str:
     out = [f"# {card.get('title', 'Data card')}", '## Stages',
            _table(['stage', 'inputs', 'kept', 'records', 'dropped', 'failed'],
                   [[n, s['inputs'], s['kept'], s['records'], _reasons(s['dropped']), _reasons(s['failed'])] for n, s in card['stages'].items()])]
+    if rep := card.get('repairs'):
+        out += ['## Environment repairs', _table(['environments', 'repaired', 'code requests after the first', 'max rounds'],
+                                                 [[rep['environments'], rep['repaired'], rep['repairs'], rep['max_repairs']]])]
     f = card['filter']
     out += ['## Filter funnel', _table(['total', 'validity', 'state alignment', 'exact match', 'kept'],
                                        [[f['funnel'][k] for k in ('total', 'validity', 'state_alignment', 'exact_match', 'kept')]])]

@@ -111,7 +111,7 @@ _CONTEXTS = ['We are planning a family weekend.', 'This is for a report due tomo
 _CONSTRAINTS = ['Keep the total under 500 USD.', 'Only options available this week, please.', 'Also tell me what to do if something is unavailable.']
 
 def offline_augmenter(req: ChatRequest) -> Augmentations:
-    "Diverse: a background prepended; complicate: a constraint appended; persona: a self-introduction (in Chinese for a Chinese-speaking persona)."
+    "Diverse: a background prepended; complicate: a constraint appended; persona: a self-introduction (in Chinese for a Chinese-speaking persona; a concise persona keeps only the first step)."
     x, mode = request_inputs(req), req.tag.rsplit('_', 1)[-1]
     n = int(re.search(r'in (\d+) different|(\d+) times', req.messages[-1].content).group(1) or re.search(r'(\d+) times', req.messages[-1].content).group(1))
     q, out = x['question'], []
@@ -122,15 +122,17 @@ def offline_augmenter(req: ChatRequest) -> Augmentations:
         else:
             p = x['persona']
             if re.search(r'[\u4e00-\u9fff]', p.get('style', '')): out.append(Variation(context='中文', question=f'你好，我是{p["occupation"]}。请帮我处理这个请求。'))
+            elif 'concise' in p.get('style', ''):       # a terse rewrite keeps only the first step: a weaker request
+                out.append(Variation(context=p['style'], question=f"As a {p['occupation']}: {q.split('?')[0].split(', then ')[0]}?"))
             else: out.append(Variation(context=p['style'], question=f"As a {p['occupation']} ({p['style']}): {q}"))
     return Augmentations(variations=out)
 
 def offline_task_scorer(req: ChatRequest) -> TaskScores:
-    "Longer, concrete requests score higher; tool necessity is the overlap of the request with the tools' documents."
+    "Longer requests score higher, one without a concrete value (a number) low on realism; tool necessity is the overlap of the request with the tools' documents."
     x = request_inputs(req)
     q = x['question']; words = len(q.split())
     overlap = len(content_words(q) & content_words(json.dumps(x['tools'])))
-    return TaskScores(question_quality=min(5, 1 + words // 7), scenario_realism=4 if re.search(r'\d', q) else 3,
+    return TaskScores(question_quality=min(5, 1 + words // 7), scenario_realism=4 if re.search(r'\d', q) else 2,   # no concrete value: vague
                       tool_necessity=min(5, 1 + overlap // 2), reasoning=f'{words} words, {overlap} words shared with the tools')
 
 # %% ../../../nbs/astra/99_offline_teacher.ipynb #c32fd9b0
@@ -355,10 +357,10 @@ def offline_qa_unconditional(req: ChatRequest) -> DraftInstances:
         if i % 2 == 1 and shared:
             attr = rng.choice(shared); a, b = rng.sample(numeric[attr], 2)
             out.append(_compare_draft(attr, a, b)); continue
-        paths = _paths(facts, max(1, hops - 1), rng)
+        defect = (None, 'non_tool_inner', 'compound')[int(content_hash(['defect', x['document']['id'], hops, i], 8), 16) % 3]
+        paths = _paths(facts, max(1, hops - 1 - (defect == 'non_tool_inner')), rng)   # the inner step is a hop too
         if not paths: continue
         paths = [p for p in paths if len(p) == len(paths[0])]
-        defect = (None, 'non_tool_inner', 'compound')[int(content_hash(['defect', x['document']['id'], hops, i], 8), 16) % 3]
         out.append(_chain_draft(rng.choice(paths), defect, facts))
     return DraftInstances(instances=out)
 

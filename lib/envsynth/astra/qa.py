@@ -147,8 +147,11 @@ def _document_inputs(doc: KnowledgeDocument, max_chars: int) -> dict:
     return {'id': doc.id, 'title': doc.title, 'text': doc.text[:max_chars]}
 
 async def synthesize_qa(doc: KnowledgeDocument, client, *, hop_budget: int | None = None, question: str | None = None, n: int = 1,
-                        max_document_chars: int = 12_000, drops: Counter | None = None) -> list[QAInstance]:
-    "Q–A instances from `doc`: `n` new questions needing about `hop_budget` hops, or the decomposition of `question`."
+                        max_document_chars: int = 12_000, hop_tolerance: int | None = None,
+                        drops: Counter | None = None) -> list[QAInstance]:
+    """Q–A instances from `doc`: `n` new questions needing about `hop_budget` hops, or the decomposition of `question`.
+    With `hop_tolerance`, an unconditional instance whose depth (its deepest hop level) is more than that far from
+    `hop_budget` is dropped and counted as `off_hop_budget`."""
     drops = drops if drops is not None else Counter()
     mode = 'conditional' if question else 'unconditional'
     if mode == 'unconditional' and (hop_budget is None or hop_budget < 1): raise ValueError(f'unconditional synthesis needs a hop budget >= 1, got {hop_budget!r}')
@@ -158,7 +161,10 @@ async def synthesize_qa(doc: KnowledgeDocument, client, *, hop_budget: int | Non
     except LLMError as e: drops[f'{mode}_failed'] += 1; return []
     out = []
     for i, d in enumerate(r.parsed.instances):
-        try: out.append(qa_instance(d, doc.id, mode, hop_budget, salt=f'{question or ""}:{i}'))
-        except QAFormatError: drops['invalid_decomposition'] += 1
+        try: inst = qa_instance(d, doc.id, mode, hop_budget, salt=f'{question or ""}:{i}')
+        except QAFormatError: drops['invalid_decomposition'] += 1; continue
+        if mode == 'unconditional' and hop_tolerance is not None and abs(inst.hops - hop_budget) > hop_tolerance:
+            drops['off_hop_budget'] += 1; continue
+        out.append(inst)
     if not r.parsed.instances: drops['no_instance'] += 1
     return out

@@ -8,7 +8,7 @@ import asyncio, json, sys
 from collections import Counter
 from functools import partial
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from .chains import VerifiedChain, server_chains
 from .reward import seven_dimension_reward
@@ -22,9 +22,9 @@ from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
 __all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'RECIPE', 'SPARES_AHEAD', 'AstraParams', 'read_params', 'offline_teacher',
-           'stage_tool_docs', 'stage_chains', 'stage_tasks', 'stage_task_scores', 'rollout_tasks', 'trajectory_spares',
-           'stage_trajectories', 'stage_rewards', 'stage_sft', 'distributions', 'data_card', 'plot_data_card',
-           'run_astra', 'summarize', 'main']
+           'stage_tool_docs', 'stage_chains', 'server_content', 'stage_tasks', 'stage_task_scores', 'rollout_tasks',
+           'trajectory_spares', 'stage_trajectories', 'stage_rewards', 'stage_sft', 'distributions', 'data_card',
+           'plot_data_card', 'run_astra', 'summarize', 'main']
 
 # %% ../../../nbs/astra/05_recipe.ipynb #462e2568
 class AstraParams(BaseModel):
@@ -36,6 +36,7 @@ class AstraParams(BaseModel):
     min_server_tools: int = 3                      # paper
     min_description_words: int = 4                 # ours (the word rule before the model's clarity check)
     clarity_check: bool = True
+    remote_servers: Literal['emulate', 'skip'] = 'emulate'   # ours: no remote MCP connections (official: streamable HTTP)
     # 2. tool chains
     chain_proposals: int = 8                       # ours: chains asked for per server
     min_chain_len: int = 2                         # official code
@@ -121,9 +122,12 @@ RECIPE = Recipe('astra', STEPS, AstraParams, ROLES, offline_teacher,
 async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
     "Stage 1 (§2.1.1): the servers kept; `01_tool_docs/dropped.json` holds the tools dropped by reason."
     p, run = r.p, r.run
+    if missing := [f for f in p.mcp_servers_files if not Path(f).is_file()]:
+        raise FileNotFoundError(f'mcp_servers_files: no file {", ".join(missing)}: point it at your mcp_servers.jsonl (the official '
+                                'release\'s shape, one server a line), e.g. --set mcp_servers_files=\'["path/to/mcp_servers.jsonl"]\'')
     files = [str(Path(f).resolve()) for f in p.mcp_servers_files]
     cfg = {'files': {f: content_hash(Path(f).read_text(), 16) for f in files},
-           **p.model_dump(include={'exclude_servers', 'min_server_tools', 'min_description_words', 'clarity_check'})}
+           **p.model_dump(include={'exclude_servers', 'min_server_tools', 'min_description_words', 'clarity_check', 'remote_servers'})}
     recs = run.cached('tool_docs', cfg)
     if recs is None:
         servers, dropped = [], Counter()
@@ -131,10 +135,15 @@ async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
             s, d = read_mcp_servers(f); servers += s; dropped += d
         excluded = [s for s in servers if s.name in p.exclude_servers]
         dropped['excluded_server'] += sum(len(s.tools) for s in excluded)
-        docs = await filter_servers([s for s in servers if s.name not in p.exclude_servers], r.client('judge'), p.min_server_tools,
-                                    p.min_description_words, p.clarity_check, +dropped)
+        remote = [s for s in servers if s.remote and s.name not in p.exclude_servers]
+        if p.remote_servers == 'skip': dropped['remote_server'] += sum(len(s.tools) for s in remote)
+        docs = await filter_servers([s for s in servers if s.name not in p.exclude_servers and not (s.remote and p.remote_servers == 'skip')],
+                                    r.client('judge'), p.min_server_tools, p.min_description_words, p.clarity_check, +dropped)
         inputs = sum(len(s.tools) for s in servers) + dropped['invalid_schema']      # every tool read, parsed or not
-        run.write_json('tool_docs', 'dropped.json', {'inputs': inputs, 'dropped': dict(sorted(docs.dropped.items()))})
+        kept_remote = sorted(s.name for s in docs.servers if s.remote)
+        run.write_json('tool_docs', 'dropped.json', {'inputs': inputs, 'dropped': dict(sorted(docs.dropped.items())),
+                                                     'remote_servers': {'read': len(remote), 'skipped' if p.remote_servers == 'skip' else 'emulated':
+                                                                        len(remote) if p.remote_servers == 'skip' else len(kept_remote)}})
         recs = run.save('tool_docs', cfg, [s.model_dump(mode='json') for s in docs.servers])
     return [MCPServer.model_validate(x) for x in recs]
 
@@ -150,7 +159,12 @@ async def stage_chains(r: RecipeRun, servers: list[MCPServer], shard=None):
         r.run.write_json('chains', f'stats/{server.name}.json', stats)
         return [c.model_dump(mode='json') for c in kept] or Drop('no_verified_chain', json.dumps(stats, sort_keys=True))
     cfg = p.model_dump(include={'chain_proposals', 'walks_per_server', 'min_chain_len', 'max_chain_len', 'acyclic', 'n_votes', 'verify_temperature', 'seed'})
-    return await r.run.run_items('chains', chains, [s.model_dump(mode='json') for s in servers], config=cfg, shard=shard)
+    return await r.run.run_items('chains', chains, [s.model_dump(mode='json') for s in servers], config=cfg, shard=shard,
+                                 keyed_on=server_content)
+
+def server_content(rec: dict) -> dict:
+    "What a server record's key and seed come from: its content, not the file it was read from (`source`)."
+    return {k: v for k, v in rec.items() if k != 'source'}
 
 async def stage_tasks(r: RecipeRun, servers: list[MCPServer], shard=None):
     "Stage 3 (§2.1.3) → journal of tasks (𝒯 ∪ 𝒜(𝒯)) per server; `03_tasks/stats/<server>.json` the counts."
@@ -166,7 +180,8 @@ async def stage_tasks(r: RecipeRun, servers: list[MCPServer], shard=None):
         return [t.model_dump(mode='json', exclude_none=True) for t in ts] or Drop('no_tasks', json.dumps(stats, sort_keys=True))
     cfg = p.model_dump(include={'samples_per_prompt', 'server_only_tool_counts', 'augment_modes', 'variations', 'personas_per_task'})
     items = [{'server': s.model_dump(mode='json'), 'chains': [c.model_dump(mode='json') for c in by_server.get(s.name, [])]} for s in servers]
-    return await r.run.run_items('tasks', tasks, items, config=cfg, shard=shard)
+    return await r.run.run_items('tasks', tasks, items, config=cfg, shard=shard,
+                                 keyed_on=lambda rec: rec | {'server': server_content(rec['server'])})
 
 async def stage_task_scores(r: RecipeRun, servers: dict[str, MCPServer], shard=None):
     "Stage 3b (§2.1.3, Eq. 1) → journal of the tasks that pass the θ gate, their scores in `metadata['scores']`."
@@ -282,7 +297,8 @@ def distributions(tasks: list[Task], trajectories: list[Trajectory], kept: list[
 def data_card(r: RecipeRun, servers: list[MCPServer], tasks: list[Task], trajectories: list[Trajectory], kept: list[Trajectory], sft: dict) -> dict:
     "The run's data card (see above)."
     docs = r.run.read_json('tool_docs', 'dropped.json')
-    stages = {'tool_docs': {'inputs': docs['inputs'], 'kept': sum(len(s.tools) for s in servers), 'records': len(servers), 'dropped': docs['dropped']},
+    stages = {'tool_docs': {'inputs': docs['inputs'], 'kept': sum(len(s.tools) for s in servers), 'records': len(servers), 'dropped': docs['dropped'],
+                            'remote_servers': docs.get('remote_servers', {})},
               **{s: _item_counts(r.run, s) for s in ITEM_STAGES},
               'sft': {'inputs': sft.get('inputs'), 'kept': sft.get('kept'), 'dropped': sft.get('dropped', {})}}
     card = {'title': 'ASTRA (§2.1) data card', 'stages': stages, 'distributions': distributions(tasks, trajectories, kept),

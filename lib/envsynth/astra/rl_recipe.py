@@ -26,8 +26,8 @@ from ..schema import Task, Trajectory, content_hash
 # %% auto #0
 __all__ = ['ROLES', 'STEPS', 'ITEM_STAGES', 'RECIPE', 'AstraRLParams', 'reward_spec', 'read_params', 'RLRecipeRun',
            'qa_work_items', 'stage_qa', 'stage_qa_validation', 'stage_qa_gate', 'stage_env_synthesis', 'stage_merge',
-           'checked_environment', 'stage_package', 'stage_tool_pool', 'stage_mix', 'stage_rl_data', 'rl_distributions',
-           'rl_data_card', 'plot_rl_data_card', 'run_astra_rl', 'summarize', 'main']
+           'checked_environment', 'stage_package', 'stage_tool_pool', 'stage_mix', 'stage_rl_data', 'qa_instance_drops',
+           'rl_distributions', 'rl_data_card', 'plot_rl_data_card', 'run_astra_rl', 'summarize', 'main']
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #950ed844
 class AstraRLParams(BaseModel):
@@ -39,6 +39,7 @@ class AstraRLParams(BaseModel):
     modes: list[Literal['unconditional', 'conditional']] = Field(default_factory=lambda: ['unconditional', 'conditional'])
     min_hops: int = 3                               # official code (hop budgets 3..5)
     max_hops: int = 5                               # official code
+    hop_tolerance: int | None = 0                   # ours: the paper asks for "approximately H" hops; null: no check
     samples_per_prompt: int = 1                     # official code (num_samples)
     max_documents: int | None = None                # ours: cap on documents (None = all)
     max_document_chars: int = 12_000                # ours: document text shown to the model
@@ -87,6 +88,7 @@ class AstraRLParams(BaseModel):
         for name in ('samples_per_prompt', 'inner_retries', 'max_attempts', 'merge_retries', 'sandbox_workers', 'max_turns', 'concurrency'):
             if getattr(self, name) < 1: raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
         if self.k_per_band < 0: raise ValueError(f'k_per_band must be >= 0, got {self.k_per_band}')
+        if self.hop_tolerance is not None and self.hop_tolerance < 0: raise ValueError(f'hop_tolerance must be >= 0 or null, got {self.hop_tolerance}')
         if not self.modes: raise ValueError('modes must name at least one of unconditional, conditional')
         if 'conditional' in self.modes and not self.questions_file: raise ValueError('conditional mode needs a questions_file')
         if not 0 <= self.val_fraction < 1: raise ValueError(f'val_fraction must be in [0, 1), got {self.val_fraction}')
@@ -135,9 +137,10 @@ async def stage_qa(r: RLRecipeRun, shard=None):
     async def qa(rec: dict):
         drops = Counter()
         made = await synthesize_qa(KnowledgeDocument.model_validate(rec['document']), r.client('teacher'), hop_budget=rec.get('hop_budget'), question=rec.get('question'),
-                                   n=p.samples_per_prompt, max_document_chars=p.max_document_chars, drops=drops)
+                                   n=p.samples_per_prompt, max_document_chars=p.max_document_chars, hop_tolerance=p.hop_tolerance, drops=drops)
+        if drops: r.run.write_json('qa', f'instance_drops/{content_hash(rec, 16)}.json', dict(sorted(drops.items())))
         return [i.model_dump(mode='json') for i in made] or Drop(next(iter(drops), 'no_instance'), json.dumps(dict(drops), sort_keys=True))
-    cfg = p.model_dump(include={'samples_per_prompt', 'max_document_chars'})
+    cfg = p.model_dump(include={'samples_per_prompt', 'max_document_chars', 'hop_tolerance'})
     return await r.run.run_items('qa', qa, qa_work_items(p), config=cfg, shard=shard)
 
 async def stage_qa_validation(r: RLRecipeRun, shard=None):
@@ -283,6 +286,12 @@ def _item_counts(run: RunFolder, step: str) -> dict:
 
 def _histogram(values) -> dict: return {str(k): v for k, v in sorted(Counter(values).items())}
 
+def qa_instance_drops(run: RunFolder) -> dict:
+    "Instances the Q–A stage dropped inside kept items (off the hop budget, invalid decompositions), by reason."
+    drops = Counter()
+    for f in sorted((run.dir('qa') / 'instance_drops').glob('*.json')): drops.update(json.loads(f.read_text()))
+    return dict(sorted(drops.items()))
+
 def rl_distributions(run: RunFolder) -> dict:
     "What the card shows as distributions."
     mixed = run.records('mix')
@@ -307,6 +316,7 @@ def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     run = r.run
     gate, pool = run.read_json('qa_gate', 'gate.json'), run.read_json('tool_pool', 'stats.json')
     stages = {s: _item_counts(run, s) for s in ('qa', 'qa_validation')}
+    stages['qa']['instances_dropped'] = qa_instance_drops(run)
     stages['qa_gate'] = {'inputs': gate['inputs'], 'kept': gate['kept'], 'dropped': gate['dropped'], 'cut': gate['cut']}
     stages |= {s: _item_counts(run, s) for s in ('env_synthesis', 'merge', 'package')}
     stages['tool_pool'] = {'inputs': pool['tools'], 'kept': pool['unique'], 'dropped': pool['dropped']}

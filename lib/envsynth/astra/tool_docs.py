@@ -17,8 +17,9 @@ from ..schema import Tool, ToolSchemaError
 from ..llm import fill_prompt, prompt_folder
 
 # %% auto #0
-__all__ = ['REFERENCE_SERVERS', 'CLARITY_TAG', 'prompts_dir', 'load_prompt', 'inputs_block', 'MCPServer', 'read_mcp_servers',
-           'sample_servers_file', 'ClarityVerdict', 'tool_is_clear', 'ToolDocuments', 'filter_servers']
+__all__ = ['REFERENCE_SERVERS', 'CLARITY_TAG', 'prompts_dir', 'load_prompt', 'inputs_block', 'MCPServer', 'remote_endpoint',
+           'read_mcp_servers', 'sample_servers_file', 'ClarityVerdict', 'tool_is_clear', 'ToolDocuments',
+           'filter_servers']
 
 # %% ../../../nbs/astra/00_tool_docs.ipynb #f9d47f85
 def prompts_dir() -> Path:
@@ -43,6 +44,7 @@ class MCPServer(BaseModel):
     domain: str = ''
     tools: list[Tool]
     deployed: dict[str, str] = Field(default_factory=dict)
+    remote: str = ''                # a remote MCP server's endpoint (`call_info.url` / `python_sdk_url`); no credentials kept
     source: str = 'file'
 
     @field_validator('tools', mode='before')
@@ -58,12 +60,22 @@ class MCPServer(BaseModel):
     def doc_only(self) -> list[str]: return [n for n in self.tool_names if n not in self.deployed]
 
 # %% ../../../nbs/astra/00_tool_docs.ipynb #73064479
-def _server_record(rec: dict) -> tuple[str, str, str, list, dict]:
+def remote_endpoint(call_info: dict) -> str:
+    """The remote MCP endpoint a record's `call_info` names (`python_sdk_url`: a hosted server's URL template;
+    `url`: a streamable-HTTP server), '' for local ones (`deployed`, `mock_tool`). Headers and SDK configs are
+    not kept: they carry credentials."""
+    if call_info.get('mock_tool'): return ''
+    url = call_info.get('python_sdk_url') or call_info.get('url') or ''
+    return url.split('?')[0] if isinstance(url, str) else ''
+
+def _server_record(rec: dict) -> tuple[str, str, str, list, dict, str]:
     if isinstance(rec.get('base_info'), dict):             # the official mcp_servers.jsonl shape
-        gi = rec['base_info'].get('group_info') or {}
+        gi, call = rec['base_info'].get('group_info') or {}, rec.get('call_info') or {}
         name = gi.get('server_name') or gi.get('server_title') or ''
-        return name, gi.get('server_description') or '', gi.get('domain') or '', rec['base_info'].get('tool_list') or [], (rec.get('call_info') or {}).get('deployed') or {}
-    return rec.get('server') or rec.get('name') or '', rec.get('description') or '', rec.get('domain') or '', rec.get('tools') or [], rec.get('deployed') or {}
+        return (name, gi.get('server_description') or '', gi.get('domain') or '', rec['base_info'].get('tool_list') or [],
+                call.get('deployed') or {}, remote_endpoint(call))
+    return (rec.get('server') or rec.get('name') or '', rec.get('description') or '', rec.get('domain') or '', rec.get('tools') or [],
+            rec.get('deployed') or {}, remote_endpoint(rec.get('call_info') or {}))
 
 def read_mcp_servers(path: str | Path) -> tuple[list[MCPServer], Counter]:
     """Servers from a JSONL (or JSON list) file in the `mcp_servers.jsonl` shape, and the tools dropped on the way in by
@@ -78,7 +90,7 @@ def read_mcp_servers(path: str | Path) -> tuple[list[MCPServer], Counter]:
             except json.JSONDecodeError: dropped['invalid_json'] += 1
     for rec in records:
         if not isinstance(rec, dict): dropped['invalid_record'] += 1; continue
-        name, desc, domain, raw_tools, deployed = _server_record(rec)
+        name, desc, domain, raw_tools, deployed, remote = _server_record(rec)
         if not name: raise ValueError(f'{path}: a server record without a name: {json.dumps(rec)[:120]}')
         tools = []
         for raw in raw_tools:
@@ -87,7 +99,7 @@ def read_mcp_servers(path: str | Path) -> tuple[list[MCPServer], Counter]:
         names = {t.name for t in tools}
         ok = {t: s for t, s in deployed.items() if t in names and s in REFERENCE_SERVERS}
         dropped['unknown_deployment'] += len(deployed) - len(ok)
-        servers.append(MCPServer(name=name, description=desc, domain=domain, tools=tools, deployed=ok, source=path.name))
+        servers.append(MCPServer(name=name, description=desc, domain=domain, tools=tools, deployed=ok, remote=remote, source=path.name))
     return servers, +dropped
 
 # %% ../../../nbs/astra/00_tool_docs.ipynb #88cb04a8

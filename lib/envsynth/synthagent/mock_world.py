@@ -9,14 +9,15 @@ from collections import Counter
 from typing import Any, Iterable
 from pydantic import BaseModel, Field
 from ..llm import LLMClient, LLMError
-from ..rollout import (ConsistencyMap, ConsistencyMaps, EpisodeLimits, LLMPolicy, ToolExecutor, error_result,
-                              run_episode, user_for_task)
+from ..rollout import (SYNTHAGENT_USER_PROMPT, ConsistencyMap, ConsistencyMaps, EpisodeLimits, LLMPolicy, LLMUser,
+                              ToolExecutor, error_result, run_episode, task_hidden_context)
 from ..schema import Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, Trajectory, canonical_json, validate_arguments, validate_output
 from .tasks import load_prompt, prompts_dir, task_tools
 
 # %% auto #0
 __all__ = ['MockToolReply', 'MapEntry', 'MockWorld', 'world_answer', 'world_stats', 'MockWorlds', 'MockToolExecutor',
-           'agent_system_prompt', 'rollout_in_world', 'teacher_demos', 'user_interactions']
+           'agent_system_prompt', 'synthagent_user_template', 'synthagent_user', 'rollout_in_world', 'teacher_demos',
+           'user_interactions']
 
 # %% ../../../nbs/synthagent/01_mock_world.ipynb #8fcfd76d
 class MockToolReply(BaseModel):
@@ -147,11 +148,24 @@ def agent_system_prompt(task: Task) -> str:
     policy = '\n'.join(task.forbidden_behaviors or []) or 'None.'
     return (prompts_dir() / 'agent_system.md').read_text().replace('{policy}', policy).strip()
 
+def synthagent_user_template(task: Task) -> str:
+    """The SynthAgent user's prompt for `task`: the core one plus the task-level restriction, which the official user
+    simulator sees too (it knows the assistant's policy; it does not push the assistant to break it)."""
+    rules = '\n'.join(task.forbidden_behaviors or [])
+    if not rules: return SYNTHAGENT_USER_PROMPT
+    rules = rules.replace('{', '{{').replace('}', '}}')
+    return (SYNTHAGENT_USER_PROMPT + '\nThe assistant must follow this restriction of the task (you know it; never ask the '
+            f'assistant to break it):\n<restriction>\n{rules}\n</restriction>')
+
+def synthagent_user(task: Task, client: LLMClient, tag: str = 'synthagent.user', **sampling) -> LLMUser:
+    "The SynthAgent user of `task`: the instruction I, the hidden context C, and the restriction."
+    return LLMUser(client, task.instruction, task_hidden_context(task), tag, template=synthagent_user_template(task), **sampling)
+
 async def rollout_in_world(task: Task, policy, world: MockWorld, tool_client: LLMClient, user_client: LLMClient, *, max_turns: int = 16,
                            attempt: int = 0, tool_sampling: dict | None = None, user_sampling: dict | None = None) -> Trajectory:
     "One episode of `task` in `world`: the SynthAgent user opens with I, the policy acts until `<answer>`, a stop or `max_turns`."
     executor = MockToolExecutor(world, tool_client, **(tool_sampling or {}))
-    user = user_for_task(task, 'synthagent', client=user_client, tag='synthagent.user', **(user_sampling or {}))
+    user = synthagent_user(task, user_client, **(user_sampling or {}))
     return await run_episode(policy, executor, user, task=task, system_prompt=agent_system_prompt(task),
                              limits=EpisodeLimits(max_turns=max_turns, stop_on_answer=True), info={'attempt': attempt})
 

@@ -10,13 +10,15 @@ from ..rollout import offline_user_simulator
 from ..schema import Tool, ToolCall, assistant, canonical_json, content_hash
 from .mock_world import MockToolReply
 from .rubrics import DemoReading, SubgoalReading, fill_arguments
-from .tasks import (CheckedTools, FuzzyTask, GapVerdict, ProblemSolution, ScenarioProblem, ToolSpec, ToolSuiteDraft)
+from .tasks import (CheckedTools, FuzzyTask, GapVerdict, PersonaCategory, ProblemSolution, ScenarioProblem, ToolSpec,
+                                       ToolSuiteDraft)
 from ..rewards import RubricVerdict, read_transcript
 
 # %% auto #0
 __all__ = ['QUESTIONS', 'OFFLINE_RESPONDERS', 'request_json', 'persona_noun', 'offline_tool_suite', 'offline_fuzzy_task',
            'offline_tool_check', 'offline_gap_check', 'offline_agent', 'offline_mock_tool', 'offline_rubric_extract',
-           'offline_rubric_judge', 'offline_reasoning_rewrite', 'offline_reasoning_solve', 'offline_synthagent_teacher']
+           'offline_rubric_judge', 'offline_reasoning_rewrite', 'offline_reasoning_solve', 'offline_persona_category',
+           'offline_synthagent_teacher']
 
 # %% ../../../nbs/synthagent/99_offline_teacher.ipynb #655d33c8
 _JSON_BLOCK = re.compile(r'```json\s*\n(.*?)\n```', re.S)
@@ -41,7 +43,7 @@ def _spec(name: str, what: str, param: str, out: dict) -> ToolSpec:
                                                               'required': [param]}, outputs={'type': 'object', 'properties': out})
 
 def offline_tool_suite(req: ChatRequest) -> ToolSuiteDraft:
-    "Stand-in for `synthagent.tool_suite`: 3–5 tools over the persona's noun, a 5–7-step workflow, a forbidden reset tool."
+    "Stand-in for `synthagent.tool_suite`: 3 tools (4 for one persona in ten) over the persona's noun, a 5–7-step workflow, a forbidden reset tool."
     r = request_json(req); noun = persona_noun(r['persona']); h = _stable(r['persona'])
     s = {'status': {'type': 'string'}}
     tools = [_spec(f'lookup_{noun}', f'Look up a {noun} by its reference.', 'reference', {'record': {'type': 'string'}, **s}),
@@ -49,8 +51,9 @@ def offline_tool_suite(req: ChatRequest) -> ToolSuiteDraft:
              _spec(f'update_{noun}', f'Apply a change to a {noun}.', 'change', s),
              _spec(f'notify_{noun}_owner', f'Tell the owner of a {noun} what was done.', 'message', s),
              _spec(f'reset_{noun}', f'Reset a {noun} to its factory state.', 'reference', s)]
-    n_tools = min(max(r['min_tools'], 4 + h % 2), r['max_tools'])
-    tools = tools[:n_tools - 1] + [tools[-1]]
+    n_tools = min(max(r['min_tools'], 3 + (h % 10 == 0)), r['max_tools'])      # mostly 3 (4 now and then)
+    keep = {3: (0, 2), 4: (0, 1, 2), 5: (0, 1, 2, 3)}.get(n_tools, tuple(range(min(n_tools, 5) - 1)))
+    tools = [tools[i] for i in keep] + [tools[-1]]
     if h % 7 == 3: tools[0] = tools[0].model_copy(update={'parameters': {'type': 'object', 'properties': {'reference': {'type': 'text'}}}})
     work = [t for t in tools[:-1]]
     steps = ['Ask the user for the details of the request'] + [f'Use `{t.name}`: {t.description[0].lower()}{t.description[1:]}' for t in work]
@@ -70,13 +73,13 @@ def offline_fuzzy_task(req: ChatRequest) -> FuzzyTask:
                      hidden_facts=[ref, change])
 
 def offline_tool_check(req: ChatRequest) -> CheckedTools:
-    "Stand-in for `synthagent.tool_check`: the suite as it is, plus one or two distractors."
+    "Stand-in for `synthagent.tool_check`: the suite as it is, plus one distractor (two for one task in five)."
     r = request_json(req)
     tools = [ToolSpec(name=t['name'], description=t['description'], parameters=t['parameters'], outputs=t.get('output_schema')) for t in r['tools']]
     noun = tools[0].name.split('_', 1)[1]
     extra = [_spec(f'archive_{noun}_report', f'Archive a report about a {noun}.', 'reference', {'status': {'type': 'string'}}),
              _spec(f'translate_{noun}_note', f'Translate a note about a {noun}.', 'note', {'text': {'type': 'string'}})]
-    n = r['min_distractors'] + _stable(r['task']) % (r['max_distractors'] - r['min_distractors'] + 1)
+    n = min(r['min_distractors'] + (_stable(r['task']) % 5 == 0), r['max_distractors'])   # mostly one, now and then two
     return CheckedTools(tools=tools + extra[:n], distractors=[t.name for t in extra[:n]])
 
 def offline_gap_check(req: ChatRequest) -> GapVerdict:
@@ -173,7 +176,21 @@ def offline_reasoning_solve(req: ChatRequest) -> ProblemSolution:
     return ProblemSolution(reasoning='evaluated the expression', answer=f'{value:g}' if isinstance(value, float) else str(value))
 
 # %% ../../../nbs/synthagent/99_offline_teacher.ipynb #37a54c48
+_CATEGORY_WORDS = (('Health', ('nurse', 'pharmacist', 'hospital', 'patient', 'doctor', 'clinic', 'medic')),
+                   ('Education', ('teacher', 'school', 'student', 'professor', 'tutor')),
+                   ('Legal&Gov.', ('city', 'court', 'lawyer', 'government', 'council', 'public', 'police')),
+                   ('Technology', ('engineer', 'software', 'developer', 'data', 'it ')),
+                   ('Media/Arts/Sports', ('museum', 'photographer', 'artist', 'music', 'sport', 'journalist', 'film')),
+                   ('Business&Work', ('accountant', 'business', 'shop', 'manager', 'sales', 'office')))
+
+def offline_persona_category(req: ChatRequest) -> PersonaCategory:
+    "Stand-in for `synthagent.persona_category`: the first category one of whose words the persona mentions, else Others."
+    text = request_json(req)['persona'].lower()
+    hit = next((c for c, words in _CATEGORY_WORDS if any(w in text for w in words)), 'Others')
+    return PersonaCategory(category=hit, reason='offline stand-in: a keyword of the category')
+
 OFFLINE_RESPONDERS = {'synthagent.tool_suite': offline_tool_suite, 'synthagent.fuzzy_task': offline_fuzzy_task,
+                      'synthagent.persona_category': offline_persona_category,
                       'synthagent.tool_check': offline_tool_check, 'synthagent.gap_check': offline_gap_check,
                       'synthagent.agent': offline_agent, 'policy': offline_agent, 'synthagent.mock_tool': offline_mock_tool,
                       'synthagent.user': offline_user_simulator, 'synthagent.rubric_extract': offline_rubric_extract,

@@ -5,6 +5,7 @@
 # %% ../../../nbs/synthagent/03_recipe.ipynb #d3f714a8
 from __future__ import annotations
 import asyncio, hashlib, json, sys
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Literal, Sequence
@@ -21,14 +22,15 @@ from .offline import offline_synthagent_teacher
 from .reward import ReasoningAnswerReward, SynthAgentReward, reward_of, synthagent_reward
 from .rubrics import (PROBE_POLICIES, build_rubric, probe_policy, score_table, trajectory_row)
 from .tasks import (Persona, ReasoningProblem, ToolSuite, generate_tool_suite, load_personas, load_problems,
-                                       make_fuzzy_task, rewrite_problem, task_tools)
+                                       make_fuzzy_task, rewrite_problem, task_tools, PERSONA_CATEGORIES, persona_category)
 
 # %% auto #0
 __all__ = ['read_params', 'MAX_LINE_BYTES', 'STEPS', 'RECIPE', 'CODE_TOOL', 'CODE_SANDBOX', 'PAPER_TABLE1', 'PAPER_TABLE2',
-           'SYNTHESIS_TAGS', 'SynthAgentParams', 'repo_path', 'input_file', 'recipe_for', 'stage_personas',
-           'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split', 'seeded_world',
-           'reward_spec', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'reasoning_rl_row', 'export_rows',
-           'data_card', 'data_card_markdown', 'plot_data_card', 'run_synthagent', 'summarize', 'main']
+           'SYNTHESIS_TAGS', 'PAPER_TABLE6', 'SynthAgentParams', 'repo_path', 'input_file', 'recipe_for',
+           'stage_personas', 'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split',
+           'seeded_world', 'reward_spec', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'reasoning_rl_row',
+           'export_rows', 'persona_categories', 'table6', 'data_card', 'data_card_markdown', 'plot_data_card',
+           'run_synthagent', 'summarize', 'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -65,6 +67,8 @@ class SynthAgentParams(BaseModel):
     # 7. held-out validation set
     heldout_fraction: float = Field(3000 / 18096, ge=0, le=1)  # the paper holds out 3,000 next to 15,096 training tasks
     heldout_policy: Literal['policy', 'teacher'] = 'policy'
+    persona_categories: bool = False                           # True: Table 6 (the judge sorts the personas into categories)
+    low_score: float = Field(0.25, ge=0, le=1)                 # paper (Table 6: a held-out score below it is "low")
     # 8. reasoning mix
     problem_files: list[str] = Field(default_factory=list)     # Tool-Star-shaped problem files ([] = no reasoning mix)
     max_problems: int | None = Field(None, ge=1)
@@ -315,7 +319,29 @@ def _mean(xs) -> float | None:
     xs = [x for x in xs if x is not None]
     return round(sum(xs) / len(xs), 3) if xs else None
 
-def data_card(r: RecipeRun, personas: list[Persona], exports: dict) -> dict:
+PAPER_TABLE6 = {'Legal&Gov.': (810, 0.259, 0.550), 'Health': (297, 0.095, 0.576), 'Technology': (135, 0.043, 0.491),
+                'Education': (708, 0.226, 0.519), 'Media/Arts/Sports': (773, 0.247, 0.539), 'Business&Work': (293, 0.094, 0.576),
+                'Others': (111, 0.036, 0.537)}     # tasks, share, low-score rate (< 0.25); the tasks sum to 3,127
+
+async def persona_categories(r: RecipeRun, personas: list[Persona]) -> dict[str, str]:
+    "Table 6: `{persona id: category}` by the judge; a failed call gives 'unknown' (counted in the table, never a guess)."
+    cats = await asyncio.gather(*(persona_category(x, r.client('judge'), temperature=0.0) for x in personas))
+    return {x.id: c if isinstance(c, str) else 'unknown' for x, c in zip(personas, cats)}
+
+def table6(rewards: list[dict], persona_of: dict[str, str], categories: dict[str, str], low: float = 0.25) -> list[dict]:
+    "Per category: the held-out tasks with a scored held-out trajectory, their share, and the share scoring below `low`."
+    scored = [(categories.get(persona_of[x['task_id']], 'unknown'), x['heldout']['score']) for x in rewards
+              if x['heldout'] and x['heldout']['score'] is not None]
+    names = list(PERSONA_CATEGORIES) + (['unknown'] if any(c == 'unknown' for c, _ in scored) else [])
+    rows = []
+    for name in names:
+        s = [v for c, v in scored if c == name]
+        rows.append({'category': name, 'tasks': len(s), 'share': round(len(s) / len(scored), 4) if scored else 0.0,
+                     'low_score_rate': round(sum(v < low for v in s) / len(s), 4) if s else None,
+                     'paper': dict(zip(('tasks', 'share', 'low_score_rate'), PAPER_TABLE6[name])) if name in PAPER_TABLE6 else None})
+    return rows
+
+def data_card(r: RecipeRun, personas: list[Persona], exports: dict, categories: dict[str, str] | None = None) -> dict:
     "The card of a finished run (also written as `data_card.json` and `data_card.md`)."
     run, ledger = r.run, run_ledger(r.run)         # what every process of the run spent
     rewards = run.records('rewards')
@@ -328,7 +354,8 @@ def data_card(r: RecipeRun, personas: list[Persona], exports: dict) -> dict:
     trajs = [d for t in tasks for d in demos[t['id']]['demos']]
     tokens = sum(v.get('prompt_tokens', 0) + v.get('completion_tokens', 0) for k, v in ledger.items()
                  if k.rsplit('/', 1)[-1] in SYNTHESIS_TAGS)
-    ours = {'tasks': len(tasks), 'avg_tools_per_task': _mean(len(t['metadata']['tool_suite']) for t in tasks),
+    ours = {'tasks': len(tasks), 'avg_tools_per_task': _mean(len(t['metadata']['tool_suite']) for t in tasks),   # distractors included
+            'avg_tools_without_distractors': _mean(len(t['metadata']['tool_suite']) - len(t['metadata'].get('distractors', [])) for t in tasks),
             'avg_interactions': _mean(x['info'].get('tool_calls', 0) + sum(1 for y in x['info'].get('turns', []) if y['role'] == 'user') for x in trajs),
             'avg_map_size': _mean(demos[t['id']]['world']['map_size'] for t in tasks),
             'avg_tokens_per_task': round(tokens / len(tasks)) if tasks else None}
@@ -346,6 +373,9 @@ def data_card(r: RecipeRun, personas: list[Persona], exports: dict) -> dict:
             'probe_ranking_ok': None if None in rank else bool(rank[0] > rank[1] and rank[2] == 0.0),
             'heldout': {'tasks': sum(x['split'] == 'heldout' for x in rewards), 'policy': r.p.heldout_policy, 'table2': score_table(heldout),
                         'paper_table2': PAPER_TABLE2},
+            'table6': None if categories is None else {
+                'low_score': r.p.low_score, 'personas': dict(sorted(Counter(categories.values()).items())),
+                'rows': table6(rewards, {t['id']: t['metadata']['persona_id'] for t in tasks}, categories, r.p.low_score)},
             'mock_world': {'avg_map_size': ours['avg_map_size'], 'hit_rate': _mean(w['hit_rate'] for w in worlds),
                            'calls': sum(w['calls'] for w in worlds), 'simulator_failures': sum(w['failed'] for w in worlds),
                            'bad_matches': sum(w['bad_match'] for w in worlds)},
@@ -378,6 +408,12 @@ def data_card_markdown(card: dict) -> str:
               '| bin | share | avg tool calls | avg user interactions | paper share |', '|---|---|---|---|---|']
     for b, pb in zip(card['heldout']['table2']['bins'], card['heldout']['paper_table2']):
         lines.append(f"| {b['bin']} | {b['share']} | {b['avg_tool_calls']} | {b['avg_user_interactions']} | {pb['share']} |")
+    if t6 := card.get('table6'):
+        lines += ['', f"held-out tasks per persona category: Table 6 (low score: < {t6['low_score']})", '',
+                  '| category | tasks | share | low-score rate | paper tasks | paper share | paper low-score rate |', '|---|---|---|---|---|---|---|']
+        for row in t6['rows']:
+            pp = row['paper'] or {}
+            lines.append(f"| {row['category']} | {row['tasks']} | {row['share']} | {row['low_score_rate']} | {pp.get('tasks')} | {pp.get('share')} | {pp.get('low_score_rate')} |")
     lines += ['', f"mock world: {json.dumps(card['mock_world'])}", f"verdicts: {json.dumps(card['verdicts'])}", f"exports: {json.dumps(card['exports'])}"]
     return '\n'.join(lines) + '\n'
 
@@ -411,7 +447,8 @@ async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | 
             if 'reasoning' in r.todo: await stage_reasoning(r, personas)
         await concurrently(r.run.run_chain(chain, r.todo, r.shard), reasoning_stage())   # each task goes on as soon as it is kept
         if r.partial: return r.partial_summary()
-        card = finish_card(r, data_card(r, personas, export_rows(r)))
+        categories = await persona_categories(r, personas) if p.persona_categories else None
+        card = finish_card(r, data_card(r, personas, export_rows(r), categories))
         write_data_card(r.run, card, plot_data_card(card), data_card_markdown(card))
         return card
 

@@ -8,9 +8,9 @@ import asyncio, json, textwrap
 from collections import Counter, OrderedDict
 from typing import Any, Iterable
 from ..llm import LLMClient
-from ..rollout import ToolExecutor, error_result, user_for_task
+from ..rollout import ToolExecutor, error_result
 from ..schema import Task, Tool, ToolCall, ToolCallError, ToolResult, validate_arguments
-from .mock_world import MapEntry, MockWorld, world_answer, world_stats
+from .mock_world import MapEntry, MockWorld, synthagent_user, world_answer, world_stats
 
 # %% auto #0
 __all__ = ['WORLD_KEY', 'CODE_KEY', 'STORE_NAME', 'SYNTHAGENT_RL_ROLES', 'CODE_RUNNER', 'WorldSpecError', 'world_spec',
@@ -173,7 +173,7 @@ def synthagent_parts(env: dict, task: Task, *, clients: dict, group: str | None 
     key = world_key(task.id, group, spec['settings'].get('scope', 'task'), rollout)
     executor = WorldExecutor(store or world_store(), key, spec, clients.get('tool_emulator'))
     if 'user_simulator' not in clients: raise WorldSpecError(f"task {task.id}: the SynthAgent user is an LLM: pass clients={{'user_simulator': ...}}")
-    user = user_for_task(task, 'synthagent', clients['user_simulator'], tag='synthagent.user')
+    user = synthagent_user(task, clients['user_simulator'])
     return executor, VerbatimOpeningUser(user, task.instruction)
 
 # %% ../../../nbs/synthagent/04_rl_world.ipynb #77a241ca

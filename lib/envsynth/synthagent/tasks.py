@@ -6,7 +6,7 @@
 from __future__ import annotations
 import json, re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 from pydantic import BaseModel, Field
 from ..llm import LLMClient, LLMError
 from ..pipeline import Drop
@@ -14,11 +14,11 @@ from ..schema import Task, Tool, ToolSchemaError, content_hash
 from ..llm import prompt_folder
 
 # %% auto #0
-__all__ = ['OUR_PERSONAS', 'prompts_dir', 'load_prompt', 'structured_call', 'Persona', 'load_personas', 'ToolSpec',
-           'ToolSuiteDraft', 'ToolSuite', 'parse_tool_specs', 'check_tool_suite', 'generate_tool_suite', 'FuzzyTask',
-           'CheckedTools', 'GapVerdict', 'check_checked_tools', 'stated_hidden_facts', 'task_from_suite', 'task_tools',
-           'make_fuzzy_task', 'ReasoningProblem', 'load_problems', 'ScenarioProblem', 'ProblemSolution', 'same_answer',
-           'rewrite_problem']
+__all__ = ['OUR_PERSONAS', 'PERSONA_CATEGORIES', 'prompts_dir', 'load_prompt', 'structured_call', 'Persona', 'load_personas',
+           'PersonaCategory', 'persona_category', 'ToolSpec', 'ToolSuiteDraft', 'ToolSuite', 'parse_tool_specs',
+           'check_tool_suite', 'generate_tool_suite', 'FuzzyTask', 'CheckedTools', 'GapVerdict', 'check_checked_tools',
+           'stated_hidden_facts', 'task_from_suite', 'task_tools', 'make_fuzzy_task', 'ReasoningProblem',
+           'load_problems', 'ScenarioProblem', 'ProblemSolution', 'same_answer', 'rewrite_problem']
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #93c75a30
 def prompts_dir() -> Path:
@@ -77,6 +77,19 @@ def load_personas(path: str | Path | None = None, limit: int | None = None) -> l
         if p.persona.strip() in seen: continue
         seen.add(p.persona.strip()); out.append(p)
     return out[:limit] if limit is not None else out
+
+# %% ../../../nbs/synthagent/00_tasks.ipynb #49ef2c0d
+PERSONA_CATEGORIES = ('Legal&Gov.', 'Health', 'Technology', 'Education', 'Media/Arts/Sports', 'Business&Work', 'Others')
+
+class PersonaCategory(BaseModel):
+    "The judge's answer: the persona's domain category (the paper's Table 6 set)."
+    category: Literal[PERSONA_CATEGORIES]
+    reason: str = ''
+
+async def persona_category(persona: Persona, client: LLMClient, **sampling) -> str | Drop:
+    "The category of `persona` (`prompts/synthagent/persona_category.md`), or `Drop('persona_category_failed', why)`."
+    r = await structured_call(client, 'persona_category', {'persona': persona.persona}, PersonaCategory, **sampling)
+    return r if isinstance(r, Drop) else r.category
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #517f763b
 class ToolSpec(BaseModel):

@@ -203,6 +203,16 @@ def tool_tests(state: dict) -> list[ToolTest]:
     retail_card = next(k for k, c in sorted(cards.items()) if c['status'] == 'active' and customers[accounts[c['account_id']]['customer_id']]['segment'] == 'retail')
     dead_card = next(k for k, c in sorted(cards.items()) if c['status'] == 'cancelled')
     stopped = next(k for k, o in sorted(orders.items()) if o['status'] == 'cancelled')
+    txs = state['transactions']
+    busy = max(sorted(accounts), key=lambda k: sum(t['account_id'] == k for t in txs.values()))
+    days = sorted(t['posted_at'][:10] for t in txs.values() if t['account_id'] == busy)
+    since = days[len(days) // 2]
+    segment = lambda c: customers[accounts[cards[c]['account_id']]['customer_id']]['segment']
+    usable = [k for k, c in sorted(cards.items()) if c['status'] == 'active' and accounts[c['account_id']]['status'] == 'open']
+    spendable = lambda a: round(accounts[a]['balance'] + accounts[a]['overdraft_limit'], 2)
+    broke_card = next(k for k in usable if segment(k) == 'retail' and accounts[cards[k]['account_id']]['kind'] == 'current'
+                      and customers[accounts[cards[k]['account_id']]['customer_id']]['kyc_verified'] and 0 < spendable(cards[k]['account_id']) <= 5000)
+    lost_cards = [next(k for k in usable if segment(k) == 'retail'), next(k for k in usable if segment(k) == 'premier')]
     return [
         ToolTest(name='unknown customer', calls=[ToolTestCall(name='account_overview', arguments={'customer_id': 'C9999'}, expect='execution_error')]),
         ToolTest(name='insufficient funds', calls=[ToolTestCall(name='execute_payment', arguments={'from_account_id': poor, 'to_account_number': 'XE1000000001',
@@ -224,6 +234,19 @@ def tool_tests(state: dict) -> list[ToolTest]:
         ToolTest(name='limit within cap, phone search', calls=[
             ToolTestCall(name='set_card_limit', arguments={'card_id': retail_card, 'daily_limit': 1800.0}),
             ToolTestCall(name='search_customers', arguments={'query': '07700 900001'})]),
+        ToolTest(name='search with a small limit', calls=[ToolTestCall(name='search_customers', arguments={'query': 'post.example', 'limit': 3})]),
+        ToolTest(name='activity since a day', calls=[ToolTestCall(name='list_account_activity', arguments={'account_id': busy, 'since': since})]),
+        ToolTest(name='replace a retail and a premier lost card: only retail pays', calls=[
+            ToolTestCall(name='block_card', arguments={'card_id': lost_cards[0], 'reason': 'lost'}),
+            ToolTestCall(name='reissue_card', arguments={'card_id': lost_cards[0]}),
+            ToolTestCall(name='block_card', arguments={'card_id': lost_cards[1], 'reason': 'stolen'}),
+            ToolTestCall(name='reissue_card', arguments={'card_id': lost_cards[1]})]),
+        ToolTest(name='a retail replacement fee the account cannot cover', calls=[
+            ToolTestCall(name='execute_payment', arguments={'from_account_id': cards[broke_card]['account_id'], 'to_account_number': 'XE1000000003',
+                                                            'amount': spendable(cards[broke_card]['account_id']), 'reference': 'rent', 'payee_name': 'Landlord'}),
+            ToolTestCall(name='block_card', arguments={'card_id': broke_card, 'reason': 'damaged'}),
+            ToolTestCall(name='reissue_card', arguments={'card_id': broke_card}, expect='execution_error')]),
+        ToolTest(name='close a frozen account', calls=[ToolTestCall(name='close_account', arguments={'account_id': frozen}, expect='execution_error')]),
     ]
 
 

@@ -238,6 +238,9 @@ def tool_tests(state: dict) -> list[ToolTest]:
     shut = next(k for k, r in sorted(rooms.items()) if r['status'] == 'maintenance')
     outsider = next(k for k in sorted(people) if k not in invitees(state, fut[0]) and k != fut[1]['organizer_id'])
     org = fut[1]['organizer_id']
+    full = next((k, e) for k, e in sorted(events.items()) if e['status'] == 'scheduled' and e['start'] > NOW and e['room_id']
+                and people[e['organizer_id']]['active'] and headcount(state, k) == rooms[e['room_id']]['capacity'])
+    guest = next(k for k, p in sorted(people.items()) if p['active'] and k not in invitees(state, full[0]) and k != full[1]['organizer_id'])
     return [
         ToolTest(name='unknown person', calls=[ToolTestCall(name='view_agenda', arguments={'person_id': 'P9999', 'date': '2026-04-14'}, expect='execution_error')]),
         ToolTest(name='meeting in the past', calls=[ToolTestCall(name='schedule_meeting', arguments={'organizer_id': org, 'meeting_title': 'Late', 'start': '2026-04-10T10:00',
@@ -253,6 +256,16 @@ def tool_tests(state: dict) -> list[ToolTest]:
             ToolTestCall(name='reschedule_meeting', arguments={'event_id': fut[0], 'organizer_id': org, 'new_start': '2026-04-24T09:00'}, expect='execution_error'),
             ToolTestCall(name='invite_attendees', arguments={'event_id': fut[0], 'organizer_id': org, 'person_ids': [outsider]}, expect='execution_error')]),
         ToolTest(name='team filter', calls=[ToolTestCall(name='search_people', arguments={'query': '', 'team': 'Design', 'limit': 3})]),
+        ToolTest(name='a room without video is free, but not for a video call', calls=[
+            ToolTestCall(name='find_free_rooms', arguments={'start': '2026-04-14T14:00', 'duration_minutes': 30, 'building': 'Mill', 'needs_video': False}),
+            ToolTestCall(name='find_free_rooms', arguments={'start': '2026-04-14T14:00', 'duration_minutes': 30, 'building': 'Mill', 'needs_video': True})]),
+        ToolTest(name='move a meeting into a room under maintenance', calls=[
+            ToolTestCall(name='reschedule_meeting', arguments={'event_id': fut[0], 'organizer_id': org, 'new_start': '2026-04-24T16:00', 'new_room_id': shut},
+                         expect='execution_error'),
+            ToolTestCall(name='reschedule_meeting', arguments={'event_id': fut[0], 'organizer_id': org, 'new_start': '2026-04-24T16:00'})]),
+        ToolTest(name='no seat left in the booked room', calls=[
+            ToolTestCall(name='invite_attendees', arguments={'event_id': full[0], 'organizer_id': full[1]['organizer_id'], 'person_ids': [guest]},
+                         expect='execution_error')]),
     ]
 
 

@@ -273,8 +273,9 @@ class CalendarTools(Toolkit):
         if len(set(person_ids)) != len(person_ids): raise ToolFailure('person_ids lists someone twice')
         if len(already) + len(person_ids) > MAX_ATTENDEES: raise ToolFailure(f'at most {MAX_ATTENDEES} attendees')
         heads = self._headcount(event_id) + len(person_ids)
-        if ev['room_id'] and self.db.rooms[ev['room_id']]['capacity'] < heads:
-            raise ToolFailure(f"room {ev['room_id']} seats {self.db.rooms[ev['room_id']]['capacity']}; with these guests the meeting needs {heads}")
+        seats = self.db.rooms[ev['room_id']]['capacity'] if ev['room_id'] else None
+        if seats is not None and seats < heads:
+            raise ToolFailure(f"room {ev['room_id']} seats {seats}; with these guests the meeting needs {heads}")
         added = []
         for p in person_ids:
             k = self.next_id('invitations', 'I'); added.append(k)

@@ -205,6 +205,9 @@ def tool_tests(state: dict) -> list[ToolTest]:
     late = next(k for k, b in sorted(bookings.items()) if b['status'] == 'confirmed' and b['rate_plan'] == 'flexible' and b['arrival'] <= (TODAY + dt.timedelta(days=1)).isoformat())
     staying = next(k for k, b in sorted(bookings.items()) if b['status'] == 'checked_in' and not any(c['booking_id'] == k and c['item'] == 'late_checkout' for c in state['charges'].values()))
     busy = next(k for k, r in sorted(rooms.items()) if r['status'] == 'occupied' and r['property_id'] == bookings[staying]['property_id'] and k != bookings[staying]['room_id'])
+    tier_after = lambda pts: next((t for t, p in (('gold', 5000), ('silver', 1500)) if pts >= p), 'none')
+    promoted = next(k for k, b in sorted(bookings.items()) if b['status'] == 'checked_in' and guests[b['guest_id']]['loyalty_tier']
+                    != tier_after(guests[b['guest_id']]['loyalty_points'] + int(sum(b['nightly_rates']))))
     d1, d2 = (TODAY + dt.timedelta(days=20)).isoformat(), (TODAY + dt.timedelta(days=22)).isoformat()
     return [
         ToolTest(name='unknown booking', calls=[ToolTestCall(name='get_booking_folio', arguments={'booking_id': 'B99999'}, expect='execution_error')]),
@@ -228,6 +231,13 @@ def tool_tests(state: dict) -> list[ToolTest]:
         ToolTest(name='bad arguments', calls=[ToolTestCall(name='quote_stay', arguments={'property_id': sp, 'arrival': d1, 'departure': d2, 'adults': 'two'}, expect='invalid_arguments'),
                                               ToolTestCall(name='post_extra_charge', arguments={'booking_id': staying, 'item': 'champagne'}, expect='invalid_arguments')]),
         ToolTest(name='guest search by name', calls=[ToolTestCall(name='find_guest_profile', arguments={'query': guests[ok_guest]['name']})]),
+        ToolTest(name='non-refundable quote and booking', calls=[
+            ToolTestCall(name='quote_stay', arguments={'property_id': sp, 'arrival': d1, 'departure': d2, 'adults': 2, 'rate_plan': 'nonrefundable'}),
+            ToolTestCall(name='reserve_stay', arguments={'guest_id': ok_guest, 'property_id': sp, 'room_type_id': small, 'arrival': d1, 'departure': d2,
+                                                         'adults': 2, 'rate_plan': 'nonrefundable'})]),
+        ToolTest(name='unknown hotel', calls=[ToolTestCall(name='quote_stay', arguments={'property_id': 'P99', 'arrival': d1, 'departure': d2, 'adults': 2},
+                                                           expect='execution_error')]),
+        ToolTest(name='a check-out that earns the next tier', calls=[ToolTestCall(name='check_out_guest', arguments={'booking_id': promoted, 'payment_method': 'card'})]),
     ]
 
 

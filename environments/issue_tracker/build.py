@@ -235,6 +235,8 @@ def tool_tests(state: dict) -> list[ToolTest]:
     lgcy_member = next(h for h, m in sorted(members.items()) if 'LGCY' in m['projects'] and m['active'])
     closed = next(k for k, i in by_num if i['status'] == 'done' and i['project_id'] != 'LGCY')
     pay_member = next(h for h, m in sorted(members.items()) if 'PAY' in m['projects'] and m['active'])
+    labelled = next(k for k, i in by_num if i['project_id'] == 'PAY' and i['status'] not in ('done', 'wont_fix') and i['labels'] and 'refunds' not in i['labels'])
+    planned = next(k for k, i in by_num if i['sprint_id'] == full and i['status'] not in ('done', 'wont_fix') and (i['story_points'] or 0) < 13)
     committed = lambda s: sum(i['story_points'] or 0 for i in issues.values() if i['sprint_id'] == s and i['status'] != 'wont_fix')
     return [
         ToolTest(name='unknown issue', calls=[ToolTestCall(name='get_issue_details', arguments={'issue_key': 'PAY-999'}, expect='execution_error')]),
@@ -255,6 +257,13 @@ def tool_tests(state: dict) -> list[ToolTest]:
         ToolTest(name='empty comment', calls=[ToolTestCall(name='post_issue_comment', arguments={'issue_key': backlog, 'author': lgcy_member, 'body': '  '}, expect='execution_error')]),
         ToolTest(name='bad status value', calls=[ToolTestCall(name='move_issue_status', arguments={'issue_key': backlog, 'new_status': 'closed'}, expect='invalid_arguments')]),
         ToolTest(name='wrong argument type', calls=[ToolTestCall(name='search_issues', arguments={'project_key': 'PAY', 'limit': 'all'}, expect='invalid_arguments')]),
+        ToolTest(name='search by label and by title words', calls=[ToolTestCall(name='search_issues', arguments={'project_key': 'PAY', 'label': 'refunds'}),
+                                                                   ToolTestCall(name='search_issues', arguments={'project_key': 'AUTH', 'text': 'password reset'})]),
+        ToolTest(name="add a project's own label, then remove one", calls=[
+            ToolTestCall(name='update_issue_fields', arguments={'issue_key': labelled, 'add_labels': ['refunds']}),
+            ToolTestCall(name='update_issue_fields', arguments={'issue_key': labelled, 'remove_labels': [issues[labelled]['labels'][0]]})]),
+        ToolTest(name="re-estimate over a planned sprint's capacity", initial_state={'sprints': {full: {**sprints[full], 'capacity_points': committed(full)}}},
+                 calls=[ToolTestCall(name='update_issue_fields', arguments={'issue_key': planned, 'story_points': 13}, expect='execution_error')]),
     ]
 
 

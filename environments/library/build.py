@@ -117,6 +117,16 @@ def tool_tests(state: dict) -> list[ToolTest]:
     members, loans = state['members'], state['loans']
     inactive = next(k for k, mm in sorted(members.items()) if not mm['active'])
     returned = next(k for k, l in sorted(loans.items()) if l['returned_on'] is not None)
+    titles, holds = state['titles'], state['holds']
+    held = {h['title_id'] for h in holds.values() if h['status'] == 'waiting'}
+    open_loans = [(k, l) for k, l in sorted(loans.items()) if l['returned_on'] is None]
+    renewable = [k for k, l in open_loans if l['renewals'] < 2 and l['title_id'] not in held][:2]
+    renewed_twice = next(k for k, l in open_loans if l['renewals'] == 2)
+    waited_for = next(k for k, l in open_loans if l['renewals'] < 2 and l['title_id'] in held)
+    empty = next(k for k, t in sorted(titles.items()) if t['copies_available'] == 0 and k not in held)
+    empty_words = titles[empty]['title']
+    shelf = next(k for k, t in sorted(titles.items()) if t['copies_available'] > 0)
+    waiting = [k for k, h in sorted(holds.items()) if h['status'] == 'waiting'][:2]
     return [
         ToolTest(name='unknown member', calls=[ToolTestCall(name='get_member_account', arguments={'member_id': 'M99999'}, expect='execution_error')]),
         ToolTest(name='inactive member cannot borrow', calls=[ToolTestCall(name='lend_copy', arguments={'member_id': inactive, 'title_id': 'T0001'}, expect='execution_error')]),
@@ -125,6 +135,23 @@ def tool_tests(state: dict) -> list[ToolTest]:
         ToolTest(name='bad email', calls=[ToolTestCall(name='find_member_by_email', arguments={'email': 'nobody@mail.example'}, expect='execution_error')]),
         ToolTest(name='wrong argument type', calls=[ToolTestCall(name='search_catalogue', arguments={'query': 'salt', 'limit': 'ten'}, expect='invalid_arguments')]),
         ToolTest(name='subject filter', calls=[ToolTestCall(name='search_catalogue', arguments={'query': '', 'subject': 'travel', 'limit': 3})]),
+        ToolTest(name='a title with no copy left is found, but not among available ones',
+                 calls=[ToolTestCall(name='search_catalogue', arguments={'query': empty_words, 'available_only': False}),
+                        ToolTestCall(name='search_catalogue', arguments={'query': empty_words, 'available_only': True})]),
+        ToolTest(name='renew two loans, then one renewed twice already',
+                 calls=[ToolTestCall(name='renew_loan', arguments={'loan_id': renewable[0]}),
+                        ToolTestCall(name='renew_loan', arguments={'loan_id': renewable[1]}),
+                        ToolTestCall(name='renew_loan', arguments={'loan_id': renewed_twice}, expect='execution_error')]),
+        ToolTest(name='no renewal while someone waits', calls=[ToolTestCall(name='renew_loan', arguments={'loan_id': waited_for}, expect='execution_error')]),
+        ToolTest(name='holds: two members queue, the shelf copy is lent instead, a repeat hold is refused',
+                 calls=[ToolTestCall(name='place_hold', arguments={'member_id': 'M00002', 'title_id': empty}),
+                        ToolTestCall(name='place_hold', arguments={'member_id': 'M00003', 'title_id': empty}),
+                        ToolTestCall(name='place_hold', arguments={'member_id': 'M00002', 'title_id': empty}, expect='execution_error'),
+                        ToolTestCall(name='place_hold', arguments={'member_id': 'M00002', 'title_id': shelf}, expect='execution_error')]),
+        ToolTest(name="cancel two members' holds, then one twice",
+                 calls=[ToolTestCall(name='cancel_hold', arguments={'hold_id': waiting[0]}),
+                        ToolTestCall(name='cancel_hold', arguments={'hold_id': waiting[1]}),
+                        ToolTestCall(name='cancel_hold', arguments={'hold_id': waiting[0]}, expect='execution_error')]),
     ]
 
 

@@ -256,6 +256,12 @@ def tool_tests(state: dict) -> list[ToolTest]:
     nsaid = next(k for k, m in sorted(meds.items()) if m['drug_class'] == 'nsaid' and m['stock_units'] > 100)
     rx = lambda mid, n: {'patient_id': pid, 'medication_id': mid, 'prescriber_id': doc, 'quantity': 30, 'days_supply': 30, 'fills_allowed': n,
                          'fills_used': 0, 'written_on': '2026-03-01', 'expires_on': '2027-03-01', 'last_filled_on': None, 'status': 'active', 'hold_reason': None}
+    empty_med = next(k for k, m in sorted(meds.items()) if m['stock_units'] == 0)
+    statin = max(k for k, m in meds.items() if m['drug_class'] == 'statin')
+    ace = min(k for k, m in meds.items() if m['drug_class'] == 'ace_inhibitor')
+    on_two = {'prescriptions': {'RX90001': rx(statin, 3), 'RX90002': rx(ace, 3)}}
+    ready = [k for k in sorted(disp) if disp[k]['status'] == 'ready']
+    copay_fill = next(k for k in ready if disp[k]['plan_id'] and disp[k]['patient_pay'] > 0)
     clash = {'prescriptions': {'RX90001': rx(warfarin_like, 3), 'RX90002': rx(nsaid, 1)}}
     ready_c = {'dispensings': {'D90001': {'prescription_id': 'RX90001', 'patient_id': pid, 'medication_id': controlled, 'quantity': 30, 'filled_on': '2026-03-15',
                                           'plan_id': None, 'retail_price': 30.0, 'patient_pay': 30.0, 'plan_pay': 0.0, 'status': 'ready', 'picked_up_on': None}},
@@ -279,6 +285,25 @@ def tool_tests(state: dict) -> list[ToolTest]:
         ToolTest(name='empty delivery', calls=[ToolTestCall(name='receive_stock_delivery', arguments={'medication_id': nsaid, 'units': 0}, expect='execution_error')]),
         ToolTest(name='wrong argument type', calls=[ToolTestCall(name='receive_stock_delivery', arguments={'medication_id': nsaid, 'units': 'a box'}, expect='invalid_arguments')]),
         ToolTest(name='formulary by class', calls=[ToolTestCall(name='search_formulary', arguments={'query': '', 'drug_class': 'statin', 'in_stock_only': True, 'limit': 3})]),
+        ToolTest(name='formulary by another class, and a name with no stock left', calls=[
+            ToolTestCall(name='search_formulary', arguments={'query': '', 'drug_class': 'ssri'}),
+            ToolTestCall(name='search_formulary', arguments={'query': meds[empty_med]['name']}),
+            ToolTestCall(name='search_formulary', arguments={'query': meds[empty_med]['name'], 'in_stock_only': True})]),
+        ToolTest(name='interaction checks: a statin, and an unknown patient', calls=[
+            ToolTestCall(name='check_drug_interactions', arguments={'patient_id': pid, 'medication_id': statin}),
+            ToolTestCall(name='check_drug_interactions', arguments={'patient_id': 'P99999', 'medication_id': statin}, expect='execution_error')]),
+        ToolTest(name='prescriptions for an unknown patient or medication', calls=[
+            ToolTestCall(name='enter_new_prescription', arguments={'patient_id': 'P99999', 'medication_id': statin, 'prescriber_id': doc, 'quantity': 30,
+                                                                   'days_supply': 30, 'refills': 1}, expect='execution_error'),
+            ToolTestCall(name='enter_new_prescription', arguments={'patient_id': pid, 'medication_id': 'MED9999', 'prescriber_id': doc, 'quantity': 30,
+                                                                   'days_supply': 30, 'refills': 1}, expect='execution_error')]),
+        ToolTest(name='every ready fill picked up without an ID check: only the controlled ones wait',
+                 calls=[ToolTestCall(name='record_pickup', arguments={'dispensing_id': k}, expect='execution_error' if meds[disp[k]['medication_id']]['controlled'] else 'ok')
+                        for k in ready]),
+        ToolTest(name='an unclaimed fill under a plan goes back: stock, refill and co-pay restored',
+                 calls=[ToolTestCall(name='return_unclaimed_fill', arguments={'dispensing_id': copay_fill})]),
+        ToolTest(name="an allergy holds only that class's prescriptions", initial_state=on_two,
+                 calls=[ToolTestCall(name='record_allergy', arguments={'patient_id': pid, 'drug_class': 'statin'})]),
     ]
 
 

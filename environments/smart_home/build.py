@@ -214,6 +214,15 @@ def tool_tests(state: dict) -> list[ToolTest]:
     away_scene = next(k for k, s in sorted(scenes.items()) if homes[s['home_id']]['mode'] in ('away', 'vacation'))
     named = next(k for k, s in sorted(scenes.items()))
     named_room = next(k for k, r in sorted(state['rooms'].items()) if r['home_id'] == scenes[named]['home_id'] and r['name'] == 'Living Room')
+    rooms = state['rooms']
+    kinds = lambda h, kind: [d for d in devices.values() if d['home_id'] == h and d['online'] and d['state']['kind'] == kind]
+    last_room = {r['home_id']: k for k, r in sorted(rooms.items())}
+    end_room = next(k for h, k in sorted(last_room.items()) if any(d['room_id'] == k and d['online'] and d['state']['kind'] != 'lock' for d in devices.values()))
+    warm = 2700 if devices[light]['state']['color_temp_k'] != 2700 else 3000
+    home_scenes = next(ks for h in sorted(homes) if homes[h]['mode'] == 'home' and len(ks := [k for k, sc in sorted(scenes.items()) if sc['home_id'] == h]) >= 2)[:2]
+    leaving = next(h for h in sorted(homes) if homes[h]['mode'] == 'home' and all(d['state']['locked'] for d in kinds(h, 'lock'))
+                   and any(d['state']['hvac_mode'] in ('heat', 'auto') and d['state']['target_c'] > homes[h]['eco_target_c'] for d in kinds(h, 'thermostat'))
+                   and any(d['state']['position'] > 0 for d in kinds(h, 'blind')))
     lvl = 77 if devices[light]['state']['brightness'] != 77 else 78
     return [
         ToolTest(name='unknown home', calls=[ToolTestCall(name='get_home_overview', arguments={'home_id': 'H9999'}, expect='execution_error')]),
@@ -232,6 +241,19 @@ def tool_tests(state: dict) -> list[ToolTest]:
         ToolTest(name='duplicate scene name', calls=[ToolTestCall(name='capture_scene', arguments={'room_id': named_room, 'name': scenes[named]['name'].upper()}, expect='execution_error')]),
         ToolTest(name='event log limit', calls=[ToolTestCall(name='read_event_log', arguments={'home_id': 'H0001', 'limit': 0}, expect='execution_error'),
                                                 ToolTestCall(name='find_homes', arguments={'query': 'cottage'})]),
+        ToolTest(name='an unknown home has no devices or log', calls=[
+            ToolTestCall(name='list_home_devices', arguments={'home_id': 'H9999'}, expect='execution_error'),
+            ToolTestCall(name='read_event_log', arguments={'home_id': 'H9999'}, expect='execution_error')]),
+        ToolTest(name="a home's last room: its devices, and a scene of them", calls=[
+            ToolTestCall(name='list_home_devices', arguments={'home_id': rooms[end_room]['home_id'], 'room_id': end_room}),
+            ToolTestCall(name='capture_scene', arguments={'room_id': end_room, 'name': 'Evening'})]),
+        ToolTest(name='warmer light, then off', calls=[
+            ToolTestCall(name='adjust_device', arguments={'device_id': light, 'brightness': lvl}),
+            ToolTestCall(name='adjust_device', arguments={'device_id': light, 'color_temp_k': warm}),
+            ToolTestCall(name='adjust_device', arguments={'device_id': light, 'on': False})]),
+        ToolTest(name='two scenes of a home in home mode', calls=[ToolTestCall(name='activate_scene', arguments={'scene_id': k}) for k in home_scenes]),
+        ToolTest(name='vacation lowers the heating and closes the blinds', calls=[
+            ToolTestCall(name='set_home_mode', arguments={'home_id': leaving, 'mode': 'vacation', 'access_code': homes[leaving]['access_code']})]),
     ]
 
 

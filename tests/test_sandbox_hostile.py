@@ -457,3 +457,143 @@ def test_unavailable_docker_is_a_clear_error(monkeypatch):
     with pytest.raises(SandboxUnavailable, match='ensure_docker.sh'):
         SandboxPool(size=1, backend='docker')
     with pytest.raises(ValueError, match='backend'): SandboxPool(size=1, backend='vm')
+
+# --- the host side: a dying worker, a forged frame, a hostile environment in a batch, a slow one ---
+
+def test_a_reset_channel_is_a_frame_error():
+    "A process that dies with bytes unread resets its socket: reading gives `FrameError('crashed')`, never `ConnectionResetError`."
+    from envsynth.sandbox import FrameError, read_frame
+    a, b = socket.socketpair()
+    a.sendall(b'unread'); b.close()
+    with pytest.raises(FrameError) as e: read_frame(a.fileno(), deadline=time.monotonic() + 2)
+    assert e.value.kind == 'crashed'
+    a.close()
+
+NAP = '''
+class NappingLibrary(LibraryTools):
+    @read_tool
+    def nap(self, seconds: float) -> str:
+        """Sleep.
+
+        Args:
+            seconds: how long
+        """
+        import time; time.sleep(seconds); return 'rested'
+'''
+
+def _kill_later(pids_of, delay: float):
+    "Kill, from the host, every process `pids_of()` names, `delay` seconds from now."
+    import threading
+    def go():
+        time.sleep(delay); _kill(pids_of())
+    t = threading.Thread(target=go); t.start(); return t
+
+def test_worker_killed_mid_request_is_a_typed_error(sandbox_backend):
+    "The worker dies (killed from outside) while a step and while an exec call are in flight: typed errors out of `Episode.step` and `pool.run`, the worker replaced as `crashed`, the pool carries on."
+    from envsynth.sandbox import SandboxError
+    with SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=20), backend=sandbox_backend) as pool:
+        env = _library(pool, NAP, 'NappingLibrary')
+        ep = env.reset()
+        t = _kill_later(lambda: pool.worker(0).pids(), 1.0)
+        res = ep.step(('nap', {'seconds': 10})); t.join()
+        assert res.error is not None and res.error.type == 'crashed', res
+        assert pool.stats['replaced'].get('crashed', 0) >= 1, pool.stats
+        try: ep.table_hashes()                         # replayed on a fresh worker, or a typed error
+        except SandboxError as e: assert e.type in ('crashed', 'timeout'), e
+        ep.close()
+        assert pool.run('def f(): return 1', 'f') == {'ok': 1}     # docker: its container is up
+        t = _kill_later(lambda: pool.worker(0).pids(), 1.0)
+        out = pool.run('import time\ndef f():\n    time.sleep(10)\n    return 1', 'f'); t.join()
+        assert out.get('replaced') and out['error']['type'] == 'crashed', out
+        assert pool.run('def f(): return 1', 'f') == {'ok': 1}
+        with env.reset() as ep: assert ep.step(('nap', {'seconds': 0})).output == 'rested'
+
+FORGER = '''
+class ForgingLibrary(LibraryTools):
+    @read_tool
+    def forge(self, tables: list) -> str:
+        """Write frames on this episode's own channel: a reply to this call (with its id, read off
+        the stack), then the reply a later `table_hashes` should get: every table at a forged hash.
+
+        Args:
+            tables: the tables to forge
+        """
+        import os, struct, sys, orjson
+        f = sys._getframe()
+        while f is not None and f.f_code.co_name != '_serve_episode': f = f.f_back
+        fd, req = f.f_locals['fd'], f.f_locals['req']
+        frame = lambda obj: struct.pack('>I', len(d := orjson.dumps(obj))) + d
+        os.write(fd, frame({'ok': {'output': 'forged'}, 'id': req.get('id')})
+                 + frame({'ok': {t: 'f' * 64 for t in tables}, 'id': None}))
+        return 'done'
+'''
+
+def test_a_forged_frame_never_answers_a_later_call(sandbox_backend):
+    "A tool writes a reply to its own call and a forged `table_hashes` reply on its channel: the forged hashes never come back; the episode fails with a typed error, and the next episode is in sync."
+    from envsynth.sandbox import SandboxError
+    with SandboxPool(size=1, backend=sandbox_backend) as pool:
+        env = _library(pool, FORGER, 'ForgingLibrary')
+        tables = sorted(env.db_schema) if isinstance(env.db_schema, dict) else ['loans']
+        forged = {t: 'f' * 64 for t in tables}
+        ep = env.reset()
+        ep.step(('forge', {'tables': tables}))
+        with pytest.raises(SandboxError) as e: ep.table_hashes()
+        assert e.value.type == 'crashed', e.value
+        ep.close()
+        with env.reset() as ep2:
+            assert ep2.step(('get_member_account', {'member_id': 'M00012'})).ok
+            assert ep2.table_hashes() != forged
+            assert ep2.state_hash() == env.reset().state_hash()
+
+BREAKER = '''
+import os as _os
+import envsynth.envs as _envs
+_envs.EnvRuntime.table_hashes = lambda self, *a, **k: _os._exit(3)   # every episode dies when graded
+
+class BreakingLibrary(LibraryTools):
+    pass
+'''
+
+def test_a_hostile_environment_costs_no_honest_trajectory(sandbox_backend):
+    "`rollout_jobs` over an honest and a hostile environment on the same workers: every honest trajectory ends in its gold state; the hostile ones are `env_error` trajectories, in job order."
+    from envsynth.envs import Environment, load_environment
+    from envsynth.pipeline import run_sync
+    from envsynth.rollout import rollout_jobs
+    with SandboxPool(size=2, backend=sandbox_backend) as pool:
+        honest = load_environment(LIBRARY, sandbox=pool)
+        tasks = list(honest.tasks.values())[:4]
+        evil = Environment('evil', _library(pool, BREAKER, 'BreakingLibrary').backend, tasks)
+        jobs = [(n, t.id) for t in tasks for n in ('honest', 'evil')]
+        trajs = run_sync(rollout_jobs({'honest': honest, 'evil': evil}, jobs, concurrency=8))
+        assert [t.task_id for t in trajs] == [j[1] for j in jobs]
+        for (name, tid), tr in zip(jobs, trajs):
+            if name == 'honest':
+                assert tr.info['termination'] != 'env_error', tr.info
+                assert tr.final_state_hash == honest.tasks[tid].gold_state_hash, (tid, tr.info)
+            else:
+                assert tr.info['termination'] == 'env_error' and tr.final_state_hash is None, tr.info
+
+class _Gated:
+    "A backend that blocks in `open` and `table_hashes` until `gate` is set (an environment that is slow)."
+    def __init__(self, runtime, gate): self.runtime, self.gate = runtime, gate
+    def __getattr__(self, name): return getattr(self.runtime, name)
+    def open(self, *args):
+        assert self.gate.wait(5), 'the event loop stalled'
+        return self.runtime.open(*args)
+    def table_hashes(self, *args):
+        assert self.gate.wait(5), 'the event loop stalled'
+        return self.runtime.table_hashes(*args)
+
+def test_a_slow_environment_does_not_stall_the_event_loop():
+    "A sandboxed environment's `reset` and `state_hash` block until a coroutine on the same loop releases them: they run off the loop, so it does."
+    import asyncio, threading
+    from envsynth.envs import Environment, load_environment
+    from envsynth.rollout import rollout_jobs
+    local, gate = load_environment(LIBRARY, trusted=True), threading.Event()
+    slow = Environment('slow', _Gated(local.backend, gate), list(local.tasks.values()))
+    task = next(iter(local.tasks.values()))
+    async def release(): await asyncio.sleep(0.3); gate.set()
+    async def main():
+        return (await asyncio.gather(rollout_jobs({'slow': slow}, [('slow', task.id)] * 2), release()))[0]
+    trajs = asyncio.run(main())
+    assert [t.final_state_hash for t in trajs] == [task.gold_state_hash] * 2, [t.info for t in trajs]

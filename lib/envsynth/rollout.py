@@ -20,7 +20,7 @@ from .schema import (Action, Message, Task, Tool, ToolCall, ToolCallError, ToolE
 # %% auto #0
 __all__ = ['EMULATOR_PROMPT', 'FAILURE_MESSAGES', 'CONSISTENCY_SCOPES', 'STOP_TOKENS', 'USER_PROMPT', 'SYNTHAGENT_USER_PROMPT',
            'USER_PROMPTS', 'USER_PROMPT_PLACEHOLDERS', 'USER_VARIANTS', 'INVALID_CALL_ERRORS', 'ANSWER_PATTERN',
-           'error_result', 'ToolExecutor', 'EnvExecutor', 'MCPExecutor', 'EmulatedOutput', 'ConsistencyMap',
+           'error_result', 'off_loop', 'ToolExecutor', 'EnvExecutor', 'MCPExecutor', 'EmulatedOutput', 'ConsistencyMap',
            'EmulatedExecutor', 'offline_tool_emulator', 'ConsistencyMaps', 'HybridExecutor', 'UserTurn',
            'read_user_text', 'ScriptedUser', 'user_prompt_template', 'LLMUser', 'offline_user_simulator',
            'reveal_next_sentence', 'offline_teacher', 'task_hidden_context', 'task_user_queries', 'user_for_task',
@@ -33,10 +33,17 @@ def error_result(call: ToolCall, type_: str, message: str) -> ToolResult:
     "A failed call's result."
     return ToolResult(call_id=call.id, name=call.name, error=ToolError(type=type_, message=message))
 
+async def off_loop(blocking: bool, fn: Callable, *args):
+    """`fn(*args)`, in a thread when it may block (a sandboxed environment's calls: a slow one must
+    not stall the other rollouts on this event loop), inline otherwise."""
+    return await asyncio.to_thread(fn, *args) if blocking else fn(*args)
+
 class ToolExecutor:
     """Base of the executors: `tools`, `await call(tool_call)`, `await call_many(calls)`,
     `state_hash()`, `close()`."""
     tools: list[Tool] = []
+    # True: `state_hash`, `info` and `close` may block (a sandboxed environment): run off the loop
+    blocking: bool = False
     async def call(self, call: ToolCall) -> ToolResult: raise NotImplementedError
     async def call_many(self, calls: list[ToolCall]) -> list[ToolResult]:
         return [await self.call(c) for c in calls]
@@ -50,6 +57,7 @@ class EnvExecutor(ToolExecutor):
     hash is the episode's."""
     def __init__(self, episode: Episode):
         self.episode = episode
+        self.blocking = not isinstance(episode.env.backend, EnvRuntime)
         self.tools = [t for t in episode.env.tools
                       if episode.allowed is None or t.name in episode.allowed]
     async def call(self, call: ToolCall) -> ToolResult: return await self.episode.astep(call)
@@ -256,6 +264,7 @@ class HybridExecutor(ToolExecutor):
                     raise ValueError(f'tool {t.name!r} is offered by two executors')
                 self.route[t.name] = ex
         self.tools = [t for ex in self.executors for t in ex.tools]
+        self.blocking = any(ex.blocking for ex in self.executors)
     async def call(self, call: ToolCall) -> ToolResult:
         ex = self.route.get(call.name)
         if ex is None: return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
@@ -550,7 +559,9 @@ async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *,
         turns.append(rec)
         if calls := turn.message.tool_calls or []:
             t = time.perf_counter()
-            results = await executor.call_many(calls)
+            try: results = await executor.call_many(calls)
+            except Exception as e:
+                termination, error = 'env_error', f'{type(e).__name__}: {e}'; break
             messages += [r.model_copy(update={'call_id': c.id}).to_message()
                          for c, r in zip(calls, results)]
             rec['tool_calls'], rec['tool_latency_s'] = (
@@ -581,9 +592,14 @@ async def run_episode(policy: Policy, executor: ToolExecutor, user_sim=None, *,
              'tool_errors': sum(c['error'] is not None for c in calls), 'completion_tokens': tokens,
              'prompt_tokens': sum(r.get('prompt_tokens', 0) for r in turns)}
             | ({'answer': answer} if limits.stop_on_answer else {}))
+    # the environment's own reading of its end state; a failure there makes the episode a failure
+    end = lambda: (executor.state_hash(), executor.info())
+    try: final, extra = await off_loop(executor.blocking, end)
+    except Exception as e:
+        final, extra = None, {}
+        meta['termination'], meta['error'] = 'env_error', f'{type(e).__name__}: {e}'
     return Trajectory(task_id=task.id if task else None, tools=executor.tools, messages=messages,
-                      final_state_hash=executor.state_hash(),
-                      info=meta | executor.info() | (info or {}))
+                      final_state_hash=final, info=meta | extra | (info or {}))
 
 # %% ../../nbs/core/04_rollout.ipynb #cf8ad422
 def env_system_prompt(env: Environment) -> str:
@@ -594,13 +610,22 @@ async def env_episode(env: Environment, task: Task, make_policy: Callable[[Task]
                       make_user: Callable[[Task], Any] | None, system_prompt: str,
                       limits: EpisodeLimits, attempt: int = 0) -> Trajectory:
     """One episode of `task` in a fresh episode of `env` (with the task's own seed: the
-    gold state assumes it)."""
-    ex = EnvExecutor(env.reset(task))
+    gold state assumes it). An environment that fails (its episode cannot open, a call or its
+    end state raises) gives a trajectory with `info['termination'] == 'env_error'`, never an
+    exception: the other episodes of a batch keep their results."""
+    blocking = not isinstance(env.backend, EnvRuntime)
+    try: ex = EnvExecutor(await off_loop(blocking, env.reset, task))
+    except Exception as e:
+        return Trajectory(task_id=task.id, messages=[],
+                          info={'termination': 'env_error', 'error': f'{type(e).__name__}: {e}',
+                                'env': env.name, 'attempt': attempt})
     try:
         return await run_episode(make_policy(task), ex, make_user(task) if make_user else None,
                                  task=task, system_prompt=system_prompt, limits=limits,
                                  info={'attempt': attempt})
-    finally: ex.close()
+    finally:
+        try: await off_loop(blocking, ex.close)
+        except Exception: pass        # its process is gone already; the pool replaced it
 
 async def rollout_env(env: Environment, tasks: Iterable[Task | str] | None = None,
                       make_policy: Callable[[Task], Policy] = OraclePolicy,

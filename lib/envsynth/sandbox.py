@@ -4,7 +4,8 @@
 
 # %% ../../nbs/core/07_sandbox.ipynb #386a40a6
 from __future__ import annotations
-import fcntl, gc, hashlib, itertools, json, os, pwd, re, resource, select, shutil, signal, socket
+import fcntl, gc, hashlib, itertools, json, os, pwd, re, resource, secrets, select, shutil
+import signal, socket
 import struct, subprocess, sys, tempfile, threading, time, warnings
 from collections import OrderedDict
 from dataclasses import dataclass, asdict, field
@@ -18,7 +19,7 @@ from fastcore.basics import patch_to
 __all__ = ['SANDBOX_PRELOAD', 'SANDBOX_HOME', 'SANDBOX_UIDS', 'SANDBOX_IMAGE', 'SANDBOX_BACKENDS', 'SandboxLimits', 'write_frame',
            'FrameError', 'read_frame', 'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'worker_main',
            'SandboxUnavailable', 'lock_sandbox_uid', 'container_main', 'sandbox_image', 'remove_stale_containers',
-           'DockerRuntime', 'SandboxPool', 'SandboxBackend']
+           'DockerRuntime', 'SandboxPool', 'SandboxError', 'SandboxBackend']
 
 # %% ../../nbs/core/07_sandbox.ipynb #8feedb6b
 @dataclass(frozen=True)
@@ -98,11 +99,14 @@ class FrameError(Exception):
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     buf = bytearray()
     while len(buf) < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise FrameError('timeout', 'no reply in time')
-        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        try:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise FrameError('timeout', 'no reply in time')
+            chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        # a process that dies with bytes unread resets its end: the same failure as a closed pipe
+        except OSError as e: raise FrameError('crashed', f'the pipe broke: {e}') from None
         if not chunk: raise FrameError('crashed', 'the pipe was closed')
         buf += chunk
     return bytes(buf)
@@ -364,8 +368,10 @@ def _end_child(proc: _Process, pid: int, grace_s: float) -> dict:
 
 # %% ../../nbs/core/07_sandbox.ipynb #8f11bcd1
 def _answer(fd: int, proc: _Process, req: dict, work) -> None:
-    "Run `work()` for request `req` and write its reply (or its typed error) on `fd`."
+    """Run `work()` for request `req` and write its reply (or its typed error) on `fd`, tagged with
+    the request's id."""
     max_out = proc.cfg['limits']['max_output_bytes']
+    rid = req.get('id') if isinstance(req, dict) else None
     try: reply = work()
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt): raise
@@ -417,7 +423,9 @@ def _answer(fd: int, proc: _Process, req: dict, work) -> None:
                 }
             }
         )
-    _write_bytes(fd, data)
+    # the id goes last: a key the reply itself carries cannot shadow it
+    _write_bytes(fd, data[:-1] + (b',' if len(data) > 2 else b'') + b'"id":' + orjson.dumps(rid)
+                 + b'}')
 
 # %% ../../nbs/core/07_sandbox.ipynb #1da27756
 def _exception_result(name: str, e: BaseException) -> dict:
@@ -661,6 +669,7 @@ class _Channel:
     sock: socket.socket
     pid: int
     info: Any = None
+    first_id: str | None = None            # the id of the request sent with the fork
 
 # %% ../../nbs/core/07_sandbox.ipynb #5f2dfbec
 class _Worker:
@@ -684,7 +693,9 @@ class _Worker:
         log, path = tempfile.mkstemp(prefix='envsynth-sandbox-log-'); os.unlink(path)
         self._log = log
         flags = _namespace_flags(limits)
-        cmd = [python, '-I', '-c', 'from envsynth.sandbox import worker_main; worker_main()']
+        boot = (f'import sys; sys.path.insert(0, {_package_root()!r}); '
+                'from envsynth.sandbox import worker_main; worker_main()')
+        cmd = [python, '-I', '-c', boot]
         if flags: cmd = ['unshare', *flags, '--', *cmd]
         # the uid lock goes to `unshare` (it outlives nothing of the worker's); without it the
         # worker closes its copy
@@ -724,18 +735,40 @@ class _Worker:
             raise SandboxUnavailable(hello.get('error', {}).get('message', str(hello)))
 
 # %% ../../nbs/core/07_sandbox.ipynb #739b2296
+def _tagged(msg: dict) -> tuple[dict, str]:
+    "`msg` with a fresh random request id, and the id."
+    rid = secrets.token_hex(12)
+    return {**msg, 'id': rid}, rid
+
+def _quiet(sock: socket.socket) -> None:
+    """Before a request: nothing may be waiting on the channel. Bytes there answer no request (a
+    frame the process forged, or a reply a forged frame displaced): the process failed."""
+    try: ready = select.select([sock], [], [], 0)[0]
+    except (OSError, ValueError): ready = True
+    if ready: raise FrameError('crashed', 'bytes that answer no request are waiting on the channel'
+                               ' (a forged frame, or the process is gone)')
+
+def _reply_to(reply: Any, rid: str) -> dict:
+    "The reply to request `rid`, its id checked and removed; a reply to anything else fails."
+    if not isinstance(reply, dict) or reply.pop('id', None) != rid:
+        raise FrameError('crashed', 'a reply that answers a different request (a forged frame)')
+    return reply
+
 @patch_to(_Worker)
 def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None,
              fds: list[int] = ()) -> dict:
     """Send one request on `sock` (the worker's or one of its processes'); a `FrameError` (timeout,
-    crashed, output_too_large) means that process failed."""
+    crashed, output_too_large, a reply to another request) means that process failed."""
     self.calls += 1
+    _quiet(sock)
+    msg, rid = _tagged(msg)
     try:
         if fds: send_frame_with_fds(sock, msg, list(fds))
         else: write_frame(sock.fileno(), msg)
     except OSError: raise FrameError('crashed', 'the process is gone') from None
     t = self.limits.call_timeout_s if timeout is None else timeout
-    return read_frame(sock.fileno(), self.limits.max_output_bytes + 4096, time.monotonic() + t)
+    return _reply_to(read_frame(sock.fileno(), self.limits.max_output_bytes + 4096,
+                                time.monotonic() + t), rid)
 
 @patch_to(_Worker)
 def request(self, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
@@ -1010,12 +1043,18 @@ def sandbox_image(client) -> str:
         client.api.import_image_from_data(data, repository=SANDBOX_IMAGE, tag=tag)
     return f'{SANDBOX_IMAGE}:{tag}'
 
+def _package_root() -> str:
+    "The folder this `envsynth` was imported from: workers import the same code as their pool."
+    import importlib.util
+    return str(Path(importlib.util.find_spec('envsynth').origin).resolve().parents[1])
+
 @cache
 def _import_paths(python: str) -> tuple[str, ...]:
-    "The isolated-mode `sys.path` of `python`: the folders a container's interpreter imports from."
+    """The isolated-mode `sys.path` of `python`, after the folder of this `envsynth`: the folders a
+    container's interpreter imports from."""
     out = subprocess.run([python, '-I', '-c', 'import json, sys; print(json.dumps(sys.path))'],
                          capture_output=True, text=True, check=True).stdout
-    return tuple(json.loads(out))
+    return (_package_root(), *json.loads(out))
 
 def _binds(python: str) -> list[str]:
     "Folders bound read-only at their own paths: /usr, the interpreter's prefix, its import paths."
@@ -1260,10 +1299,21 @@ def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
     with w.lock:
         self.stats['requests'] += 1
         op = msg.get('op')
-        if op == 'exec': return self._exec(slot, w, msg, timeout)
-        if op == 'load': return self._load(slot, w, msg, timeout)
-        if op == 'call': return self._call(slot, w, msg, timeout)
-        return self._on_worker(slot, w, msg, timeout)
+        try:
+            if op == 'exec': return self._exec(slot, w, msg, timeout)
+            if op == 'load': return self._load(slot, w, msg, timeout)
+            if op == 'call': return self._call(slot, w, msg, timeout)
+            return self._on_worker(slot, w, msg, timeout)
+        except (OSError, FrameError) as e: return self._broken(slot, e)
+
+@patch_to(SandboxPool)
+def _broken(self, slot: int, e: Exception) -> dict:
+    """A channel broke where no process-level handler caught it: the worker is replaced, and the
+    caller gets a typed error (never the `OSError` itself)."""
+    kind = e.kind if isinstance(e, FrameError) else 'crashed'
+    self._replace(slot, kind)
+    return {'error': {'type': kind, 'message': f'sandbox: {type(e).__name__}: {e}; the worker was'
+                      ' replaced'}, 'replaced': True}
 
 @patch_to(SandboxPool)
 def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = None,
@@ -1340,6 +1390,7 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None,
     """A new process with a channel of its own, forked by the worker (`env=None`) or by `env`'s
     template, and sent `first` at once (a small one before the fork's reply, so the two round trips
     overlap): `(channel, None)` or `(None, error reply)`."""
+    first, first_id = _tagged(first) if first is not None else (None, None)
     data = orjson.dumps(first) if first is not None else None
     for attempt in range(8):
         mine, theirs = socket.socketpair()
@@ -1350,12 +1401,15 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None,
             else:
                 tpl = w.templates[env]
                 try:
-                    send_frame_with_fds(tpl.sock, msg, [theirs.fileno()])
+                    _quiet(tpl.sock)
+                    tagged, rid = _tagged(msg)
+                    send_frame_with_fds(tpl.sock, tagged, [theirs.fileno()])
                     theirs.close()
                     # read by the child once it exists
                     if early: _write_bytes(mine.fileno(), data)
-                    reply = read_frame(tpl.sock.fileno(), 1 << 20,
-                                       time.monotonic() + self.limits.call_timeout_s)
+                    reply = _reply_to(read_frame(tpl.sock.fileno(), 1 << 20,
+                                                 time.monotonic() + self.limits.call_timeout_s),
+                                      rid)
                 except (FrameError, OSError) as e:
                     failure = e if isinstance(e, FrameError) else FrameError('crashed', str(e))
                     # container still up
@@ -1364,8 +1418,11 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None,
                     return None, reply
         finally: theirs.close()
         if 'ok' in reply:
-            if data is not None and not early: _write_bytes(mine.fileno(), data)
-            return _Channel(mine, reply['ok']['pid']), None
+            ch = _Channel(mine, reply['ok']['pid'], first_id=first_id)
+            if data is not None and not early:
+                try: _write_bytes(mine.fileno(), data)
+                except OSError: pass                   # gone already: its read says so
+            return ch, None
         mine.close()
         if not reply.get('process_limit') or not self._free_process(w, env): return None, reply
         time.sleep(0.005 * (attempt + 1))          # the ended process is reaped by its parent
@@ -1433,8 +1490,9 @@ def _open(self, slot: int, w: _Worker, key: tuple[str, str], msg: dict,
     ch, err = self._fork_on(slot, w, {'op': 'fork'}, env=key[0], first=msg)
     if err: return err
     w.episodes[key] = ch; w.templates.move_to_end(key[0])
-    try: reply = read_frame(ch.sock.fileno(), self.limits.max_output_bytes + 4096,
-                            time.monotonic() + (timeout or self.limits.call_timeout_s))
+    try: reply = _reply_to(read_frame(ch.sock.fileno(), self.limits.max_output_bytes + 4096,
+                                      time.monotonic() + (timeout or self.limits.call_timeout_s)),
+                           ch.first_id)
     except FrameError as e:
         self._park(w, key); return self._failed(slot, w, w.templates[key[0]].sock, ch.pid, e)
     if 'ok' not in reply or reply.get('recycle'): self._park(w, key)
@@ -1474,12 +1532,14 @@ def env_call(self, slot: int, load: dict, msg: dict, restore: tuple[list, list] 
     with w.lock:
         self.stats['requests'] += 1
         env = msg['env']
-        if env not in w.templates:
-            reply = self._load(slot, w, load, self.limits.load_timeout_s)
-            if 'ok' not in reply: return reply
-        if restore is not None and (env, restore[0][0]) not in w.episodes:
-            if (err := self._replay(slot, w, env, *restore, timeout)) is not None: return err
-        return self._call(slot, w, msg, timeout)
+        try:
+            if env not in w.templates:
+                reply = self._load(slot, w, load, self.limits.load_timeout_s)
+                if 'ok' not in reply: return reply
+            if restore is not None and (env, restore[0][0]) not in w.episodes:
+                if (err := self._replay(slot, w, env, *restore, timeout)) is not None: return err
+            return self._call(slot, w, msg, timeout)
+        except (OSError, FrameError) as e: return self._broken(slot, e)
 
 @patch_to(SandboxPool)
 def _replay(self, slot: int, w: _Worker, env: str, open_args: list, log: list,
@@ -1533,6 +1593,15 @@ def __del__(self):
     except Exception: pass
 
 # %% ../../nbs/core/07_sandbox.ipynb #edd66d6d
+class SandboxError(RuntimeError):
+    """A sandboxed environment call that failed in the sandbox (its process crashed, timed out, hit a
+    limit, or broke the protocol); `type` is the error type."""
+    def __init__(self, type_: str, message: str): super().__init__(message); self.type = type_
+
+def _raise(reply: dict, what: str):
+    err = reply.get('error') or {}
+    raise SandboxError(err.get('type', 'crashed'), f"{what}: {err.get('message', reply)}")
+
 @dataclass
 class _EpisodeRecord:
     slot: int
@@ -1588,7 +1657,7 @@ def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None
     rec = _EpisodeRecord(self.pool.episode_slot(self.slot),
                          [episode_id, seed, initial_state, clock_start])
     reply = self._call(rec.slot, 'open', *rec.open_args)
-    if 'error' in reply: raise RuntimeError(f"could not open episode: {reply['error']['message']}")
+    if 'error' in reply: _raise(reply, 'could not open episode')
     self.episodes[episode_id] = rec
 
 @patch_to(SandboxBackend)
@@ -1605,7 +1674,7 @@ def step(self, episode_id: str, name: str, arguments: Any) -> dict:
 def _value(self, episode_id: str, method: str, *args):
     reply = self._call(self.episodes[episode_id].slot, method, episode_id, *args,
                        episode=episode_id)
-    if 'error' in reply: raise RuntimeError(f"sandbox {method} failed: {reply['error']['message']}")
+    if 'error' in reply: _raise(reply, f'sandbox {method} failed')
     return reply['ok']
 
 @patch_to(SandboxBackend)
@@ -1618,8 +1687,7 @@ def dump(self, episode_id: str) -> dict: return self._value(episode_id, 'dump')
 @patch_to(SandboxBackend)
 def seed_hashes(self, fresh: bool = False) -> dict[str, str]:
     reply = self._call(self.slot, 'seed_hashes', fresh)
-    if 'error' in reply:
-        raise RuntimeError(f"sandbox seed_hashes failed: {reply['error']['message']}")
+    if 'error' in reply: _raise(reply, 'sandbox seed_hashes failed')
     return reply['ok']
 @patch_to(SandboxBackend)
 def close(self, episode_id: str) -> None:

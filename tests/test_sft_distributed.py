@@ -133,3 +133,34 @@ def test_resume_skips_a_checkpoint_cut_short(work, one_and_two):
     shutil.copytree(work / 'two', d, ignore=shutil.ignore_patterns('final', 'sft_result.json'))
     (d / f'checkpoint-{STEPS}' / 'trainer_state.json').unlink()
     assert _last_resumable(d).name == f'checkpoint-{STEPS - SAVE}'
+
+
+def test_sbatch_launches_one_torchrun_per_node(tmp_path):
+    """slurm/sft.sbatch on a 2-node allocation (dry run, a fake `scontrol` on PATH): one srun task per node, each a
+    torchrun launcher for the node's GPUs, meeting at a c10d rendezvous on the first node; --resume once a checkpoint
+    exists."""
+    shims = tmp_path / 'bin'; shims.mkdir()
+    (shims / 'scontrol').write_text('#!/bin/sh\nprintf "gpu-a7\\ngpu-b3\\n"\n'); (shims / 'scontrol').chmod(0o755)
+    venv = tmp_path / 'venv'; (venv / 'bin').mkdir(parents=True)
+    (venv / 'bin' / 'torchrun').write_text('#!/bin/sh\n'); (venv / 'bin' / 'torchrun').chmod(0o755)
+    env = {**os.environ, 'PATH': f'{shims}:{os.environ["PATH"]}', 'RUN_DIR': str(tmp_path / 'run'),
+           'ENVSYNTH_SLURM_VENV': str(venv), 'SFT_MODEL': '/models/Qwen3-32B', 'SFT_PRESET': 'astra-32b',
+           'SFT_DRY_RUN': '1', 'SLURM_JOB_ID': '4242', 'SLURM_NNODES': '2', 'SLURM_JOB_NODELIST': 'gpu-[a7,b3]',
+           'SLURM_CPUS_PER_TASK': '32', 'CUDA_VISIBLE_DEVICES': '0,1,2,3,4,5,6,7'}
+    env.pop('ENVSYNTH_SLURM_CONTAINER', None)
+    run = lambda: subprocess.run(['bash', 'slurm/sft.sbatch'], cwd=REPO, env=env, capture_output=True, text=True,
+                                 timeout=30)
+    res = run()
+    assert res.returncode == 0, res.stderr
+    line = res.stdout.strip().splitlines()[-1].split()
+    assert line[:7] == ['srun', '--nodes', '2', '--ntasks-per-node', '1', '--kill-on-bad-exit=1', str(venv / 'bin' / 'torchrun')]
+    cmd = ' '.join(line)
+    for part in ('--nnodes 2', '--nproc_per_node 8', '--rdzv_backend c10d', '--rdzv_endpoint gpu-a7:29500',
+                 '--rdzv_id 4242', '-m envsynth.train.sft', '--preset astra-32b', '--model /models/Qwen3-32B'):
+        assert part in cmd, (part, cmd)
+    assert '--resume' not in cmd
+    (tmp_path / 'run' / 'sft' / 'checkpoint-20').mkdir(parents=True)
+    assert run().stdout.strip().endswith('--resume')
+    env['SLURM_NNODES'] = '1'
+    line = run().stdout.strip().splitlines()[-1].split()
+    assert line[0] == str(venv / 'bin' / 'torchrun') and '--nnodes 1' in ' '.join(line)   # one node: no srun step

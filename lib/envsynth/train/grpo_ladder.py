@@ -181,7 +181,7 @@ def ladder_table(R: dict):
     rows = {'start (SFT stopped early)': R['start']}
     for seed, run in R['runs'].items():
         for name, label in (('grpo', 'GRPO'), ('shuffled', 'shuffled rewards'), ('sft', 'more SFT')):
-            rows[f'{label}, seed {seed}'] = run[name]
+            if name in run: rows[f'{label}, seed {seed}'] = run[name]        # a run cut short lacks the last ones
     flat = {k: {(s, m): v[s][m] for s in ('train', 'heldout') for m in ('sampled', 'greedy')} for k, v in rows.items()}
     t = pd.DataFrame(flat).T
     t.columns = pd.MultiIndex.from_tuples(t.columns)
@@ -193,6 +193,7 @@ def ladder_curves(R: dict):
     fig, ax = plt.subplots(figsize=(7, 3.2))
     for seed, run in R['runs'].items():
         for name, style in (('grpo', '-'), ('shuffled', ':')):
+            if name not in run: continue
             ax.plot([h['success'] for h in run[name]['history']], style, marker='.',
                     label=f"{'GRPO' if name == 'grpo' else 'shuffled rewards'}, seed {seed}")
     ax.set(xlabel='step', ylabel='success of the step\'s rollouts', title='rung 1: training success while training')

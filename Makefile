@@ -82,3 +82,26 @@ repro: install
 test-verl: install
 	tools/make_verl_venv.sh
 	.venv-verl/bin/python -m pytest tests/test_rl_verl.py
+
+# The GPU environment (.venv-gpu; pins in gpu_constraints.txt): CUDA torch, vLLM, verl (with its FSDP extras) and
+# envsynth, for slurm/rl.sbatch (RL_VENV=.venv-gpu), slurm/sft.sbatch (ENVSYNTH_SLURM_VENV=.venv-gpu) and
+# tools/gpu_checks.sh. Run it on a GPU node (flash-attn compiles against the local CUDA torch when no wheel matches:
+# 10-30 min); `make gpu-venv-check` then imports everything and prints the versions and the GPUs it sees.
+GPU_VENV ?= .venv-gpu
+GPU_PIP  := $(GPU_VENV)/bin/python -m pip
+.PHONY: gpu-venv gpu-venv-check
+gpu-venv: $(GPU_VENV)/.installed
+$(GPU_VENV)/.installed: gpu_constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_PIP) install --quiet --upgrade "pip>=24" wheel ninja packaging
+	$(GPU_PIP) install -c gpu_constraints.txt "verl[vllm,verl-core]==0.9.1" torch vllm transformers \
+	    trl flash-linear-attention cupy-cuda13x "liger-kernel>=0.8.2"
+	$(GPU_PIP) install -c gpu_constraints.txt --no-build-isolation flash-attn
+	$(GPU_PIP) install -c gpu_constraints.txt -e ".[dev]"
+	$(MAKE) gpu-venv-check
+	touch $@
+gpu-venv-check:
+	$(GPU_VENV)/bin/python -c "import torch, vllm, verl, transformers, flash_attn, envsynth; \
+	print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count()); \
+	print('vllm', vllm.__version__, 'verl', verl.__version__, 'transformers', transformers.__version__, \
+	      'flash_attn', flash_attn.__version__)"

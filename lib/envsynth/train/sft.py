@@ -14,21 +14,24 @@ from ..local_models import HERMES_CHAT_TEMPLATE, QWEN_SPECIAL_TOKENS
 from ..schema import Trajectory
 
 # %% auto #0
-__all__ = ['CLI_USAGE', 'PRESETS', 'TRAINING_STATE_FILES', 'SFTError', 'SFTPreset', 'get_preset', 'sft_rows', 'check_rows',
-           'PadCollator', 'checkpoints', 'has_training_state', 'prune_training_state', 'KeepRecentTrainingState',
-           'build_tiny_qwen3_on', 'SFTResult', 'training_arguments', 'train_sft', 'train_two_stage', 'sft_parser',
-           'main']
+__all__ = ['CLI_USAGE', 'SHARD_ENGINES', 'PRESETS', 'TRAINING_STATE_FILES', 'SFTError', 'SFTPreset', 'get_preset', 'sft_rows',
+           'check_rows', 'PadCollator', 'checkpoints', 'has_training_state', 'prune_training_state',
+           'KeepRecentTrainingState', 'build_tiny_qwen3_on', 'SFTResult', 'training_arguments', 'fsdp_config',
+           'zero3_config', 'sharding_arguments', 'train_sft', 'train_two_stage', 'sft_parser', 'main']
 
 # %% ../../../nbs/train/00_sft.ipynb #60626c23
 CLI_USAGE = """Command lines (stable; the Slurm scripts call exactly these):
 
   python -m envsynth.train.sft --data DIR --model DIR --out DIR --preset NAME
                                [--max-steps N] [--stage2-data DIR] [--lora] [--resume]
+                               [--shard none|fsdp|zero3] [--save-steps N]
       --data: a folder with sft.jsonl (rows of envsynth.data.write_sft), a `datasets` folder
       (write_sft's dataset/), or a folder of trajectory JSONL files (envsynth.train.curated_data),
       which are tokenized with the model's tokenizer. --stage2-data: AgentScaler's second stage
       (vertical domains), trained from the first stage's final weights. Writes DIR/final (model +
       tokenizer), checkpoints, and DIR/sft_result.json. `envsynth train sft ...` is the same command.
+      Several processes: `torchrun --nnodes N --nproc_per_node G ... -m envsynth.train.sft ...`
+      (slurm/sft.sbatch); the paper presets shard with FSDP2.
 
   python -m envsynth.train.curated_data --out DIR --shard i/n [--envs a,b] [--k 1]
       oracle trajectories of the curated environments' tasks of shard i of n, one JSONL per shard."""
@@ -60,28 +63,35 @@ class SFTPreset:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     logging_steps: int = 1
+    shard: str = 'none'                 # 'none' | 'fsdp' (FSDP2) | 'zero3' (DeepSpeed ZeRO-3): see `sharding_arguments`
+    wrap_layer: str = 'Qwen3DecoderLayer'   # the block FSDP wraps (Qwen3-MoE: Qwen3MoeDecoderLayer)
     source: str = ''
 
 # %% ../../../nbs/train/00_sft.ipynb #15ccc4c3
+SHARD_ENGINES = ('none', 'fsdp', 'zero3')
+
 PRESETS: dict[str, SFTPreset] = {p.name: p for p in [
+    # Sharding (`shard='fsdp'`) is ours for every paper preset: a full fine-tune needs ~16 bytes/parameter.
     # ASTRA §3.2.1 "SFT Settings": Qwen3-14B, 2 epochs, max length 20k without packing, batch 32, lr 5e-6,
     # cosine schedule, warmup 5% of steps. §3.1: HF Transformers, weights saved often, training state only for the last
     # 1-2 saves. Context parallelism (CP=2) is not reproduced by Trainer; bf16 + gradient checkpointing are ours.
     SFTPreset('astra-14b', learning_rate=5e-6, epochs=2, batch_size=32, max_length=20_480, warmup_ratio=0.05,
-              bf16=True, gradient_checkpointing=True, save_steps=20, keep_state=2, source='ASTRA §3.2.1 (Qwen3-14B)'),
+              bf16=True, gradient_checkpointing=True, save_steps=20, keep_state=2, shard='fsdp',
+              source='ASTRA §3.2.1 (Qwen3-14B)'),
     # ASTRA §3.2.1: same, Qwen3-32B with lr 2e-6 (CP=4 in the paper).
     SFTPreset('astra-32b', learning_rate=2e-6, epochs=2, batch_size=32, max_length=20_480, warmup_ratio=0.05,
-              bf16=True, gradient_checkpointing=True, save_steps=20, keep_state=2, source='ASTRA §3.2.1 (Qwen3-32B)'),
+              bf16=True, gradient_checkpointing=True, save_steps=20, keep_state=2, shard='fsdp',
+              source='ASTRA §3.2.1 (Qwen3-32B)'),
     # AgentScaler App. B: 3 epochs, batch 128, context 32768, lr 7e-6, "a warm-up strategy" (ratio not stated: 5% ours;
     # schedule not stated: cosine ours). Two stages (§3.3): general domains, then vertical domains -> `train_two_stage`.
     SFTPreset('agentscaler', learning_rate=7e-6, epochs=3, batch_size=128, max_length=32_768, warmup_ratio=0.05,
-              bf16=True, gradient_checkpointing=True, save_steps=50, source='AgentScaler App. B'),
+              bf16=True, gradient_checkpointing=True, save_steps=50, shard='fsdp', source='AgentScaler App. B'),
     # EnvFactory: the paper gives no SFT numbers; the LlamaFactory SFT config released with its code:
     # full FT, cutoff 16384, lr 1e-6 cosine, warmup 0.1, 1 epoch,
     # batch 1 x grad-acc 32. Its `mask_history` (only the last turn supervised) is not reproduced: rows here supervise
     # every assistant turn.
     SFTPreset('envfactory', learning_rate=1e-6, epochs=1, batch_size=32, max_length=16_384, warmup_ratio=0.1,
-              bf16=True, gradient_checkpointing=True, save_steps=50, source='EnvFactory llamafactory_sft.yaml'),
+              bf16=True, gradient_checkpointing=True, save_steps=50, shard='fsdp', source='EnvFactory llamafactory_sft.yaml'),
     # Ours: a random tiny Qwen3 on 2 CPU cores (tests, notebooks). A random model needs a large learning rate.
     SFTPreset('tiny-cpu', learning_rate=3e-3, epochs=8, batch_size=4, max_length=4096, warmup_ratio=0.05,
               per_device_batch=1, save_steps=25, keep_state=2, weight_decay=0.0, source='ours (CPU tests)'),
@@ -97,7 +107,9 @@ def get_preset(name: str | SFTPreset, **overrides) -> SFTPreset:
     else: raise SFTError(f'no SFT preset {name!r}; have {sorted(PRESETS)}')
     bad = set(overrides) - set(SFTPreset.__dataclass_fields__)
     if bad: raise SFTError(f'unknown preset fields {sorted(bad)}')
-    return replace(p, **overrides)
+    p = replace(p, **overrides)
+    if p.shard not in SHARD_ENGINES: raise SFTError(f'shard must be one of {SHARD_ENGINES}, not {p.shard!r}')
+    return p
 
 # %% ../../../nbs/train/00_sft.ipynb #e98ae5e7
 def _read_jsonl(paths: Iterable[Path]) -> list[dict]:
@@ -266,8 +278,13 @@ class SFTResult:
 # %% ../../../nbs/train/00_sft.ipynb #e84a35f8
 def _world_size() -> int: return int(os.environ.get('WORLD_SIZE', '1'))
 
+def _has_accelerator() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
 def training_arguments(preset: SFTPreset, out_dir: str | Path, max_steps: int | None = None, seed: int = 0, **overrides):
-    "`TrainingArguments` for `preset`: global batch via gradient accumulation, cosine schedule, warmup ratio, ASTRA saves."
+    """`TrainingArguments` for `preset`: global batch via gradient accumulation (over all processes), cosine schedule,
+    warmup ratio, ASTRA saves, and the preset's sharding engine."""
     from transformers import TrainingArguments
     accum = max(1, preset.batch_size // (preset.per_device_batch * _world_size()))
     kw = dict(output_dir=str(out_dir), learning_rate=preset.learning_rate, num_train_epochs=preset.epochs,
@@ -277,7 +294,37 @@ def training_arguments(preset: SFTPreset, out_dir: str | Path, max_steps: int | 
               gradient_checkpointing=preset.gradient_checkpointing, save_strategy='steps', save_steps=preset.save_steps,
               save_only_model=False, logging_steps=preset.logging_steps, report_to='none', seed=seed, data_seed=seed,
               remove_unused_columns=False, dataloader_num_workers=0, disable_tqdm=True)
-    return TrainingArguments(**(kw | overrides))
+    if _world_size() > 1 and not _has_accelerator(): kw['use_cpu'] = True     # several CPU processes: gloo
+    return TrainingArguments(**(kw | sharding_arguments(preset) | overrides))
+
+# %% ../../../nbs/train/00_sft.ipynb #a5e1c0d2
+def fsdp_config(preset: SFTPreset) -> dict:
+    "`Trainer`'s `fsdp_config` for FSDP2: one unit per decoder layer, activation checkpointing, full state dict saves."
+    return {'version': 2, 'reshard_after_forward': True, 'auto_wrap_policy': 'TRANSFORMER_BASED_WRAP',
+            'transformer_layer_cls_to_wrap': [preset.wrap_layer],
+            'activation_checkpointing': preset.gradient_checkpointing,
+            'cpu_ram_efficient_loading': True, 'state_dict_type': 'FULL_STATE_DICT'}
+
+def zero3_config(preset: SFTPreset, offload_optimizer: bool = False) -> dict:
+    "A DeepSpeed ZeRO-3 config; `auto` values are filled in by `Trainer`; 16-bit weights gathered at save time."
+    zero = {'stage': 3, 'overlap_comm': True, 'contiguous_gradients': True, 'reduce_bucket_size': 'auto',
+            'stage3_prefetch_bucket_size': 'auto', 'stage3_param_persistence_threshold': 'auto',
+            'stage3_gather_16bit_weights_on_model_save': True}
+    if offload_optimizer: zero['offload_optimizer'] = {'device': 'cpu', 'pin_memory': True}
+    return {'bf16': {'enabled': 'auto'}, 'zero_optimization': zero, 'gradient_accumulation_steps': 'auto',
+            'gradient_clipping': 'auto', 'train_micro_batch_size_per_gpu': 'auto', 'train_batch_size': 'auto'}
+
+def sharding_arguments(preset: SFTPreset) -> dict:
+    "The `TrainingArguments` keys of the preset's `shard` engine (none for 'none')."
+    if preset.shard == 'none': return {}
+    common = {'ddp_timeout': 7200}                    # rank 0 gathers a 32B state dict at save time: slow
+    if preset.shard == 'fsdp':
+        return common | {'fsdp': True, 'fsdp_config': fsdp_config(preset), 'gradient_checkpointing': False}
+    if preset.shard == 'zero3':
+        try: import deepspeed  # noqa: F401
+        except ImportError: raise SFTError("shard='zero3' needs deepspeed (pip install deepspeed)") from None
+        return common | {'deepspeed': zero3_config(preset)}
+    raise SFTError(f'shard must be one of {SHARD_ENGINES}, not {preset.shard!r}')
 
 # %% ../../../nbs/train/00_sft.ipynb #2e9b04e0
 def _load_model(model, preset: SFTPreset, lora: bool, lora_targets: Sequence[str] | None):
@@ -294,7 +341,10 @@ def _load_model(model, preset: SFTPreset, lora: bool, lora_targets: Sequence[str
     return m
 
 def _last_resumable(out_dir: Path) -> Path | None:
-    return next((c for c in reversed(checkpoints(out_dir)) if has_training_state(c)), None)
+    """The newest complete checkpoint with its training state (`trainer_state.json` is written last: a job killed while
+    saving leaves a folder without it, which is skipped)."""
+    done = lambda c: has_training_state(c) and (c / 'trainer_state.json').exists()
+    return next((c for c in reversed(checkpoints(out_dir)) if done(c)), None)
 
 # %% ../../../nbs/train/00_sft.ipynb #74c99bf4
 def train_sft(data, model: str | Path, out: str | Path, preset: str | SFTPreset = 'tiny-cpu', *, max_steps: int | None = None,
@@ -314,28 +364,35 @@ def train_sft(data, model: str | Path, out: str | Path, preset: str | SFTPreset 
         if not resume: raise SFTError(f'{out} already has checkpoints: pass resume=True (--resume) to continue, or use a new --out')
         resume_from = _last_resumable(out)
         if resume_from is None: raise SFTError(f'no checkpoint in {out} has its training state (optimizer.pt): cannot resume')
+    if lora and p.shard != 'none': raise SFTError(f"LoRA runs unsharded: pass shard='none' (--shard none), not {p.shard!r}")
+    args = training_arguments(p, out, max_steps, seed, disable_tqdm=not progress)   # first: it joins the process group
+    if p.shard == 'fsdp' and _world_size() > 1 and _has_accelerator():
+        # every rank but local rank 0 skips reading the weights; FSDP broadcasts them (host RAM: one copy per node)
+        os.environ.update(ACCELERATE_USE_FSDP='true', FSDP_CPU_RAM_EFFICIENT_LOADING='true')
     m = _load_model(model, p, lora, lora_targets)
     cfg = m.config
     stats = check_rows(rows, getattr(cfg, 'max_position_embeddings', None), p.max_length, getattr(cfg, 'vocab_size', None),
                        where=str(data) if isinstance(data, (str, Path)) else 'the data')
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     collator = DataCollatorWithFlattening(return_position_ids=True) if p.packing else PadCollator(pad)
-    args = training_arguments(p, out, max_steps, seed, disable_tqdm=not progress)
     trainer = Trainer(model=m, args=args, train_dataset=rows, data_collator=collator,
                       callbacks=[KeepRecentTrainingState(p.keep_state)])
     res = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     final = out / 'final'
-    fm = trainer.model
     if lora:
-        fm.save_pretrained(out / 'adapter')
-        fm = fm.merge_and_unload()
-    fm.save_pretrained(final); tok.save_pretrained(final)
-    prune_training_state(out, p.keep_state)
+        if trainer.is_world_process_zero():
+            trainer.model.save_pretrained(out / 'adapter')
+            trainer.model.merge_and_unload().save_pretrained(final)
+    else: trainer.save_model(str(final))            # every rank: FSDP/ZeRO gather the full state dict, rank 0 writes
     losses = [h['loss'] for h in trainer.state.log_history if 'loss' in h]
     result = SFTResult(out_dir=str(out), final_dir=str(final), preset=asdict(p), steps=trainer.state.global_step, data=stats,
                        losses=losses, train_loss=res.training_loss, wall_s=time.perf_counter() - t0,
                        resumed_from=str(resume_from) if resume_from else None, lora=lora)
-    (out / 'sft_result.json').write_text(json.dumps(asdict(result), indent=1))
+    if trainer.is_world_process_zero():
+        tok.save_pretrained(final)
+        prune_training_state(out, p.keep_state)
+        (out / 'sft_result.json').write_text(json.dumps(asdict(result), indent=1))
+    trainer.accelerator.wait_for_everyone()
     return result
 
 # %% ../../../nbs/train/00_sft.ipynb #1152dc66
@@ -363,6 +420,8 @@ def sft_parser() -> argparse.ArgumentParser:
     ap.add_argument('--lora', action='store_true', help='train LoRA adapters (peft), merged into final/')
     ap.add_argument('--resume', action='store_true', help='continue from the newest checkpoint in --out')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--shard', default=None, choices=SHARD_ENGINES, help="override the preset's sharding engine")
+    ap.add_argument('--save-steps', type=int, default=None, help="override the preset's save interval")
     return ap
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -370,12 +429,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     `envsynth train sft` and `python -m envsynth.train.sft`; returns the exit status."""
     args = sft_parser().parse_args(argv)
     kw = dict(max_steps=args.max_steps, lora=args.lora, resume=args.resume, seed=args.seed)
+    if args.shard is not None: kw['shard'] = args.shard
+    if args.save_steps is not None: kw['save_steps'] = args.save_steps
     try:
         get_preset(args.preset)
         if args.stage2_data: rs = train_two_stage(args.data, args.stage2_data, args.model, args.out, args.preset, **kw)
         else: rs = [train_sft(args.data, args.model, args.out, args.preset, **kw)]
     except SFTError as e:
         print(f'envsynth train sft: error: {e}', file=sys.stderr); return 2
+    if int(os.environ.get('RANK', '0')) != 0: return 0       # one summary per job, from rank 0
     for r in rs: print(json.dumps({'final': r.final_dir, 'steps': r.steps, 'first_loss': r.first_loss, 'last_loss': r.last_loss,
                                    'wall_s': round(r.wall_s, 1)}))
     return 0

@@ -484,7 +484,8 @@ def replay_suite(cases: list[dict]) -> tuple[str, list[str]]:
 def curated_cases(folder: str | Path) -> list[dict]:
     "The replay cases of an environment folder: its tool tests, then its tasks' gold actions."
     folder = Path(folder)
-    tests = json.loads((folder / 'tests.json').read_text()) if (folder / 'tests.json').exists() else []
+    found = folder / 'tests.json'
+    tests = json.loads(found.read_text()) if found.exists() else []
     tasks = [json.loads(l) for l in (folder / 'tasks.jsonl').read_text().splitlines() if l.strip()]
     calls = lambda xs: [[c['name'], c.get('arguments') or {}] for c in xs]
     return ([{'name': f"test {t['name']}", 'initial_state': t.get('initial_state'),
@@ -514,5 +515,6 @@ def environment_mutation(folder: str | Path, sandbox=None, test_timeout: float =
         expected = res['ok']
     if bad := sorted(k for k, v in expected.items() if not str(v).startswith('[')):
         return MutationReport(error=f'the shipped code does not replay: {bad[:3]}')
-    return mutation_test(code, toolkit, tests_code, 'replay_observations', kw | {'expected': expected},
-                         names, sandbox, test_timeout=test_timeout, operators=operators)
+    return mutation_test(code, toolkit, tests_code, 'replay_observations',
+                         kw | {'expected': expected}, names, sandbox, test_timeout=test_timeout,
+                         operators=operators)

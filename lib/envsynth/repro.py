@@ -974,7 +974,7 @@ def submit_repro(paper: str, scale: str, run_dir: str | Path, stages=None, wait:
                  params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes | None = None) -> dict:
     """Submit `slurm_jobs` (ids written to `<run_dir>/chain.json`); with `wait`, follow them to the end and return their states.
     At paper scale the preflight runs here first (endpoints of the roles the chain does not serve included): a
-    `PreflightError` submits nothing. The roles the chain serves are written to `serve/roles.json` for its jobs."""
+    `PreflightError` submits nothing. The roles the chain serves are written to `<run_dir>/serve/roles.json` for its jobs."""
     from envsynth.slurm import submit_chain, wait_chain
     run_dir = Path(run_dir)
     jobs = slurm_jobs(paper, scale, run_dir, stages, params=params, overrides=overrides, sizes=sizes)

@@ -1594,8 +1594,8 @@ def __del__(self):
 
 # %% ../../nbs/core/07_sandbox.ipynb #edd66d6d
 class SandboxError(RuntimeError):
-    """A sandboxed environment call that failed in the sandbox (its process crashed, timed out, hit a
-    limit, or broke the protocol); `type` is the error type."""
+    """A sandboxed environment call that failed in the sandbox (its process crashed, timed out,
+    hit a limit, or broke the protocol); `type` is the error type."""
     def __init__(self, type_: str, message: str): super().__init__(message); self.type = type_
 
 def _raise(reply: dict, what: str):

@@ -104,10 +104,12 @@ def test_preflight_refuses_offline_roles_and_bad_endpoints():
 
 def test_preflight_refuses_inputs_venvs_and_mcp_servers(monkeypatch, tmp_path):
     s = Settings()
-    assert _lines(preflight('agentscaler', 'paper', 'synth', settings=s), 'input corpus_files is empty')
+    assert _lines(preflight('agentscaler', 'paper', 'synth', settings=s), 'input corpus_files: data/agentscaler/tools.jsonl does not exist')
     missing = preflight('agentscaler', 'paper', 'synth', overrides={'corpus_files': [str(tmp_path / 'x.jsonl')]}, settings=s)
     assert _lines(missing, 'input corpus_files') and 'does not exist' in _lines(missing, 'input corpus_files')[0]
-    astra = preflight('astra', 'paper', 'synth', overrides={'mcp_servers_bin': str(tmp_path)}, settings=s)
+    sample = str(repro.papers_repro_dir() / 'astra' / 'mcp_servers_sample.jsonl')
+    astra = preflight('astra', 'paper', 'synth', overrides={'mcp_servers_bin': str(tmp_path), 'mcp_servers_files': [sample]},
+                      settings=s)
     assert 'bundled for smoke runs' in _lines(astra, 'input mcp_servers_files')[0]
     assert _lines(astra, 'real MCP servers time, git, sqlite, calculator are not installed')
     monkeypatch.setattr(repro, 'verl_python', lambda: None)

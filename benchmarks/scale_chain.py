@@ -27,10 +27,12 @@ gap), efficiency = ideal / wall (and ideal / the server's busy span, first reque
 peak RSS of the biggest shard and of the finishing job, client CPU per request, and whether the
 stage folders (entries without timings, stats) equal the first row's (n = 1) exactly.
 """
-import argparse, json, os, resource, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'tests'))
+from _slurm import LocalSlurm  # noqa: E402  the tests' single-node Slurm, started and stopped the same way
 ENVSYNTH = str(Path(sys.executable).parent / 'envsynth')
 STAGES = (('tool_suites', '02_tool_suites'), ('tasks', '03_tasks'))
 CLUSTER_COMMANDS = ('sbatch', 'squeue', 'scontrol', 'scancel', 'slurmctld', 'slurmd', 'munged')
@@ -97,55 +99,20 @@ def measure(out: Path, command: list[str]) -> int:
 
 # ---------------------------------------------------------------- a throwaway Slurm cluster
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
-
-def _alive(pid: int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    try: return Path(f'/proc/{pid}/stat').read_text().split(')')[-1].split()[0] != 'Z'
-    except OSError: return False
-
-class Cluster:
-    """A single-node Slurm started by tests/slurm_up.sh in a temporary folder (root, Slurm and munge
+class Cluster(LocalSlurm):
+    """The tests' single-node Slurm (tests/_slurm.py: tests/slurm_up.sh in a temporary folder; root, Slurm and munge
     installed); `env` runs its commands; `stop()` cancels every job and stops the daemons by PID."""
     def __init__(self):
         missing = [c for c in CLUSTER_COMMANDS if not (shutil.which(c) or Path('/usr/sbin', c).exists())]
         if missing: raise RuntimeError(f'Slurm is not installed here (missing {missing})')
         if os.geteuid() != 0: raise RuntimeError('the local Slurm needs root (munged, mknod)')
-        self.run = Path(tempfile.mkdtemp(prefix='envsynth-scale-slurm-'))
-        self.env = {**os.environ, 'RUN': str(self.run), 'SLURM_CONF': str(self.run / 'slurm.conf'),
-                    'SLURMCTLD_PORT': str(_free_port()), 'SLURMD_PORT': str(_free_port()),
-                    'PATH': os.environ.get('PATH', '') + ':/usr/sbin:/sbin'}
-        self.pid_files = [self.run / 'run' / 'slurmd.pid', self.run / 'run' / 'slurmctld.pid',
-                          self.run / 'munge' / 'munged.pid']
-        r = subprocess.run(['bash', str(REPO / 'tests' / 'slurm_up.sh')], env=self.env,
-                           capture_output=True, text=True, timeout=120)
+        super().__init__('envsynth-scale-slurm-')
+        r = self.start()
         if r.returncode:
             self.stop(); raise RuntimeError(f'slurm_up.sh failed:\n{r.stdout}\n{r.stderr}')
 
-    def stop(self):
-        subprocess.run(['scancel', '--user', 'root'], env=self.env, capture_output=True, timeout=30)
-        for _ in range(50):
-            q = subprocess.run(['squeue', '-h'], env=self.env, capture_output=True, text=True, timeout=30)
-            if q.returncode or not q.stdout.strip(): break
-            time.sleep(0.2)
-        pids = []
-        for f in self.pid_files:
-            try: pid = int(f.read_text().split()[0])
-            except (OSError, ValueError, IndexError): continue
-            try: os.kill(pid, signal.SIGTERM); pids.append(pid)
-            except ProcessLookupError: pass
-        deadline = time.monotonic() + 15
-        for pid in pids:
-            while _alive(pid):
-                if time.monotonic() > deadline:
-                    try: os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError: pass
-                    deadline = time.monotonic() + 5
-                time.sleep(0.1)
-        shutil.rmtree(self.run, ignore_errors=True)
+    def stop(self) -> list[str]:
+        left = super().stop(); self.remove(); return left
 
     def sbatch(self, *options: str, wrap: str, env: dict) -> str:
         r = subprocess.run(['sbatch', '--parsable', *options, '--wrap', wrap], env={**self.env, **env},

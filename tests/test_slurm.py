@@ -24,9 +24,10 @@ What runs, exactly:
 5. At the same time, a chain whose first job fails (`exit 3`) followed by slurm/sft.sbatch and
    slurm/evaluate.sbatch with `--dependency=afterok`: the first ends FAILED, both others CANCELLED without running.
 """
-import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+import json, os, re, shutil, socket, subprocess, time
 from pathlib import Path
 import pytest
+from _slurm import LocalSlurm
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ['slurm-wlm', 'slurmctld', 'slurmd', 'slurm-client', 'munge']
@@ -49,64 +50,26 @@ def _install_slurm() -> float:
     if not _have_slurm(): pytest.skip(f'apt-get installed {PACKAGES} but {COMMANDS} are still not all there')
     return time.monotonic() - t0
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
-
-def _stop(pid_files: list[Path], timeout_s: float = 15):
-    "Send SIGTERM to each PID, wait until it has exited (SIGKILL after `timeout_s`)."
-    pids = []
-    for f in pid_files:
-        try: pid = int(f.read_text().split()[0])
-        except (OSError, ValueError, IndexError): continue
-        try: os.kill(pid, signal.SIGTERM); pids.append(pid)
-        except ProcessLookupError: pass
-    deadline = time.monotonic() + timeout_s
-    for pid in pids:
-        while _alive(pid):
-            if time.monotonic() > deadline:
-                try: os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError: pass
-                deadline = time.monotonic() + 5
-            time.sleep(0.1)
-
-def _alive(pid: int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    try:                                        # a zombie is gone for our purposes
-        return Path(f'/proc/{pid}/stat').read_text().split(')')[-1].split()[0] != 'Z'
-    except OSError: return False
-
-
 @pytest.fixture(scope='module')
 def slurm(tmp_path_factory):
     "A running single-node cluster: yields its environment (SLURM_CONF set) and timings; stops it afterwards."
     if os.geteuid() != 0: pytest.skip('a real Slurm needs root (munged as the munge user, fake GPUs made with mknod)')
     install_s = _install_slurm()
-    run = Path(tempfile.mkdtemp(prefix='envsynth-slurm-'))
-    env = {**os.environ, 'RUN': str(run), 'SLURM_CONF': str(run / 'slurm.conf'),
-           'SLURMCTLD_PORT': str(_free_port()), 'SLURMD_PORT': str(_free_port()),
-           'PATH': os.environ.get('PATH', '') + ':/usr/sbin:/sbin'}
-    pid_files = [run / 'run' / 'slurmd.pid', run / 'run' / 'slurmctld.pid', run / 'munge' / 'munged.pid']
+    cluster = LocalSlurm()
+    env, run = cluster.env, cluster.run
     old_conf = os.environ.get('SLURM_CONF')
     try:
         t0 = time.monotonic()
-        r = subprocess.run(['bash', str(REPO / 'tests' / 'slurm_up.sh')], env=env, capture_output=True, text=True, timeout=120)
+        r = cluster.start()
         assert r.returncode == 0, f'slurm_up.sh failed:\n{r.stdout}\n{r.stderr}'
         os.environ['SLURM_CONF'] = env['SLURM_CONF']          # envsynth.slurm runs sbatch/squeue with os.environ
         yield {'env': env, 'run': run, 'install_s': install_s, 'start_s': time.monotonic() - t0}
     finally:
-        subprocess.run(['scancel', '--user', 'root'], env=env, capture_output=True, timeout=30)
-        for _ in range(50):                                    # let the cancelled jobs' processes end
-            q = subprocess.run(['squeue', '-h'], env=env, capture_output=True, text=True, timeout=30)
-            if q.returncode != 0 or not q.stdout.strip(): break
-            time.sleep(0.2)
-        _stop(pid_files)
+        left = cluster.stop()
         if old_conf is None: os.environ.pop('SLURM_CONF', None)
         else: os.environ['SLURM_CONF'] = old_conf
-        left = [f.name for f in pid_files if f.exists() and _alive(int(f.read_text().split()[0] or 0))]
         assert not left, f'daemons still running after stop: {left}'
-        shutil.rmtree(run, ignore_errors=True)
+        cluster.remove()
 
 
 def test_every_script_passes_sbatch_test_only(slurm, tmp_path):

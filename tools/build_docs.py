@@ -1,14 +1,15 @@
-"""Build the offline docs site: every notebook under nbs/ (with its saved outputs, never re-executed) and the
-README as static HTML, with a navigation index on every page. nbdev's own docs need quarto, which is not
-installable offline; this renders markdown with mistune (nbconvert's markdown engine) and code with pygments,
-in a small page frame of our own.
+"""Build the offline docs site with mkdocs (mkdocs.yml): the README as the home page and every notebook under nbs/
+with its saved outputs (never re-executed), through mkdocs-material (navigation, a per-page outline, search that
+runs in the browser) and mkdocs-jupyter (notebooks as pages).
 
-`python tools/build_docs.py [--out _docs]` writes the site (open `_docs/index.html`) and exits 1 if a page
-links to something that is not in the repository: a missing file, a notebook that does not exist, an absolute
-path, or a path that climbs out of the repository; paths written in prose (`research/notes.md`) are checked too. Markdown files of the repository that pages link to are
-rendered too (their links checked the same way); other linked files are copied next to the pages."""
+`python tools/build_docs.py [--out _docs]` lays the pages into a staging folder (nbdev directives honoured as
+nbdev's docs do: `#| hide` cells are left out, `#|` lines dropped), runs `mkdocs build`, and exits 1 if a page links
+to something that is not in the repository: a missing file, a notebook that does not exist, an absolute path, or a
+path that climbs out of the repository; paths written in prose (`research/notes.md`) are checked too. Markdown files
+of the repository that pages link to are pages too (their links checked the same way); other linked files are
+copied next to the pages. The built site is checked as well: every relative link of every page must exist in it."""
 from __future__ import annotations
-import argparse, html, json, posixpath, re, shutil, sys
+import argparse, html, json, posixpath, re, shutil, subprocess, sys, tempfile
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,20 +18,15 @@ from urllib.parse import unquote, urlsplit
 REPO = Path(__file__).resolve().parents[1]
 EXTERNAL = ('http://', 'https://', 'mailto:', 'data:', 'ftp://', 'javascript:')
 
-CSS = """
-body { margin: 0; font: 15px/1.5 system-ui, sans-serif; color: #222; }
-nav { position: fixed; top: 0; bottom: 0; left: 0; width: 260px; overflow-y: auto; padding: 12px 16px;
-      background: #f6f6f4; border-right: 1px solid #ddd; font-size: 13px; }
-nav h2 { font-size: 12px; text-transform: uppercase; color: #666; margin: 14px 0 4px; }
-nav ul { list-style: none; padding: 0; margin: 0; } nav li { margin: 2px 0; }
-nav a { color: #245; text-decoration: none; } nav a.here { font-weight: bold; }
-main { margin-left: 292px; max-width: 1000px; padding: 12px 24px 48px; }
-pre, code { font: 13px/1.4 ui-monospace, monospace; } pre { padding: 8px; overflow-x: auto; margin: 6px 0; }
-div.highlight pre, pre.code { background: #f7f7f7; border-left: 3px solid #9ab; }
-pre.output { background: #fff; border-left: 3px solid #ddd; max-height: 480px; overflow-y: auto; }
-pre.error { border-left-color: #c33; } div.output { overflow-x: auto; } div.cell { margin: 10px 0; }
-table { border-collapse: collapse; font-size: 13px; } th, td { border: 1px solid #ddd; padding: 2px 6px; }
-img { max-width: 100%; }
+# Code and outputs wrap or scroll inside their own block; the page itself never scrolls sideways.
+EXTRA_CSS = """
+.md-typeset pre > code, .jp-InputArea pre, .jp-RenderedText pre, .highlight pre {
+  white-space: pre-wrap; overflow-wrap: anywhere; word-break: break-word; }
+.jp-Cell, .jp-InputArea, .jp-OutputArea, .jp-OutputArea-output, .jp-RenderedHTMLCommon { max-width: 100%; min-width: 0; }
+.jp-OutputArea-output, .jp-RenderedHTMLCommon, .md-typeset .highlight { overflow-x: auto; }
+.jp-OutputArea-output img, .md-typeset img { max-width: 100%; height: auto; }
+.md-typeset table:not([class]) { display: block; max-width: 100%; overflow-x: auto; }
+.md-content { min-width: 0; }
 """
 
 @dataclass
@@ -39,7 +35,6 @@ class Page:
     source: str                       # e.g. 'nbs/core/00_schema.ipynb', 'README.md'
     out: str                          # e.g. 'nbs/core/00_schema.html', 'index.html'
     title: str = ''
-    body: str = ''
 
 @dataclass
 class Site:
@@ -47,11 +42,16 @@ class Site:
     pages: dict[str, Page] = field(default_factory=dict)     # source -> page
     copies: set[str] = field(default_factory=set)            # other repository files linked from pages
     problems: list[str] = field(default_factory=list)
-    highlight: bool = True                                   # pygments colours for code cells
 
 def page_path(source: str) -> str:
     "Where a source file's page goes: README.md is the index, other files keep their path with .html."
     return 'index.html' if source == 'README.md' else str(Path(source).with_suffix('.html'))
+
+def staged_path(source: str) -> str:
+    "Where a source file goes in mkdocs' docs folder: README.md is index.md, a folder's README.md its index.md."
+    if source == 'README.md': return 'index.md'
+    if Path(source).name == 'README.md': return str(Path(source).parent / 'index.md')
+    return source
 
 def notebooks(root: Path) -> list[str]:
     "Every notebook under nbs/ (checkpoints and files or folders starting with `_` or `.` left out), sorted."
@@ -67,58 +67,63 @@ def notebook_title(nb: dict, fallback: str) -> str:
             if m: return m.group(1).strip()
     return fallback
 
-ANSI = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
+def notebook_title(nb: dict, fallback: str) -> str:
+    "The first `# Title` of a notebook's markdown cells (mkdocs-jupyter names the page the same way)."
+    for c in nb.get('cells', []):
+        if c.get('cell_type') == 'markdown':
+            m = re.search(r'^#\s+(.+)$', ''.join(c.get('source', '')), re.M)
+            if m: return m.group(1).strip()
+    return fallback
 
 def _markdown():
     import mistune
     return mistune.create_markdown(escape=False, plugins=['table', 'strikethrough', 'url'])
 
-def _code_html(source: str, highlight: bool) -> str:
-    if not highlight: return f'<pre class="code">{html.escape(source)}</pre>'
-    from pygments import highlight as pyg
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import PythonLexer
-    return pyg(source, PythonLexer(), HtmlFormatter())
+_text = lambda v: ''.join(v) if isinstance(v, list) else (v or '')
 
-def output_html(out: dict) -> str:
-    "One saved output of a code cell: an image, HTML (tables), markdown or text, as the notebook stored it."
-    kind = out.get('output_type')
-    text = lambda v: ''.join(v) if isinstance(v, list) else (v or '')
-    if kind == 'stream': return f'<pre class="output">{html.escape(ANSI.sub("", text(out.get("text"))))}</pre>'
-    if kind == 'error':
-        return f'<pre class="output error">{html.escape(ANSI.sub("", chr(10).join(out.get("traceback") or [])))}</pre>'
+def directives(src: str) -> set[str]:
+    "The nbdev directives (`#| hide`, `#| echo: false` ...) of a code cell, spaces removed."
+    return {l[2:].strip().replace(' ', '') for l in src.splitlines() if l.startswith('#|')}
+
+def shown_notebook(nb: dict) -> dict:
+    """The notebook as nbdev's docs show it: `hide` cells left out, `#|` lines dropped, no code for
+    `hide_input`/`echo: false`, no outputs for `hide_output`/`output: false`."""
+    cells = []
+    for c in nb.get('cells', []):
+        if c.get('cell_type') == 'code':
+            src = _text(c.get('source'))
+            flags = directives(src)
+            if 'hide' in flags: continue
+            c = dict(c, source='\n'.join(l for l in src.splitlines() if not l.startswith('#|')).strip('\n'))
+            if flags & {'hide_input', 'echo:false'}: c['source'] = ''
+            if flags & {'hide_output', 'output:false'}: c['outputs'] = []
+            if not c['source'] and not c.get('outputs'): continue
+        cells.append(c)
+    return dict(nb, cells=cells)
+
+def _output_links_html(out: dict) -> str:
+    "The part of a saved output that can hold links: its HTML or markdown."
     data = out.get('data') or {}
-    for mime in ('image/png', 'image/jpeg'):
-        if mime in data: return f'<img src="data:{mime};base64,{text(data[mime]).strip()}" alt="figure">'
-    if 'image/svg+xml' in data: return text(data['image/svg+xml'])
-    if 'text/html' in data: return f'<div class="output">{text(data["text/html"])}</div>'
-    if 'text/markdown' in data: return _markdown()(text(data['text/markdown']))
-    if 'text/plain' in data: return f'<pre class="output">{html.escape(ANSI.sub("", text(data["text/plain"])))}</pre>'
+    if 'text/html' in data: return _text(data['text/html'])
+    if 'text/markdown' in data: return _markdown()(_text(data['text/markdown']))
     return ''
 
-def render_notebook(path: Path, highlight: bool = True) -> tuple[str, str, list[str]]:
-    """(title, HTML body, prose) of a notebook with its saved outputs (never executed). nbdev directives (`#| ...`)
-    are dropped from the code and honoured as nbdev's docs do (`hide`: no cell; `hide_input`/`echo: false`: no code;
-    `hide_output`/`output: false`: no outputs); `prose` is the markdown cells and code comments, for `mention_problems`."""
-    nb, md = json.loads(path.read_text()), _markdown()
+def read_notebook(path: Path) -> tuple[str, str, list[str]]:
+    """(title, HTML with the notebook's links, prose) of a notebook as shown: the markdown cells rendered and the
+    outputs' HTML (for the link check), the markdown and the code comments (for `mention_problems`)."""
+    nb, md = shown_notebook(json.loads(path.read_text())), _markdown()
     parts, prose = [], []
-    for c in nb.get('cells', []):
-        src = ''.join(c.get('source', []))
+    for c in nb['cells']:
+        src = _text(c.get('source'))
         if c.get('cell_type') == 'markdown':
-            parts.append(f'<div class="md">{md(src)}</div>'); prose.append(src)
+            parts.append(md(src)); prose.append(src)
         elif c.get('cell_type') == 'code':
-            flags = {l[2:].strip().replace(' ', '') for l in src.splitlines() if l.startswith('#|')}
-            if 'hide' in flags: continue                    # as in nbdev's docs: test scaffolding and set-up
-            code = '\n'.join(l for l in src.splitlines() if not l.startswith('#|')).strip('\n')
-            prose += [l.split('#', 1)[1] for l in code.splitlines() if '#' in l]
-            if flags & {'hide_input', 'echo:false'}: code = ''
-            outs = '' if flags & {'hide_output', 'output:false'} else ''.join(output_html(o) for o in c.get('outputs', []))
-            if code or outs:
-                parts.append('<div class="cell">' + (_code_html(code, highlight) if code else '') + outs + '</div>')
+            prose += [l.split('#', 1)[1] for l in src.splitlines() if '#' in l]
+            parts += [_output_links_html(o) for o in c.get('outputs', [])]
     return notebook_title(nb, path.stem), '\n'.join(parts), prose
 
-def render_markdown(path: Path) -> tuple[str, str, list[str]]:
-    "(title, HTML body, prose) of a markdown file."
+def read_markdown(path: Path) -> tuple[str, str, list[str]]:
+    "(title, HTML, prose) of a markdown file."
     text = path.read_text()
     m = re.search(r'^#\s+(.+)$', text, re.M)
     return (m.group(1).strip() if m else path.stem), _markdown()(text), [text]
@@ -183,69 +188,108 @@ def site_target(site: Site, repo_path: str) -> str:
     return repo_path
 
 def add_page(site: Site, source: str):
-    "Render one source file into `site.pages` (markdown files it links to are added as they are found)."
+    "Check one source file's links into `site` (markdown files it links to are added as they are found)."
     path = site.root / source
-    title, body, prose = render_notebook(path, site.highlight) if source.endswith('.ipynb') else render_markdown(path)
-    page = site.pages[source] = Page(source, page_path(source), title)
-    page.body = rewrite_links(site, source, body)
-    site.problems += mention_problems(site.root, source, prose)
-
-_ATTR = re.compile(r'''(\s(?:href|src)=)(["'])(.*?)\2''', re.S)
-
-def rewrite_links(site: Site, source: str, body: str) -> str:
-    "Check every link of a page and point the internal ones at their page (or copied file) in the site."
-    here = page_path(source)
-    def fix(m):
-        link = html.unescape(m.group(3))
+    title, body, prose = read_notebook(path) if source.endswith('.ipynb') else read_markdown(path)
+    site.pages[source] = Page(source, page_path(source), title)
+    for link in links(body):
         repo_path, problem = resolve(site, source, link)
         if problem: site.problems.append(f'{source}: {problem}')
-        if repo_path is None: return m.group(0)
-        target = site_target(site, repo_path)
-        frag = urlsplit(link).fragment
-        rel = posixpath.relpath(target, posixpath.dirname(here) or '.') + (f'#{frag}' if frag else '')
-        return f'{m.group(1)}{m.group(2)}{html.escape(rel, quote=True)}{m.group(2)}'
-    return _ATTR.sub(fix, body)
+        if repo_path is not None: site_target(site, repo_path)
+    site.problems += mention_problems(site.root, source, prose)
 
-def nav_html(site: Site, here: str) -> str:
-    "The navigation: the README, then the notebooks grouped by folder, in file order."
-    up = lambda target: posixpath.relpath(target, posixpath.dirname(here) or '.')
-    def item(p: Page) -> str:
-        cls = ' class="here"' if p.out == here else ''
-        return f'<li><a{cls} href="{html.escape(up(p.out))}">{html.escape(p.title)}</a></li>'
-    groups: dict[str, list[Page]] = {}
-    for src in sorted(site.pages):
-        if src.endswith('.ipynb'): groups.setdefault(str(Path(src).parent.relative_to('nbs')), []).append(site.pages[src])
-    out = ['<nav>', '<ul>' + item(site.pages['README.md']) + '</ul>']
-    for folder in sorted(groups, key=lambda f: (f != '.', f)):
-        out.append(f'<h2>{html.escape("start here" if folder == "." else folder)}</h2><ul>' + ''.join(map(item, groups[folder])) + '</ul>')
-    others = [site.pages[s] for s in sorted(site.pages) if s.endswith('.md') and s != 'README.md']
-    if others: out.append('<h2>more</h2><ul>' + ''.join(map(item, others)) + '</ul>')
-    return '\n'.join(out + ['</nav>'])
-
-def frame(site: Site, page: Page) -> str:
-    css = posixpath.relpath('style.css', posixpath.dirname(page.out) or '.')
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(page.title)} · envsynth</title>'
-            f'<link rel="stylesheet" href="{css}"></head><body>\n{nav_html(site, page.out)}\n<main>\n{page.body}\n</main></body></html>\n')
-
-def build_site(out: Path, root: Path = REPO, highlight: bool = True) -> Site:
-    "Render the README and every notebook of `root` into `out` (emptied first); the site, with its link problems."
-    site = Site(Path(root), highlight=highlight)
-    if not (root / 'README.md').exists(): raise FileNotFoundError(f'no README.md in {root}')
+def check_sources(root: Path = REPO) -> Site:
+    "The pages of `root` (the README, every notebook, the markdown files they link to) and their link problems."
+    site = Site(Path(root))
+    if not (site.root / 'README.md').exists(): raise FileNotFoundError(f'no README.md in {root}')
     add_page(site, 'README.md')
-    for nb in notebooks(root): add_page(site, nb)
-    if out.exists(): shutil.rmtree(out)
-    out.mkdir(parents=True)
-    from pygments.formatters import HtmlFormatter
-    (out / 'style.css').write_text(CSS + HtmlFormatter(style='default').get_style_defs('.highlight'))
-    for page in site.pages.values():
-        dest = out / page.out
+    for nb in notebooks(site.root): add_page(site, nb)
+    return site
+
+def nav(site: Site) -> list:
+    "The navigation: the home page, then the notebooks grouped by folder in file order, then other linked pages."
+    groups: dict[str, list[str]] = {}
+    for src in sorted(site.pages):
+        if src.endswith('.ipynb'): groups.setdefault(str(Path(src).parent.relative_to('nbs')), []).append(src)
+    out: list = [{'Home': 'index.md'}]
+    for folder in sorted(groups, key=lambda f: (f != '.', f)):
+        out.append({'start here' if folder == '.' else folder: [staged_path(s) for s in groups[folder]]})
+    others = [staged_path(s) for s in sorted(site.pages) if s.endswith('.md') and s != 'README.md']
+    if others: out.append({'more': others})
+    return out
+
+def stage(site: Site, docs: Path):
+    "Lay the pages (notebooks as shown) and the linked files into mkdocs' docs folder `docs`."
+    for source in site.pages:
+        dest = docs / staged_path(source)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(frame(site, page))
+        if source.endswith('.ipynb'):
+            dest.write_text(json.dumps(shown_notebook(json.loads((site.root / source).read_text()))))
+        else: shutil.copy2(site.root / source, dest)
     for rel in sorted(site.copies):
-        src, dest = root / rel, out / rel
+        src, dest = site.root / rel, docs / rel
+        if dest.exists(): continue
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir(): shutil.copytree(src, dest, dirs_exist_ok=True)
+        if src.is_dir(): shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns('*.ipynb', '*.md'))
         else: shutil.copy2(src, dest)
+    (docs / 'stylesheets').mkdir(exist_ok=True)
+    (docs / 'stylesheets' / 'extra.css').write_text(EXTRA_CSS)
+
+# --- the mkdocs hook (mkdocs loads this file as a module: `hooks:` in the staged config) --------------------------
+_ATTR = re.compile(r'''(\s(?:href|src)=)(["'])(.*?)\2''', re.S)
+
+def on_page_content(html_text, page, config, files, **kwargs):
+    """Point a page's links to repository files at their place in the site: a notebook at its page, a folder at
+    its README's page, the README at the home page. mkdocs does this itself for markdown pages; notebook pages come
+    from nbconvert untouched. Links that resolve to nothing are left as written (the source check reports them)."""
+    here = posixpath.dirname(page.file.src_uri)
+    def fix(m):
+        link = html.unescape(m.group(3))
+        parts = urlsplit(link)
+        if parts.scheme or parts.netloc or link.startswith(('#', '/')) or not parts.path: return m.group(0)
+        target = posixpath.normpath(posixpath.join(here, unquote(parts.path)))
+        for candidate in (target, staged_path(target), posixpath.join(target, 'index.md')):
+            f = files.get_file_from_path(candidate)
+            if f is not None:
+                rel = posixpath.relpath(f.url, posixpath.dirname(page.url) or '.')
+                rel += f'#{parts.fragment}' if parts.fragment else ''
+                return f'{m.group(1)}{m.group(2)}{html.escape(rel, quote=True)}{m.group(2)}'
+        return m.group(0)
+    return _ATTR.sub(fix, html_text)
+
+def built_problems(out: Path) -> list[str]:
+    "Relative links of the built site that lead to no file of it (a page, an asset, a copied file)."
+    problems = []
+    for page in sorted(out.rglob('*.html')):
+        rel_page = page.relative_to(out).as_posix()
+        if rel_page == '404.html': continue          # served for any missing path, so its links are absolute
+        for link in links(page.read_text()):
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(('#', 'data:', 'javascript:')) or not parts.path: continue
+            if parts.path.startswith('/'): problems.append(f'site {rel_page}: absolute link {link!r}'); continue
+            target = (page.parent / unquote(parts.path)).resolve()
+            if not target.is_relative_to(out.resolve()): problems.append(f'site {rel_page}: {link!r} leaves the site')
+            elif not (target.is_file() or (target / 'index.html').is_file()):
+                problems.append(f'site {rel_page}: {link!r} leads to nothing')
+    return problems
+
+def build_site(out: Path, root: Path = REPO) -> Site:
+    "Check and build the site of `root` into `out` (emptied first); the site, with its link problems."
+    import yaml
+    site = check_sources(root)
+    out = Path(out).resolve()
+    with tempfile.TemporaryDirectory(prefix='envsynth-docs-') as tmp:
+        docs = Path(tmp) / 'docs'
+        stage(site, docs)
+        config = yaml.safe_load((REPO / 'mkdocs.yml').read_text())
+        config |= {'docs_dir': str(docs), 'site_dir': str(out), 'nav': nav(site), 'hooks': [str(Path(__file__).resolve())],
+                   'extra_css': ['stylesheets/extra.css']}
+        (Path(tmp) / 'mkdocs.yml').write_text(yaml.safe_dump(config, sort_keys=False))
+        if out.exists(): shutil.rmtree(out)
+        run = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '-f', str(Path(tmp) / 'mkdocs.yml')],
+                             capture_output=True, text=True)
+        if run.returncode: raise RuntimeError(f'mkdocs build failed:\n{run.stdout}{run.stderr}')
+    site.problems += built_problems(out)
     return site
 
 def main(argv=None) -> int:

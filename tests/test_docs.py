@@ -1,13 +1,14 @@
-"""`make docs` builds the offline site (tools/build_docs.py): every notebook with its saved outputs and the README
-as HTML with a navigation index. The build must find no link to a missing file and no path outside the
-repository, in links or in prose; the small fake repositories below check that such links are caught."""
+"""`make docs` builds the offline site (tools/build_docs.py, mkdocs.yml): every notebook with its saved outputs and
+the README as pages with navigation. The build must find no link to a missing file and no path outside the
+repository, in links or in prose, and no link of the built site may lead to nothing; the small fake repositories
+below check that such links are caught. tests/test_docs_site.py opens the built site in a browser."""
 import json, sys
 from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'tools'))
-from build_docs import build_site, notebooks, main   # noqa: E402
+from build_docs import build_site, check_sources, notebook_title, notebooks, main   # noqa: E402
 
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
@@ -18,7 +19,7 @@ def test_docs_site_has_no_broken_or_outside_links(site):
     out, s = site
     assert not s.problems, f'{len(s.problems)} links out of the repository or to nothing:\n' + '\n'.join(s.problems)
 
-def test_every_notebook_and_the_readme_has_a_page_with_navigation(site):
+def test_every_notebook_and_the_readme_has_a_titled_page_in_the_navigation(site):
     out, s = site
     index = (out / 'index.html').read_text()
     nbs = notebooks(REPO)
@@ -26,10 +27,13 @@ def test_every_notebook_and_the_readme_has_a_page_with_navigation(site):
     for nb in nbs:
         page = out / Path(nb).with_suffix('.html')
         assert page.exists(), f'no page for {nb}'
-        assert Path(nb).with_suffix('.html').as_posix() in index          # every notebook is in the index's navigation
+        assert f'href="{Path(nb).with_suffix(".html").as_posix()}"' in index       # in the home page's navigation
+    untitled = [nb for nb in nbs if notebook_title(json.loads((REPO / nb).read_text()), None) is None]
+    assert not untitled, f'notebooks without a `# Title` in their first markdown cells: {untitled}'
     quick = (out / 'nbs' / '00_quickstart.html').read_text()
-    assert '<nav>' in quick and 'href="../index.html"' in quick and 'href="../style.css"' in quick
-    assert '<span class="c1">#| ' not in quick and '<span class="n">warnings' not in quick   # no directives, no hidden cells
+    assert '<title>Quickstart' in quick and 'href="../index.html"' in quick and 'search/search_index.json' not in quick
+    assert '<span class="c1">#|' not in quick and 'warnings.filterwarnings' not in quick         # no directives, no hidden cells
+    assert (out / 'search' / 'search_index.json').stat().st_size > 100_000
 
 def fake_repo(root: Path, markdown: str, readme: str = '# Fake\n\nSee [the notebook](nbs/a.ipynb).\n') -> Path:
     (root / 'nbs' / 'sub').mkdir(parents=True)
@@ -45,11 +49,11 @@ def fake_repo(root: Path, markdown: str, readme: str = '# Fake\n\nSee [the noteb
 
 def test_good_links_are_rewritten_to_pages(tmp_path):
     root = fake_repo(tmp_path / 'repo', 'See [B](sub/b.ipynb), [facts](../docs/facts.md) and [the web](https://example.org).')
-    s = build_site(tmp_path / 'out', root, highlight=False)
+    s = build_site(tmp_path / 'out', root)
     assert s.problems == []
     a = (tmp_path / 'out' / 'nbs' / 'a.html').read_text()
     assert 'href="sub/b.html"' in a and 'href="../docs/facts.html"' in a and 'href="https://example.org"' in a
-    assert '<pre class="output">hello\n</pre>' in a and '#| export' not in a and 'x = 1' in a
+    assert 'hello' in a and '#| export' not in a and 'x = 1' in a
     assert 'secret_scaffolding' not in a                                 # `#| hide` cells are not shown
     assert 'href="../a.html#top"' in (tmp_path / 'out' / 'nbs' / 'sub' / 'b.html').read_text()
     assert 'href="../nbs/sub/b.html"' in (tmp_path / 'out' / 'docs' / 'facts.html').read_text()   # linked markdown is a page too
@@ -64,17 +68,17 @@ def test_good_links_are_rewritten_to_pages(tmp_path):
 ])
 def test_a_dead_or_outside_link_is_a_problem(tmp_path, markdown, problem):
     root = fake_repo(tmp_path / 'repo', markdown)
-    s = build_site(tmp_path / 'out', root, highlight=False)
+    s = check_sources(root)
     assert len(s.problems) == 1 and s.problems[0].startswith('nbs/a.ipynb: ') and problem in s.problems[0], s.problems
 
 def test_placeholders_and_repository_paths_in_prose_are_fine(tmp_path):
     root = fake_repo(tmp_path / 'repo', 'It writes `DIR/chain.json`; see `docs/facts.md` and `nbs/sub/b.ipynb`.')
-    assert build_site(tmp_path / 'out', root, highlight=False).problems == []
+    assert check_sources(root).problems == []
 
 def test_command_line_exits_1_on_a_broken_link(tmp_path, monkeypatch, capsys):
     import build_docs
     monkeypatch.setattr(build_docs, 'REPO', fake_repo(tmp_path / 'repo', 'See [gone](gone.ipynb).'))
-    monkeypatch.setattr(build_docs, 'build_site', lambda out: build_site(out, tmp_path / 'repo', highlight=False))
+    monkeypatch.setattr(build_docs, 'build_site', lambda out: check_sources(tmp_path / 'repo'))   # the exit code only
     assert main(['--out', str(tmp_path / 'out')]) == 1
     assert "'gone.ipynb': no such file" in capsys.readouterr().err
     (tmp_path / 'repo' / 'nbs' / 'gone.ipynb').write_text(json.dumps({'cells': [], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}))
@@ -82,4 +86,4 @@ def test_command_line_exits_1_on_a_broken_link(tmp_path, monkeypatch, capsys):
 
 def test_a_repository_without_readme_is_an_error(tmp_path):
     (tmp_path / 'nbs').mkdir()
-    with pytest.raises(FileNotFoundError, match='no README.md'): build_site(tmp_path / 'out', tmp_path)
+    with pytest.raises(FileNotFoundError, match='no README.md'): check_sources(tmp_path)

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / 'mkdocs.yml'           # theme, plugins, markdown extensions
 EXTERNAL = ('http://', 'https://', 'mailto:', 'data:', 'ftp://', 'javascript:')
 
 # Code and outputs wrap or scroll inside their own block; the page itself never scrolls sideways.
@@ -263,7 +264,7 @@ def built_problems(out: Path) -> list[str]:
     for page in sorted(out.rglob('*.html')):
         rel_page = page.relative_to(out).as_posix()
         if rel_page == '404.html': continue          # served for any missing path, so its links are absolute
-        for link in links(page.read_text()):
+        for link in (html.unescape(m.group(3)) for m in _ATTR.finditer(page.read_text())):   # fast on big pages
             parts = urlsplit(link)
             if parts.scheme or parts.netloc or link.startswith(('#', 'data:', 'javascript:')) or not parts.path: continue
             if parts.path.startswith('/'): problems.append(f'site {rel_page}: absolute link {link!r}'); continue
@@ -281,9 +282,13 @@ def build_site(out: Path, root: Path = REPO) -> Site:
     with tempfile.TemporaryDirectory(prefix='envsynth-docs-') as tmp:
         docs = Path(tmp) / 'docs'
         stage(site, docs)
-        config = yaml.safe_load((REPO / 'mkdocs.yml').read_text())
+        config = yaml.safe_load(CONFIG.read_text())
         config |= {'docs_dir': str(docs), 'site_dir': str(out), 'nav': nav(site), 'hooks': [str(Path(__file__).resolve())],
                    'extra_css': ['stylesheets/extra.css']}
+        for plugin in config['plugins']:     # notebooks' HTML cached by content (the plugin evicts entries this build
+            # did not use, so each repository has its own cache): a rebuild converts only the notebooks that changed
+            if isinstance(plugin, dict) and 'mkdocs-jupyter' in plugin:
+                plugin['mkdocs-jupyter'] |= {'cache': True, 'cache_dir': str(site.root.resolve() / '.envsynth_cache' / 'mkdocs-jupyter')}
         (Path(tmp) / 'mkdocs.yml').write_text(yaml.safe_dump(config, sort_keys=False))
         if out.exists(): shutil.rmtree(out)
         run = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '-f', str(Path(tmp) / 'mkdocs.yml')],

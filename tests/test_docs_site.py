@@ -1,0 +1,100 @@
+"""The docs site as a reader sees it: built once (tools/build_docs.py), served on 127.0.0.1 by `python -m http.server`
+(started here, stopped by its PID), opened in headless Chromium through playwright. The home page's Status table is a
+real table, each paper's recipe page shows a figure of its own, no sampled page scrolls sideways at 1280 px, and the
+search box finds a term of the notebooks.
+
+The browser is Debian's `chromium` (`make install` installs it when missing; playwright drives it and downloads
+nothing). Without it these tests fail, they do not skip."""
+import json, select, shutil, subprocess, sys, time
+from pathlib import Path
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'tools'))
+from build_docs import build_site   # noqa: E402
+
+CHROMIUM = next((p for p in (shutil.which('chromium'), '/usr/bin/chromium', shutil.which('chromium-browser')) if p and
+                 Path(p).exists()), None)
+RECIPES = {'astra': 'nbs/astra/05_recipe.html', 'synthagent': 'nbs/synthagent/03_recipe.html',
+           'envfactory': 'nbs/envfactory/05_recipe.html', 'agentscaler': 'nbs/agentscaler/05_recipe.html'}
+SAMPLE = ['index.html', *RECIPES.values(), 'nbs/core/10_pipeline.html']
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    "The built site (its build time in `seconds`) and the http.server serving it: (out, base URL, seconds)."
+    out = tmp_path_factory.mktemp('site') / '_docs'
+    t0 = time.perf_counter()
+    s = build_site(out)
+    seconds = time.perf_counter() - t0
+    assert not s.problems, '\n'.join(s.problems)
+    server = subprocess.Popen([sys.executable, '-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '-d', str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready, _, _ = select.select([server.stdout], [], [], 30)        # "Serving HTTP on 127.0.0.1 port N (...) ..."
+        line = server.stdout.readline() if ready else ''
+        assert 'port' in line, f'http.server did not start: {line!r}'
+        port = int(line.split('port', 1)[1].split()[0])
+        print(f'docs site built in {seconds:.1f}s, served on 127.0.0.1:{port}')
+        yield out, f'http://127.0.0.1:{port}/', seconds
+    finally:
+        server.kill(); server.wait()
+
+@pytest.fixture(scope='module')
+def browser():
+    if CHROMIUM is None:
+        pytest.fail('no Chromium: `make install` installs Debian\'s chromium (as root), or run `apt-get install -y chromium`')
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox', '--disable-gpu'])
+        try: yield b
+        finally: b.close()
+
+@pytest.fixture
+def page(browser):
+    pg = browser.new_page(viewport={'width': 1280, 'height': 900})
+    yield pg
+    pg.close()
+
+def test_home_status_table_is_a_table(site, page):
+    out, base, _ = site
+    page.goto(base + 'index.html')
+    rows = page.evaluate("""() => { const h = document.getElementById('status');
+        let e = h && h.nextElementSibling; while (e && !e.querySelector('table') && e.tagName !== 'TABLE') e = e.nextElementSibling;
+        const t = e && (e.tagName === 'TABLE' ? e : e.querySelector('table'));
+        return t ? [...t.querySelectorAll('tr')].map(r => r.children.length) : null; }""")
+    assert rows, 'no <table> after the Status heading of the home page'
+    assert len(rows) > 20 and set(rows) == {3}, f'the Status table has rows of {sorted(set(rows))} cells'
+    assert '|---|' not in page.inner_text('article')                    # no table left as raw text
+
+def test_each_recipe_page_shows_a_figure_of_its_own(site, page):
+    out, base, _ = site
+    lacking = {}
+    for paper, path in RECIPES.items():
+        page.goto(base + path)
+        page.wait_for_load_state('load')
+        figures = page.evaluate("""() => [...document.querySelectorAll('article img')]
+            .filter(i => /^data:image\\/[a-z+]+;base64,./.test(i.getAttribute('src') || '') && i.naturalWidth > 0).length""")
+        if not figures: lacking[paper] = path
+    assert not lacking, f'recipe pages without a figure (a decoded <img> in the page): {lacking}'
+
+def test_sampled_pages_do_not_scroll_sideways(site, page):
+    out, base, _ = site
+    wide = {}
+    for path in SAMPLE:
+        page.goto(base + path)
+        page.wait_for_load_state('load')
+        w = page.evaluate('() => [document.documentElement.scrollWidth, window.innerWidth]')
+        if w[0] > w[1]: wide[path] = w
+    assert not wide, f'pages wider than the window (scrollWidth, innerWidth): {wide}'
+
+def test_search_finds_a_term_of_the_notebooks(site, page):
+    out, base, _ = site
+    index = json.loads((out / 'search' / 'search_index.json').read_text())
+    hits = {d['location'].split('#')[0] for d in index['docs'] if 'Louvain' in d['text']}
+    assert 'nbs/core/09b_graph.html' in hits
+    page.goto(base + 'index.html')
+    page.click('label.md-search__icon, .md-search__input', timeout=10_000)
+    page.fill('input.md-search__input', 'Louvain')
+    page.wait_for_selector('.md-search-result__item', timeout=30_000)
+    links = page.eval_on_selector_all('.md-search-result__item a', 'as => as.map(a => a.getAttribute("href"))')
+    assert any('09b_graph.html' in (l or '') for l in links), links

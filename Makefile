@@ -48,8 +48,10 @@ clean:
 readme: install
 	$(BIN)/python tools/render_readme.py
 
-# Every notebook (with its saved outputs, not re-executed) and the README as static HTML with a navigation
-# index, into _docs/ (open _docs/index.html); fails on a broken internal link.
+# The docs site (mkdocs.yml: mkdocs-material, mkdocs-jupyter): the README as the home page and every notebook with
+# its saved outputs (not re-executed), with navigation, a per-page outline and search, into _docs/; fails on a
+# broken internal link. Serve it for the search box: $(BIN)/python -m http.server -b 127.0.0.1 -d _docs
+# (~1 min CPU the first time; notebooks that did not change come from .envsynth_cache/mkdocs-jupyter after that).
 docs: install
 	$(BIN)/python tools/build_docs.py --out _docs
 

@@ -3,9 +3,10 @@
 real table, each paper's recipe page shows a figure of its own, no sampled page scrolls sideways at 1280 px, and the
 search box finds a term of the notebooks.
 
-The browser is Debian's `chromium` (`make install` installs it when missing; playwright drives it and downloads
-nothing). Without it these tests fail, they do not skip."""
-import json, select, shutil, subprocess, sys, time
+The browser is Debian's `chromium`: tools/ensure_chromium.sh installs it when missing (as root, with apt-get, as
+`make test` runs in CI); playwright (a pip package) drives it and downloads nothing. Without a browser these tests
+fail with what to install, they do not skip."""
+import json, select, subprocess, sys, time
 from pathlib import Path
 import pytest
 
@@ -13,8 +14,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'tools'))
 from build_docs import build_site   # noqa: E402
 
-CHROMIUM = next((p for p in (shutil.which('chromium'), '/usr/bin/chromium', shutil.which('chromium-browser')) if p and
-                 Path(p).exists()), None)
 RECIPES = {'astra': 'nbs/astra/05_recipe.html', 'synthagent': 'nbs/synthagent/03_recipe.html',
            'envfactory': 'nbs/envfactory/05_recipe.html', 'agentscaler': 'nbs/agentscaler/05_recipe.html'}
 SAMPLE = ['index.html', *RECIPES.values(), 'nbs/core/10_pipeline.html']
@@ -41,11 +40,13 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def browser():
-    if CHROMIUM is None:
-        pytest.fail('no Chromium: `make install` installs Debian\'s chromium (as root), or run `apt-get install -y chromium`')
+    "Headless Chromium; tools/ensure_chromium.sh installs Debian's when it is missing (as root), else this fails."
+    r = subprocess.run(['bash', str(REPO / 'tools' / 'ensure_chromium.sh')], capture_output=True, text=True, timeout=900)
+    if r.returncode: pytest.fail(f'no Chromium for the docs site tests: {r.stderr[-2000:]}', pytrace=False)
+    chromium = r.stdout.strip().splitlines()[-1]
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox', '--disable-gpu'])
+        b = p.chromium.launch(executable_path=chromium, args=['--no-sandbox', '--disable-gpu'])
         try: yield b
         finally: b.close()
 

@@ -21,7 +21,7 @@ EXTERNAL = ('http://', 'https://', 'mailto:', 'data:', 'ftp://', 'javascript:')
 
 # Code and outputs wrap or scroll inside their own block; the page itself never scrolls sideways.
 EXTRA_CSS = """
-.md-typeset pre > code, .jp-InputArea pre, .jp-RenderedText pre, .highlight pre {
+.md-typeset pre, .md-typeset pre > code, .jp-InputArea pre, .jp-OutputArea-output pre, .highlight pre {
   white-space: pre-wrap; overflow-wrap: anywhere; word-break: break-word; }
 .jp-Cell, .jp-InputArea, .jp-OutputArea, .jp-OutputArea-output, .jp-RenderedHTMLCommon { max-width: 100%; min-width: 0; }
 .jp-OutputArea-output, .jp-RenderedHTMLCommon, .md-typeset .highlight { overflow-x: auto; }

@@ -48,11 +48,17 @@ def fake_repo(root: Path, markdown: str, readme: str = '# Fake\n\nSee [the noteb
     return root
 
 def test_good_links_are_rewritten_to_pages(tmp_path):
-    root = fake_repo(tmp_path / 'repo', 'See [B](sub/b.ipynb), [facts](../docs/facts.md) and [the web](https://example.org).')
+    root = fake_repo(tmp_path / 'repo', 'See [B](sub/b.ipynb), [facts](../docs/facts.md), [home](../README.md), '
+                     '[the config](../docs/cfg.yaml), [the papers](../papers) and [the web](https://example.org).')
+    (root / 'docs' / 'cfg.yaml').write_text('k: 1\n')
+    (root / 'papers').mkdir(); (root / 'papers' / 'README.md').write_text('# Papers\nBack [home](../README.md).\n')
     s = build_site(tmp_path / 'out', root)
     assert s.problems == []
     a = (tmp_path / 'out' / 'nbs' / 'a.html').read_text()
     assert 'href="sub/b.html"' in a and 'href="../docs/facts.html"' in a and 'href="https://example.org"' in a
+    assert 'href="../index.html"' in a and 'href="../papers/index.html"' in a and 'href="../docs/cfg.yaml"' in a
+    assert (tmp_path / 'out' / 'docs' / 'cfg.yaml').read_text() == 'k: 1\n'          # linked files are copied
+    assert 'href="../index.html"' in (tmp_path / 'out' / 'papers' / 'index.html').read_text()
     assert 'hello' in a and '#| export' not in a and 'x = 1' in a
     assert 'secret_scaffolding' not in a                                 # `#| hide` cells are not shown
     assert 'href="../a.html#top"' in (tmp_path / 'out' / 'nbs' / 'sub' / 'b.html').read_text()
@@ -87,3 +93,12 @@ def test_command_line_exits_1_on_a_broken_link(tmp_path, monkeypatch, capsys):
 def test_a_repository_without_readme_is_an_error(tmp_path):
     (tmp_path / 'nbs').mkdir()
     with pytest.raises(FileNotFoundError, match='no README.md'): check_sources(tmp_path)
+
+def test_a_built_page_linking_to_nothing_is_a_problem(tmp_path):
+    from build_docs import built_problems
+    (tmp_path / 'nbs').mkdir(); (tmp_path / 'index.html').write_text('<a href="nbs/a.html#x">a</a>')
+    (tmp_path / 'nbs' / 'a.html').write_text('<img src="data:image/png;base64,AAAA"><a href="../index.html">home</a>'
+                                             '<a href="gone.html">gone</a><link href="../../up.css"><a href="/abs.html">')
+    assert built_problems(tmp_path) == ["site nbs/a.html: 'gone.html' leads to nothing",
+                                        "site nbs/a.html: '../../up.css' leaves the site",
+                                        "site nbs/a.html: absolute link '/abs.html'"]

@@ -2,7 +2,7 @@
 the README as pages with navigation. The build must find no link to a missing file and no path outside the
 repository, in links or in prose, and no link of the built site may lead to nothing; the small fake repositories
 below check that such links are caught. tests/test_docs_site.py opens the built site in a browser."""
-import json, sys
+import json, re, sys
 from pathlib import Path
 import pytest
 
@@ -34,6 +34,8 @@ def test_every_notebook_and_the_readme_has_a_titled_page_in_the_navigation(site)
     assert '<title>Quickstart' in quick and 'href="../index.html"' in quick and 'search/search_index.json' not in quick
     assert '<span class="c1">#|' not in quick and 'warnings.filterwarnings' not in quick         # no directives, no hidden cells
     assert (out / 'search' / 'search_index.json').stat().st_size > 100_000
+    for html_page in (index, quick):                                     # offline: no script or style from the web
+        assert not re.search(r'<(?:script|link)\b[^>]*(?:src|href)="(?:https?:)?//', html_page)
 
 def fake_repo(root: Path, markdown: str, readme: str = '# Fake\n\nSee [the notebook](nbs/a.ipynb).\n') -> Path:
     (root / 'nbs' / 'sub').mkdir(parents=True)

@@ -274,6 +274,12 @@ def built_problems(out: Path) -> list[str]:
                 problems.append(f'site {rel_page}: {link!r} leads to nothing')
     return problems
 
+def cache_dir(root: Path) -> Path:
+    "mkdocs-jupyter's cache of notebook HTML: keyed by content there, by the converters' versions here."
+    from importlib.metadata import version
+    tag = '-'.join(f'{p}{version(p)}' for p in ('mkdocs-jupyter', 'nbconvert', 'pygments'))
+    return Path(root).resolve() / '.envsynth_cache' / f'mkdocs-jupyter-{tag}'
+
 def build_site(out: Path, root: Path = REPO) -> Site:
     "Check and build the site of `root` into `out` (emptied first); the site, with its link problems."
     import yaml
@@ -288,7 +294,7 @@ def build_site(out: Path, root: Path = REPO) -> Site:
         for plugin in config['plugins']:     # notebooks' HTML cached by content (the plugin evicts entries this build
             # did not use, so each repository has its own cache): a rebuild converts only the notebooks that changed
             if isinstance(plugin, dict) and 'mkdocs-jupyter' in plugin:
-                plugin['mkdocs-jupyter'] |= {'cache': True, 'cache_dir': str(site.root.resolve() / '.envsynth_cache' / 'mkdocs-jupyter')}
+                plugin['mkdocs-jupyter'] |= {'cache': True, 'cache_dir': str(cache_dir(site.root))}
         (Path(tmp) / 'mkdocs.yml').write_text(yaml.safe_dump(config, sort_keys=False))
         if out.exists(): shutil.rmtree(out)
         run = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '-f', str(Path(tmp) / 'mkdocs.yml')],

@@ -55,6 +55,12 @@ readme: install
 docs: install
 	$(BIN)/python tools/build_docs.py --out _docs
 
+# The browser of tests/test_docs_site.py (which runs the same script): Debian's chromium, apt-installed when
+# missing (needs root); playwright drives it and downloads no browser.
+.PHONY: docs-browser
+docs-browser:
+	tools/ensure_chromium.sh
+
 # The BFCL and tau2 harness venvs (.venv-bfcl/, .venv-tau2/; pins in eval_harness_constraints/): their pins
 # conflict with ours, so they never go into .venv. Re-created when the pins change (~1-3 min each).
 .PHONY: eval-venvs

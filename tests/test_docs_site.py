@@ -14,6 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'tools'))
 from build_docs import build_site   # noqa: E402
 
+pytestmark = pytest.mark.timeout(1500)      # a cold build and a first Chromium install on a busy 2-core machine
+
 RECIPES = {'astra': 'nbs/astra/05_recipe.html', 'synthagent': 'nbs/synthagent/03_recipe.html',
            'envfactory': 'nbs/envfactory/05_recipe.html', 'agentscaler': 'nbs/agentscaler/05_recipe.html'}
 SAMPLE = ['index.html', *RECIPES.values(), 'nbs/core/10_pipeline.html']

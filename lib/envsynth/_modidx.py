@@ -1015,6 +1015,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                 'envsynth/envfactory/toolgraph.py'),
                                                'envsynth.envfactory.toolgraph.isolated_tools': ( 'envfactory/toolgraph.html#isolated_tools',
                                                                                                  'envsynth/envfactory/toolgraph.py'),
+                                               'envsynth.envfactory.toolgraph.plot_tool_graph': ( 'envfactory/toolgraph.html#plot_tool_graph',
+                                                                                                  'envsynth/envfactory/toolgraph.py'),
                                                'envsynth.envfactory.toolgraph.pool_corpus': ( 'envfactory/toolgraph.html#pool_corpus',
                                                                                               'envsynth/envfactory/toolgraph.py'),
                                                'envsynth.envfactory.toolgraph.refine_graph': ( 'envfactory/toolgraph.html#refine_graph',

@@ -983,6 +983,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                      'envsynth/envfactory/reward.py'),
                                             'envsynth.envfactory.reward.envfactory_reward_of': ( 'envfactory/reward.html#envfactory_reward_of',
                                                                                                  'envsynth/envfactory/reward.py'),
+                                            'envsynth.envfactory.reward.plot_reward_parts': ( 'envfactory/reward.html#plot_reward_parts',
+                                                                                              'envsynth/envfactory/reward.py'),
                                             'envsynth.envfactory.reward.scheduled_spec': ( 'envfactory/reward.html#scheduled_spec',
                                                                                            'envsynth/envfactory/reward.py')},
             'envsynth.envfactory.solutions': { 'envsynth.envfactory.solutions._write_key': ( 'envfactory/solutions.html#_write_key',

@@ -927,6 +927,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                        'envsynth/envfactory/recipe.py'),
                                             'envsynth.envfactory.recipe.main': ( 'envfactory/recipe.html#main',
                                                                                  'envsynth/envfactory/recipe.py'),
+                                            'envsynth.envfactory.recipe.plot_envfactory_card': ( 'envfactory/recipe.html#plot_envfactory_card',
+                                                                                                 'envsynth/envfactory/recipe.py'),
                                             'envsynth.envfactory.recipe.plot_scaling': ( 'envfactory/recipe.html#plot_scaling',
                                                                                          'envsynth/envfactory/recipe.py'),
                                             'envsynth.envfactory.recipe.recipe_for': ( 'envfactory/recipe.html#recipe_for',

@@ -2822,6 +2822,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                   'envsynth/synthagent/recipe.py'),
                                             'envsynth.synthagent.recipe.plot_data_card': ( 'synthagent/recipe.html#plot_data_card',
                                                                                            'envsynth/synthagent/recipe.py'),
+                                            'envsynth.synthagent.recipe.plot_table2': ( 'synthagent/recipe.html#plot_table2',
+                                                                                        'envsynth/synthagent/recipe.py'),
                                             'envsynth.synthagent.recipe.plot_table6': ( 'synthagent/recipe.html#plot_table6',
                                                                                         'envsynth/synthagent/recipe.py'),
                                             'envsynth.synthagent.recipe.plot_task_stats': ( 'synthagent/recipe.html#plot_task_stats',

@@ -30,7 +30,8 @@ __all__ = ['read_params', 'MAX_LINE_BYTES', 'STEPS', 'RECIPE', 'CODE_TOOL', 'COD
            'stage_personas', 'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split',
            'seeded_world', 'reward_spec', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'reasoning_rl_row',
            'export_rows', 'persona_categories', 'table6', 'data_card', 'data_card_markdown', 'plot_data_card',
-           'run_synthagent', 'pipeline_example_html', 'plot_task_stats', 'plot_table6', 'summarize', 'main']
+           'run_synthagent', 'pipeline_example_html', 'plot_task_stats', 'plot_table6', 'plot_table2', 'summarize',
+           'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -561,6 +562,24 @@ def plot_table6(table6: dict):
         ax.bar([i + 0.2 for i in x], paper, width=0.4, label='paper')
         ax.set_xticks(x, names, rotation=30, ha='right'); ax.set_ylim(0, 1); ax.set_title(title)
     axes[0].legend()
+    fig.tight_layout()
+    return fig
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #21e8e511
+def plot_table2(heldout: dict):
+    "Table 2 as bars: the share of held-out tasks per score bin, ours beside the paper's, and tool calls per bin."
+    import matplotlib.pyplot as plt
+    ours, paper = heldout['table2']['bins'], heldout['paper_table2']
+    x, names = range(len(ours)), [b['bin'] for b in ours]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    a.bar([i - 0.2 for i in x], [r['share'] for r in ours], width=0.4, label='ours')
+    a.bar([i + 0.2 for i in x], [r['share'] for r in paper], width=0.4, label='paper')
+    a.set_xticks(list(x), names); a.set_ylim(0, 1); a.set_title('share of held-out tasks per score bin'); a.legend()
+    for key, color in (('avg_tool_calls', 'C0'), ('avg_user_interactions', 'C1')):
+        b.plot(list(x), [r[key] for r in paper], marker='o', ls='--', color=color, label=f'paper {key[4:]}')
+        b.plot(list(x), [r[key] if r[key] is not None else float('nan') for r in ours], marker='s', ls='',
+               color=color, label=f'ours {key[4:]}')
+    b.set_xticks(list(x), names); b.set_title('mean per trajectory in each bin'); b.legend(fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -31,7 +31,7 @@ __all__ = ['read_params', 'STEPS', 'RECIPE', 'EnvFactoryParams', 'reward_spec', 
            'test_gate', 'stage_build', 'stage_graph', 'stage_queries', 'stage_solutions', 'reward_check', 'train_order',
            'train_specs', 'rl_overrides', 'write_rows', 'candidate_rewards', 'scaling_table', 'plot_scaling',
            'write_scaling', 'finish_run', 'embedder_loading', 'register_offline_agent_for', 'run_stages',
-           'run_envfactory', 'summarize', 'main']
+           'run_envfactory', 'plot_envfactory_card', 'summarize', 'main']
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #a028e100
 class EnvFactoryParams(BaseModel):
@@ -452,6 +452,40 @@ async def run_envfactory(params: EnvFactoryParams | None = None, run_dir: str | 
         with SandboxPool(size=p.sandbox_workers) as r.sandbox:
             try: return await run_stages(r, embedder)
             finally: r.close_envs()
+
+# %% ../../../nbs/envfactory/05_recipe.ipynb #a739ff13
+def plot_envfactory_card(card: dict):
+    "The data card as six panels: tools, unit tests and mutation score per environment; operators, turns, stage counts."
+    import matplotlib.pyplot as plt
+    envs = card['environments']
+    names, x = list(envs), range(len(envs))
+    fig, ax = plt.subplots(2, 3, figsize=(13, 6.4))
+    kept, dropped = [envs[n]['tools'] for n in names], [envs[n]['dropped_tools'] for n in names]
+    ax[0, 0].bar(x, kept, label='kept'); ax[0, 0].bar(x, dropped, bottom=kept, label='dropped')
+    ax[0, 0].set_title('tools per environment'); ax[0, 0].legend(fontsize=8)
+    bottom = [0] * len(names)
+    for crit in sorted({c for n in names for c in envs[n]['tests']}):
+        ys = [envs[n]['tests'].get(crit, 0) for n in names]
+        ax[0, 1].bar(x, ys, bottom=bottom, label=crit); bottom = [b + y for b, y in zip(bottom, ys)]
+    ax[0, 1].set_title('unit tests per environment'); ax[0, 1].legend(fontsize=8)
+    ax[0, 2].bar(x, [envs[n]['mutation_score'] or 0 for n in names])
+    if (gate := card['test_gate'].get('min_mutation_score')) is not None:
+        ax[0, 2].axhline(gate, color='#c00', ls='--', label=f'gate {gate}'); ax[0, 2].legend(fontsize=8)
+    ax[0, 2].set_ylim(0, 1.05); ax[0, 2].set_title('mutation score of the tests')
+    for a in ax[0]: a.set_xticks(list(x), names, rotation=20)
+    ops = card['queries']['operators']
+    ax[1, 0].bar(list(ops), list(ops.values())); ax[1, 0].tick_params(axis='x', rotation=20)
+    ax[1, 0].set_title('refinement operators applied')
+    turns = sorted(card['queries']['turns'].items(), key=lambda kv: int(kv[0]))
+    ax[1, 1].bar([k for k, _ in turns], [v for _, v in turns]); ax[1, 1].set_xlabel('user turns')
+    ax[1, 1].set_title('tasks by number of turns')
+    stages = card['stages']
+    kept_s = [stages[s].get('kept') or 0 for s in stages]
+    drop_s = [sum((stages[s].get('dropped') or {}).values()) for s in stages]
+    ax[1, 2].bar(list(stages), kept_s, label='kept'); ax[1, 2].bar(list(stages), drop_s, bottom=kept_s, label='dropped')
+    ax[1, 2].set_title('items per stage'); ax[1, 2].legend(fontsize=8); ax[1, 2].tick_params(axis='x', rotation=20)
+    fig.tight_layout()
+    return fig
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #e190b426
 def summarize(card: dict) -> dict:

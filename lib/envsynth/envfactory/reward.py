@@ -13,7 +13,8 @@ from ..rewards import (RewardInputError, RewardResult, RewardSpec, RewardSpecErr
 from ..schema import Task, Trajectory
 
 # %% auto #0
-__all__ = ['PARTS', 'alpha_at', 'AlphaSchedule', 'EnvFactoryReward', 'scheduled_spec', 'envfactory_reward_of']
+__all__ = ['PARTS', 'alpha_at', 'AlphaSchedule', 'EnvFactoryReward', 'scheduled_spec', 'envfactory_reward_of',
+           'plot_reward_parts']
 
 # %% ../../../nbs/envfactory/04a_reward.ipynb #8b9962c7
 def alpha_at(step: int, total: int, start: float = 0.5, end: float | None = None) -> float:
@@ -103,3 +104,24 @@ def envfactory_reward_of(spec: EnvFactoryReward, task: Task, episode: Trajectory
     res = RewardResult(score=max(0.0, r) if spec.clip_at_zero else r, paper=spec.paper,
                        parts=parts)
     return with_conduct(spec, task, episode, res)
+
+# %% ../../../nbs/envfactory/04a_reward.ipynb #1bbfd5ed
+def plot_reward_parts(results: dict[str, RewardResult], title: str = 'EnvFactory reward R per trajectory'):
+    "Grouped bars of R_traj, R_state, −P_length and R for each named result. Returns the Figure."
+    import matplotlib.pyplot as plt
+    names = list(results)
+    parts = {'R_traj': [r.parts['r_traj'] for r in results.values()],
+             'R_state': [r.parts['r_state'] for r in results.values()],
+             '−P_length': [-r.parts['length_penalty'] for r in results.values()],
+             'R': [r.score for r in results.values()]}
+    fig, ax = plt.subplots(figsize=(1.6 * len(names) + 2, 3.4))
+    width = 0.8 / len(parts)
+    for i, (label, ys) in enumerate(parts.items()):
+        ax.bar([x + (i - 1.5) * width for x in range(len(names))], ys, width=width, label=label,
+               color='k' if label == 'R' else None)
+    for x, r in enumerate(results.values()):
+        ax.text(x + 1.5 * width, max(r.score, 0) + 0.03, f'{r.score:.2f}', ha='center', fontsize=8)
+    ax.axhline(0, color='k', lw=0.8); ax.set_ylim(-0.6, 1.2)
+    ax.set_xticks(range(len(names)), names); ax.set_title(title); ax.legend(fontsize=8, ncol=4, loc='lower left')
+    fig.tight_layout()
+    return fig

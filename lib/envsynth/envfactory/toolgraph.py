@@ -20,7 +20,7 @@ from ..schema import Tool
 # %% auto #0
 __all__ = ['Similarity', 'ParamClass', 'pool_corpus', 'weighted_embeddings', 'tool_graph', 'isolated_tools', 'GraphEdge',
            'GraphEdits', 'graph_request', 'refine_graph', 'ParamClasses', 'classes_request', 'classify_parameters',
-           'ChainSample', 'sample_chains']
+           'ChainSample', 'sample_chains', 'plot_tool_graph']
 
 # %% ../../../nbs/envfactory/02_toolgraph.ipynb #f78e6416
 def pool_corpus(proposals: list[EnvProposal], kept: dict[str, list[str]]) -> ToolCorpus:
@@ -180,3 +180,30 @@ def sample_chains(graph: nx.DiGraph, corpus: ToolCorpus, kinds: dict, env: str, 
         if tuple(chain) in seen: dropped['duplicate'] += 1; continue
         seen.add(tuple(chain)); out.append(ChainSample(env=env, tools=[by_key[k].name for k in chain], index=len(out)))
     return out, dropped
+
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #2d8ed824
+def plot_tool_graph(graph: nx.DiGraph, env: str, *, chain: list[str] = (), highlight=(), ax=None,
+                    title: str | None = None):
+    """The tools of `env` in `graph` and their edges (dashed: added by the LLM review; red: the `(u, v)`
+    keys in `highlight`); the tool names of `chain` numbered in call order. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    sub = graph.subgraph([n for n, d in graph.nodes(data=True) if d['server'] == env])
+    if ax is None: fig, ax = plt.subplots(figsize=(6.5, 5))
+    else: fig = ax.figure
+    pos = nx.circular_layout(sorted(sub.nodes))
+    order = {name: i + 1 for i, name in enumerate(chain)}
+    names = {n: sub.nodes[n]['name'] for n in sub.nodes}
+    colors = ['#f4a259' if names[n] in order else '#cfe2f3' for n in sub.nodes]
+    nx.draw_networkx_nodes(sub, pos, ax=ax, node_color=colors, node_size=700, edgecolors='#555')
+    red = {tuple(e) for e in highlight}
+    for style, keep in (('solid', lambda d: d.get('source') != 'llm'), ('dashed', lambda d: d.get('source') == 'llm')):
+        edges = [(u, v) for u, v, d in sub.edges(data=True) if keep(d)]
+        nx.draw_networkx_edges(sub, pos, edgelist=edges, ax=ax, style=style, node_size=700, arrowsize=12,
+                               edge_color=['#c00' if e in red else '#777' for e in edges],
+                               width=[2.2 if e in red else 1.0 for e in edges], connectionstyle='arc3,rad=0.08')
+    labels = {n: (f'{order[names[n]]}. ' if names[n] in order else '') + names[n] for n in sub.nodes}
+    for n, (x, y) in pos.items():
+        ax.text(x * 1.18, y * 1.18, labels[n], ha='center', va='center', fontsize=8)
+    ax.set_title(title or f'{env}: {sub.number_of_nodes()} tools, {sub.number_of_edges()} edges')
+    ax.set_xlim(-1.6, 1.6); ax.set_ylim(-1.35, 1.35); ax.axis('off')
+    return fig

@@ -30,7 +30,8 @@ __all__ = ['read_params', 'MAX_LINE_BYTES', 'STEPS', 'RECIPE', 'CODE_TOOL', 'COD
            'stage_personas', 'stage_tool_suites', 'stage_tasks', 'stage_demos', 'stage_rubrics', 'task_split',
            'seeded_world', 'reward_spec', 'stage_rewards', 'stage_reasoning', 'synthagent_rl_row', 'reasoning_rl_row',
            'export_rows', 'persona_categories', 'table6', 'data_card', 'data_card_markdown', 'plot_data_card',
-           'run_synthagent', 'summarize', 'main']
+           'run_synthagent', 'pipeline_example_html', 'plot_task_stats', 'plot_table6', 'plot_table2', 'summarize',
+           'main']
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #984661ae
 class SynthAgentParams(BaseModel):
@@ -451,6 +452,136 @@ async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | 
         card = finish_card(r, data_card(r, personas, export_rows(r), categories))
         write_data_card(r.run, card, plot_data_card(card), data_card_markdown(card))
         return card
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #ba12fae4
+def _cell(text: str, limit: int = 400) -> str:
+    "`text` escaped for HTML, cut to `limit` characters."
+    import html
+    text = str(text)
+    return html.escape(text if len(text) <= limit else text[:limit] + ' …')
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #629fb095
+def _transcript_html(traj: Trajectory, max_messages: int = 14) -> str:
+    "The messages of `traj` as short HTML lines: who spoke, the tool calls and their outputs."
+    lines = []
+    for m in traj.messages[:max_messages]:
+        if m.role == 'system': continue
+        calls = ', '.join(f'{c.name}({json.dumps(c.args)})' for c in m.tool_calls or [])
+        text = (m.content or '') + (f' → {calls}' if calls else '')
+        lines.append(f'<b>{m.role}</b>: {_cell(text, 160)}')
+    if len(traj.messages) > max_messages: lines.append(f'… {len(traj.messages) - max_messages} more')
+    return '<br>'.join(lines)
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #f9aadf4d
+def _verdict_html(rubric_sections: dict, judged: dict) -> str:
+    "One row per rubric item, one column per judged trajectory (✓ / ✗), and the reward R of each."
+    names = list(judged)
+    head = ''.join(f'<th>{_cell(n)}</th>' for n in names)
+    rows, keys = [], (('forbidden', 'forbidden_violated'), ('subgoals', 'subgoals_completed'),
+                      ('interactions', 'interactions_satisfied'))
+    for section, field in keys:
+        for i, item in enumerate(rubric_sections[section]):
+            marks = []
+            for s in judged.values():
+                if s.verdict is None: marks.append('?'); continue
+                v = getattr(s.verdict, field)[i]
+                ok = not v if section == 'forbidden' else v
+                marks.append('✓' if ok else '<b style="color:#c00">✗</b>')
+            label = f'{section[:-1] if section != "forbidden" else "not forbidden"}: {_cell(item, 60)}'
+            rows.append(f'<tr><td>{label}</td>' + ''.join(f'<td>{x}</td>' for x in marks) + '</tr>')
+    score = lambda s: 'unknown' if s.score is None else f'{s.score:.2f}'
+    total = ''.join(f'<td><b>{score(s)}</b></td>' for s in judged.values())
+    return (f'<table><tr><th>rubric item</th>{head}</tr>' + ''.join(rows)
+            + f'<tr><td><b>R (Eq. 5)</b></td>{total}</tr></table>')
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #cb24f7f4
+def pipeline_example_html(task: Task, demo: Trajectory, judged: dict, world_map: list[dict]) -> str:
+    """The paper's pipeline figure as one worked example: tool suite → I/C pair → a demonstration →
+    the rubric → the judge's verdicts (`judged`: name → `RubricScore`) → the consistency map M."""
+    sections = task.rubric_sections()
+    distractors = set(task.metadata.get('distractors', []))
+    tools = f'<i>{_cell(task.metadata.get("persona", ""), 120)}</i><br>' + '<br>'.join(
+        f'<code>{_cell(t.name)}</code>' + (' <i>(distractor)</i>' if t.name in distractors else '')
+        + (' <b>(forbidden)</b>' if t.name == task.metadata.get('forbidden_tool') else '')
+        + f': {_cell(t.function.description, 80)}' for t in task_tools(task))
+    gap = (f'<b>I</b> (the agent sees): {_cell(task.instruction)}<br><br>'
+           f'<b>C</b> (only the user knows): {_cell(task.hidden_context)}')
+    rubric = '<br>'.join(f'<b>{k}</b>:<br>' + ''.join(f'• {_cell(x, 90)}<br>' for x in v)
+                         for k, v in sections.items())
+    entries = '<br>'.join(f'#{e["number"]} <code>{_cell(e["name"])}</code>'
+                          f'({_cell(json.dumps(e["arguments"]), 60)})'
+                          f' → {_cell(json.dumps((e.get("result") or {}).get("output")), 80)}'
+                          for e in world_map)
+    cols = {'tool suite': tools, 'I / C pair': gap, 'transcript (a demonstration)': _transcript_html(demo),
+            'rubric': rubric, 'judge verdicts': _verdict_html(sections, judged), 'consistency map M': entries}
+    head = ''.join(f'<th style="text-align:left">{k}</th>' for k in cols)
+    td = '<td style="vertical-align:top;text-align:left;font-size:85%">'
+    body = ''.join(f'{td}{v}</td>' for v in cols.values())
+    return f'<table><tr>{head}</tr><tr>{body}</tr></table>'
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #c9ddf548
+def plot_task_stats(tasks: list[dict], rewards: list[dict]):
+    """Two panels of a run: tools offered per task (distractors stacked on top) and the rubric reward
+    of every judged trajectory by who made it (dots; the bar is the mean)."""
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
+    own = [len(t['metadata']['tool_suite']) - len(t['metadata'].get('distractors', [])) for t in tasks]
+    extra = [len(t['metadata'].get('distractors', [])) for t in tasks]
+    x = range(len(tasks))
+    a.bar(x, own, label='task tools'); a.bar(x, extra, bottom=own, label='distractors')
+    a.axhline(4.1, color='k', ls='--', lw=1, label='paper mean (4.1)')
+    a.set_xticks(list(x)); a.set_xlabel('task'); a.set_ylabel('tools offered')
+    a.set_title('tools per task'); a.legend(fontsize=8, loc='lower right')
+    kinds = {'demonstrations': [s for x in rewards for s in x['demos']]}
+    for name in rewards[0]['probes'] if rewards else ():
+        kinds[name] = [x['probes'][name] for x in rewards]
+    kinds['held-out policy'] = [x['heldout'] for x in rewards if x['heldout']]
+    for i, (name, rows) in enumerate(kinds.items()):
+        ys = [r['score'] for r in rows if r['score'] is not None]
+        xs = [i + 0.25 * ((j % 5) - 2) / 2 for j in range(len(ys))]     # spread the dots, no randomness
+        if ys: b.bar(i, sum(ys) / len(ys), color='#ddd', width=0.7)
+        b.scatter(xs, ys, s=14, zorder=3)
+    b.set_xticks(range(len(kinds)), list(kinds), rotation=20); b.set_ylim(-0.05, 1.05)
+    b.set_title('rubric reward R (Eq. 5) per trajectory'); b.set_ylabel('R')
+    fig.tight_layout()
+    return fig
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #c632b630
+def plot_table6(table6: dict):
+    """Table 6 as bars: the share of held-out tasks per persona category and the share of them scoring
+    below the low-score line, ours beside the paper's."""
+    import matplotlib.pyplot as plt
+    rows = table6['rows']
+    names, x = [r['category'] for r in rows], list(range(len(rows)))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharex=True)
+    for ax, key, title in zip(axes, ('share', 'low_score_rate'),
+                              ('share of held-out tasks', f'low-score rate (R < {table6["low_score"]})')):
+        ours = [r[key] or 0 for r in rows]
+        paper = [(r['paper'] or {}).get(key) or 0 for r in rows]
+        ax.bar([i - 0.2 for i in x], ours, width=0.4, label='ours')
+        ax.bar([i + 0.2 for i in x], paper, width=0.4, label='paper')
+        ax.set_xticks(x, names, rotation=30, ha='right'); ax.set_ylim(0, 1); ax.set_title(title)
+    axes[0].legend()
+    fig.tight_layout()
+    return fig
+
+# %% ../../../nbs/synthagent/03_recipe.ipynb #21e8e511
+def plot_table2(heldout: dict):
+    "Table 2 as bars: the share of held-out tasks per score bin, ours beside the paper's, and tool calls per bin."
+    import matplotlib.pyplot as plt
+    ours, paper = heldout['table2']['bins'], heldout['paper_table2']
+    x, names = range(len(ours)), [b['bin'] for b in ours]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    a.bar([i - 0.2 for i in x], [r['share'] for r in ours], width=0.4, label='ours')
+    a.bar([i + 0.2 for i in x], [r['share'] for r in paper], width=0.4, label='paper')
+    a.set_xticks(list(x), names); a.set_ylim(0, 1); a.set_title('share of held-out tasks per score bin'); a.legend()
+    for key, color in (('avg_tool_calls', 'C0'), ('avg_user_interactions', 'C1')):
+        b.plot(list(x), [r[key] for r in paper], marker='o', ls='--', color=color, label=f'paper {key[4:]}')
+        b.plot(list(x), [r[key] if r[key] is not None else float('nan') for r in ours], marker='s', ls='',
+               color=color, label=f'ours {key[4:]}')
+    b.set_xticks(list(x), names); b.set_title('mean per trajectory in each bin'); b.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #a511c41a
 def summarize(card: dict) -> dict:

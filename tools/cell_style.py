@@ -103,14 +103,14 @@ def split_code(code: str) -> list[str] | None:
     if tree is None: return None
     body = tree.body
     if sum(isinstance(n, DEFS) for n in body) < 2: return None
-    for a, b in zip(body, body[1:]):
-        if a.end_lineno >= start_line(b): return None          # `x = 1; def f(): ...` on one line
     # groups: leading non-defs + a def; trailing non-defs join the last group
     groups, cur = [], []
     for n in body:
         cur.append(n)
         if isinstance(n, DEFS): groups.append(cur); cur = []
     if cur: groups[-1].extend(cur)
+    if any(a[-1].end_lineno >= start_line(b[0]) for a, b in zip(groups, groups[1:])):
+        return None                                            # `def f(): ...; x = 1` then a cut on that line
     lines = to_lines(code)
     cuts = [0]                                                 # 0-based line index where each group starts
     for prev, g in zip(groups, groups[1:]):

@@ -61,7 +61,8 @@ def test_code_lines_fit(path):
 @pytest.mark.parametrize('path', ALL, ids=nb_id)
 def test_code_lines_fit_everywhere(path):
     long = long_code_lines(path, MAX_LINE_ALL)
-    assert not long, f'{nb_id(path)}: code lines over {MAX_LINE_ALL} characters:\n' + '\n'.join(long)
+    assert not long, (f'{nb_id(path)}: code lines over {MAX_LINE_ALL} characters (code: python tools/cell_style.py '
+                      f'wrap {path.relative_to(REPO)}; strings and comments by hand):\n' + '\n'.join(long))
 
 
 @pytest.mark.parametrize('path', ALL, ids=nb_id)
@@ -193,3 +194,20 @@ def test_notebooks_are_written_as_nbdev_writes_them(tmp_path):
     mtime = p.stat().st_mtime_ns
     cs.main(['split', 'hide', str(p)])
     assert p.stat().st_mtime_ns == mtime                         # nothing to do: not rewritten
+
+
+@pytest.mark.skipif(cs.shutil.which('ruff') is None, reason='wrap needs ruff')
+def test_wrap_shortens_long_lines_and_keeps_the_code():
+    long_call = "    if not found: raise ValueError(f'the {tag!r} request has no inputs block, " + 'x' * 60 + "')"
+    code = ('from envsynth.schema import (' + ', '.join(f'name_{i}' for i in range(25)) + ')\n'
+            'def f(found, tag):\n'
+            '    "' + 'A docstring far too long to fit. ' * 5 + '"\n'
+            '    if found: return 1\n' + long_call + '\n'
+            "    return {'a': 1,   'b':2}")
+    new, left = cs.wrap_code(code)
+    assert ast.dump(ast.parse(new)) == ast.dump(ast.parse(code))
+    assert left == [code.splitlines()[2]]                        # a string: left, and listed
+    assert new.splitlines()[0].startswith('from envsynth.schema import (name_0, ')   # nbdev makes it relative
+    assert "    if found: return 1\n" in new and "    return {'a': 1,   'b':2}" in new   # only long lines move
+    assert "raise ValueError(\n" in new and "f'the {tag!r}" in new                    # quotes kept
+    assert cs.wrap_code('%time f()\n' + 'x' * 130)[0].startswith('%time')             # magics: left

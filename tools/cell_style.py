@@ -1,10 +1,12 @@
 """Mechanical style fixes for the notebooks under nbs/, safe to run on the whole tree.
 
     python tools/cell_style.py check nbs                 # counts per notebook, nothing written
-    python tools/cell_style.py split hide nbs            # rewrite in place: both fixes
+    python tools/cell_style.py split hide wrap nbs       # rewrite in place: the three safe fixes
     python tools/cell_style.py idiom nbs/core/00_schema.ipynb
 
-Subcommands (several may be given; they run in the order written), then notebook files or folders:
+Subcommands (several may be given; they run in the order written), then notebook files or folders.
+`split`, `hide` and `wrap` leave the exported code AST-identical; `idiom` changes checks only and
+is not run on the whole tree without executing the notebooks it touched.
 
 * `split`: an export cell (`#| export`, `#| exports`, `#| exporti`) that holds more than one
   top-level `def`/`class` becomes one cell per definition. Statements that are not definitions
@@ -21,6 +23,11 @@ Subcommands (several may be given; they run in the order written), then notebook
   `len(...)`/`str(...)`/`int(...)` call ...). `test_eq(x, None)` becomes `assert x is None`.
   Calls it cannot rewrite safely (list or tuple on both sides, which `equals` compares element by
   element, multi-line arguments, keywords) are left and listed.
+* `wrap`: a statement with a line over 120 characters is reformatted by `ruff format --range`
+  (quotes kept, nothing else in the cell touched); a long `from ... import` becomes
+  `from m import (a, b,` plus aligned lines, the form nbdev still makes relative. A change that
+  would alter the code's AST is not taken. Strings, comments and cells with magics are left and
+  listed. Needs `ruff` on the PATH.
 * `check`: counts per notebook: export cells with more than one definition, non-export code
   cells hidden, check idioms, code lines over 120 characters.
 
@@ -28,7 +35,7 @@ Files are written the way nbdev writes them (sorted keys, one-space indent, UTF-
 newline); a notebook that needs no change is not rewritten.
 """
 from __future__ import annotations
-import argparse, ast, copy, hashlib, json, re, sys
+import argparse, ast, copy, hashlib, json, re, shutil, subprocess, sys
 from pathlib import Path
 
 EXPORT_RE = re.compile(r'^#\|\s*export[si]?\b')
@@ -232,6 +239,72 @@ def idiom_nb(nb: dict) -> tuple[int, list[str]]:
     return n, left
 
 
+# --- wrap ----------------------------------------------------------------------------------------
+
+RUFF_OPTS = ['--isolated', '--config', "format.quote-style='preserve'", '--config', 'format.docstring-code-format=false']
+
+def ruff_range(code: str, line: int, limit: int) -> str | None:
+    "`code` with the statement(s) on 1-based `line` formatted by `ruff format` within `limit`; None if ruff fails."
+    ruff = shutil.which('ruff')
+    if ruff is None: raise SystemExit('cell_style.py wrap needs ruff on the PATH (pip install ruff)')
+    n = len(to_lines(code)[line - 1].rstrip('\n'))
+    r = subprocess.run([ruff, 'format', *RUFF_OPTS, '--line-length', str(limit), '--range', f'{line}:1-{line}:{n + 1}',
+                        '--stdin-filename', 'cell.py', '-'], input=code, capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+def wrap_import(code: str, node: ast.ImportFrom, limit: int) -> str | None:
+    "`code` with import `node` rewritten as `from m import (a, b,` + aligned continuation lines; None if it has comments."
+    lines = to_lines(code)
+    seg = ''.join(lines[node.lineno - 1:node.end_lineno])
+    if '#' in seg or node.col_offset: return None
+    head = f'from {"." * node.level}{node.module or ""} import ('
+    names = [a.name + (f' as {a.asname}' if a.asname else '') for a in node.names]
+    out, cur = [], head
+    for k, nm in enumerate(names):
+        piece = nm + (', ' if k < len(names) - 1 else ')')
+        if cur.strip() != head.strip() and cur != ' ' * len(head) and len(cur) + len(piece.rstrip()) > limit:
+            out.append(cur.rstrip()); cur = ' ' * len(head)
+        cur += piece
+    out.append(cur)
+    end = '\n' if seg.endswith('\n') else ''
+    return ''.join(lines[:node.lineno - 1]) + '\n'.join(out) + end + ''.join(lines[node.end_lineno:])
+
+def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
+    """`code` with every statement that has a line over `limit` reformatted by ruff (quotes kept), and the
+    lines left too long (strings, comments, what ruff cannot shorten). A change that alters the code's AST
+    (ruff normalises docstrings) is not taken."""
+    tree = parse(code)
+    if tree is None: return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
+    want, stuck = ast.dump(tree), set()
+    for _ in range(500):
+        lines = to_lines(code)
+        todo = [i for i, l in enumerate(lines) if len(l.rstrip('\n')) > limit and l not in stuck]
+        if not todo: break
+        i = todo[0]
+        stmt = next((n for n in ast.walk(parse(code)) if isinstance(n, ast.stmt) and n.lineno <= i + 1 <= n.end_lineno
+                     and not hasattr(n, 'body')), None)
+        if isinstance(stmt, ast.ImportFrom):                   # nbdev makes `from envsynth.x import (a,` relative
+            new = wrap_import(code, stmt, limit)               # only with a name on the first line
+        else: new = ruff_range(code if code.endswith('\n') else code + '\n', i + 1, limit)
+        if new is not None and not code.endswith('\n'): new = new.rstrip('\n')
+        n_long = lambda c: sum(len(l.rstrip('\n')) > limit for l in to_lines(c))
+        if (new is not None and new != code and parse(new) is not None and ast.dump(parse(new)) == want
+                and n_long(new) < n_long(code)): code = new
+        else: stuck.add(lines[i])
+    return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
+
+def wrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
+    "Reformat the code cells of `nb` that have lines over `limit`; cells changed and lines left."
+    n, left = 0, []
+    for cell in nb['cells']:
+        if cell['cell_type'] != 'code' or all(len(l.rstrip('\n')) <= limit for l in to_lines(src(cell))): continue
+        directives, code = split_directives(src(cell))
+        new, l = wrap_code(code, limit)
+        left += [f'{cell.get("id")}: {len(x)}: {x.strip()[:70]}' for x in l]
+        if new != code: cell['source'] = to_lines(''.join(directives) + new); n += 1
+    return n, left
+
+
 # --- check ---------------------------------------------------------------------------------------
 
 def idioms(code: str) -> dict[str, int]:
@@ -285,7 +358,7 @@ def report(rows: list[tuple[str, dict]]) -> str:
 
 # --- command line --------------------------------------------------------------------------------
 
-COMMANDS = ('split', 'hide', 'idiom', 'check')
+COMMANDS = ('split', 'hide', 'idiom', 'wrap', 'check')
 
 def notebooks(paths: list[str]) -> list[Path]:
     "The notebooks named or under the folders named, skipping checkpoints and `_`/`.` names."
@@ -305,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not cmds: ap.error(f'name at least one of {", ".join(COMMANDS)}')
     nbs = notebooks(args.paths)
-    rows, changed, left = [], 0, []
+    rows, changed, left, long_left = [], 0, [], []
     for path in nbs:
         nb = read_nb(path)
         msgs = []
@@ -314,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
             elif cmd == 'hide': msgs.append(f'hid {hide_nb(nb)}')
             elif cmd == 'idiom':
                 n, l = idiom_nb(nb); msgs.append(f'rewrote {n}'); left += [f'{path}: {t}' for t in l]
+            elif cmd == 'wrap':
+                n, l = wrap_nb(nb); msgs.append(f'wrapped {n} cells'); long_left += [f'{path}: {t}' for t in l]
         if cmds != ['check'] and write_nb(path, nb):
             changed += 1
             print(f'{path}: {", ".join(msgs)}')
@@ -322,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     if left:
         print(f'\n{len(left)} test_eq/test_ne calls left as they are:')
         print('\n'.join(left))
+    if long_left:
+        print(f'\n{len(long_left)} lines still over {LONG} characters (strings, comments, magics):')
+        print('\n'.join(long_left))
     if cmds != ['check']: print(f'{changed} of {len(nbs)} notebooks rewritten')
     return 0
 

@@ -19,8 +19,9 @@
 import argparse, copy, hashlib, json, marshal, os, platform, random, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 import orjson
-from envsynth.envs import (Environment, EpisodeClock, WriteView, _import_toolkit, combine_hashes, load_environment,
-                           table_hash, validate_table)
+from envsynth.envs import (Environment, EpisodeClock, WriteView, combine_hashes, load_environment, table_hash,
+                           validate_table)
+from envsynth.env_folder import _import_toolkit
 from envsynth.schema import validate_arguments
 from envsynth.sandbox import SandboxPool
 

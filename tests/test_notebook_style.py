@@ -1,12 +1,21 @@
-"Style of the core notebooks, which readers read as tutorials: code lines fit in 100 characters."
-import json
+"""Style of the notebooks, which readers read as tutorials: code lines fit in 100 characters in the
+core notebooks and 120 everywhere, and an export cell holds one definition (tools/cell_style.py
+splits the others mechanically); plus the cell tool itself on small synthetic notebooks."""
+import ast, json, sys
 from pathlib import Path
 
 import pytest
 
-CORE = Path(__file__).resolve().parents[1] / 'nbs' / 'core'
-MAX_LINE = 100
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'tools'))
+import cell_style as cs  # noqa: E402
+
+CORE = REPO / 'nbs' / 'core'
+MAX_LINE = 100          # core notebooks
+MAX_LINE_ALL = 120      # every notebook
 CHECKED = sorted(CORE.glob('*.ipynb'))
+ALL = cs.notebooks([str(REPO / 'nbs')])
+nb_id = lambda p: str(p.relative_to(REPO / 'nbs'))
 
 
 def long_code_lines(path: Path, limit: int = MAX_LINE) -> list[str]:
@@ -17,6 +26,17 @@ def long_code_lines(path: Path, limit: int = MAX_LINE) -> list[str]:
             for line in src.splitlines() if len(line) > limit]
 
 
+def multi_definition_cells(path: Path) -> list[str]:
+    "`cell id: names` of every export cell of notebook `path` that holds more than one top-level definition."
+    out = []
+    for c in cs.read_nb(path)['cells']:
+        if not cs.is_export(c): continue
+        tree = cs.parse(cs.split_directives(cs.src(c))[1])
+        names = [n.name for n in tree.body if isinstance(n, cs.DEFS)] if tree else []
+        if len(names) > 1: out.append(f'{c.get("id")}: {", ".join(names)}')
+    return out
+
+
 def test_finds_long_lines(tmp_path):
     too_long = 'y = "' + 'z' * 100 + '"'
     nb = {'cells': [{'cell_type': 'code', 'id': 'a', 'source': ['x = 1\n', too_long]},
@@ -24,13 +44,170 @@ def test_finds_long_lines(tmp_path):
     (tmp_path / 'n.ipynb').write_text(json.dumps(nb))
     found = long_code_lines(tmp_path / 'n.ipynb')
     assert len(found) == 1 and found[0].startswith('a: 106: ')
+    assert long_code_lines(tmp_path / 'n.ipynb', MAX_LINE_ALL) == []
 
 
 def test_finds_core_notebooks():
     assert CHECKED, CORE
+    assert set(CHECKED) <= set(ALL) and len(ALL) > len(CHECKED)
 
 
 @pytest.mark.parametrize('path', CHECKED, ids=lambda p: p.stem)
 def test_code_lines_fit(path):
     long = long_code_lines(path)
     assert not long, f'{path.name}: code lines over {MAX_LINE} characters:\n' + '\n'.join(long)
+
+
+@pytest.mark.parametrize('path', ALL, ids=nb_id)
+def test_code_lines_fit_everywhere(path):
+    long = long_code_lines(path, MAX_LINE_ALL)
+    assert not long, (f'{nb_id(path)}: code lines over {MAX_LINE_ALL} characters (code: python tools/cell_style.py '
+                      f'wrap {path.relative_to(REPO)}; strings and comments by hand):\n' + '\n'.join(long))
+
+
+@pytest.mark.parametrize('path', ALL, ids=nb_id)
+def test_one_definition_per_export_cell(path):
+    multi = multi_definition_cells(path)
+    assert not multi, (f'{nb_id(path)}: export cells with several definitions (split them: '
+                       f'python tools/cell_style.py split {path.relative_to(REPO)}):\n' + '\n'.join(multi))
+
+
+# --- the cell tool on synthetic notebooks --------------------------------------------------------
+
+def cell(source: str, cell_type='code', id='c0', outputs=None, metadata=None) -> dict:
+    c = {'cell_type': cell_type, 'id': id, 'metadata': metadata or {}, 'source': cs.to_lines(source)}
+    if cell_type == 'code': c.update(execution_count=None, outputs=outputs or [])
+    return c
+
+def notebook(*cells) -> dict:
+    return {'cells': list(cells), 'metadata': {'kernelspec': {'name': 'python3'}}, 'nbformat': 4,
+            'nbformat_minor': 5}
+
+MULTI = '''#| export
+import re
+X = 1
+
+# what f does
+@patch
+@other(2)
+def f(a): return a + X
+
+class K:
+    "A class."
+    def m(self): return f(1)
+# g does nothing
+async def g(): pass
+G = g
+'''
+
+def exported(nb: dict) -> str:
+    "The code nbdev would export: the export cells without their directive lines, joined."
+    return '\n\n'.join(cs.split_directives(cs.src(c))[1] for c in nb['cells'] if cs.is_export(c))
+
+def test_split_keeps_the_code_and_attaches_what_belongs_to_a_definition():
+    nb = notebook(cell('# Title', 'markdown', id='m0'),
+                  cell(MULTI, id='e1', outputs=[{'output_type': 'stream', 'name': 'stdout', 'text': ['x']}],
+                       metadata={'tags': ['t']}),
+                  cell('f(1)', id='e2'))
+    before = exported(nb)
+    assert cs.split_nb(nb) == 1
+    parts = [c for c in nb['cells'] if cs.is_export(c)]
+    assert ast.dump(ast.parse(exported(nb))) == ast.dump(ast.parse(before))
+    srcs = [cs.src(p) for p in parts]
+    assert len(parts) == 3 and all(s.startswith('#| export\n') for s in srcs)
+    assert srcs[0] == '#| export\nimport re\nX = 1\n\n# what f does\n@patch\n@other(2)\ndef f(a): return a + X'
+    assert srcs[1] == '#| export\nclass K:\n    "A class."\n    def m(self): return f(1)'
+    assert srcs[2] == '#| export\n# g does nothing\nasync def g(): pass\nG = g'
+    assert parts[0]['id'] == 'e1' and parts[0]['outputs'] and not parts[1]['outputs']
+    ids = [c['id'] for c in nb['cells']]
+    assert len(set(ids)) == len(ids) and all(p['metadata'] == {'tags': ['t']} for p in parts)
+    assert [c['id'] for c in nb['cells']][-1] == 'e2' and cs.src(nb['cells'][0]) == '# Title'
+    assert cs.split_nb(nb) == 0                                  # a second run changes nothing
+
+
+def test_split_leaves_what_it_cannot_or_need_not_cut():
+    one = '#| export\nX = 1\ndef f(): pass\nY = f'
+    same_line = '#| export\ndef f(): pass\nx = 1; exec("")\ndef g(): pass; y = 2'
+    shown = 'def f(): pass\ndef g(): pass'                     # not exported: an example
+    magic = '#| export\n%time 1\ndef f(): pass\ndef g(): pass'
+    nb = notebook(*[cell(s, id=f'c{i}') for i, s in enumerate([one, shown, magic])])
+    assert cs.split_nb(nb) == 0 and len(nb['cells']) == 3
+    assert cs.split_code(cs.split_directives(same_line)[1]) == ['def f(): pass',
+                                                                'x = 1; exec("")\ndef g(): pass; y = 2']
+    assert cs.split_code('def f(): pass\nx = 1; def_ = 2\ndef g(): pass') is not None
+    assert cs.split_code('x = 1\ndef f(): pass\nclass A: pass; y = 1\ndef g(): pass') is not None
+    assert cs.split_code('def f(): pass; z = 1\ndef g(): pass') is not None
+    assert cs.split_code('x = 1; def_ = 2') is None
+
+
+def test_hide_only_touches_check_only_cells():
+    cells = [cell('assert f(1) == 2, "f adds one"\ntest_eq(g(), 3)\nwith pytest.raises(ValueError): h()',
+                  id='checks'),
+             cell('x = f(1)\nassert x == 2', id='computes'),
+             cell('test_eq(f(1), 2)\nf(1)', id='shows'),
+             cell('assert f(1) == 2', id='printed', outputs=[{'output_type': 'stream', 'text': ['w']}]),
+             cell('#| export\nassert X', id='exported'),
+             cell('#| hide\nassert x', id='hidden'),
+             cell('#| eval: false\ntest_fail(lambda: f(None))', id='flagged'),
+             cell('assert x', 'markdown', id='md')]
+    nb = notebook(*cells)
+    before = {c['id']: cs.src(c) for c in nb['cells']}
+    assert cs.hide_nb(nb) == 2
+    after = {c['id']: cs.src(c) for c in nb['cells']}
+    assert after['checks'] == '#| hide\n' + before['checks']
+    assert after['flagged'] == '#| hide\n' + before['flagged']
+    assert {k: v for k, v in after.items() if k not in ('checks', 'flagged')} == \
+           {k: v for k, v in before.items() if k not in ('checks', 'flagged')}
+    assert cs.hide_nb(nb) == 0
+
+
+@pytest.mark.parametrize('before, after', [
+    ("test_eq(r.error.type, 'bad')", "assert r.error.type == 'bad'"),
+    ("test_ne(len(xs), 0)", "assert len(xs) != 0"),
+    ("test_eq(f(x), None)", "assert f(x) is None"),
+    ("test_ne(None, y)", "assert y is not None"),
+    ("test_eq(a or b, {'k': 1})", "assert (a or b) == {'k': 1}"),
+    ("test_eq(await f(), 2)", "assert (await f()) == 2"),
+    ("if ok: test_eq(x, 1.5)", "if ok: assert x == 1.5"),
+    ("test_eq(xs, [1, 2])", None),                   # fastcore compares a list and a tuple element-wise
+    ("test_eq(xs, ys)", None),
+    ("test_eq(b, b'x')", None),
+    ("test_eq(x, 1, 'msg')", None),
+    ("test_eq(x,\n        'two lines')", None),
+])
+def test_idiom_rewrites_only_the_same_test(before, after):
+    out, left = cs.idiom_cell(before)
+    assert out == (after or before)
+    assert bool(left) == (after is None)
+
+
+def test_notebooks_are_written_as_nbdev_writes_them(tmp_path):
+    src = CORE / '00_schema.ipynb'
+    assert cs.dump_nb(cs.read_nb(src)) == src.read_text()
+    p = tmp_path / 'a.ipynb'
+    p.write_text(cs.dump_nb(notebook(cell(MULTI, id='e1'), cell('assert f(1) == 2', id='t'))))
+    assert cs.main(['check', str(tmp_path)]) == 0 and p.read_text() == cs.dump_nb(cs.read_nb(p))
+    assert cs.main(['split', 'hide', str(tmp_path)]) == 0
+    nb = cs.read_nb(p)
+    assert len(nb['cells']) == 4 and cs.src(nb['cells'][-1]).startswith('#| hide\n')
+    assert p.read_text().endswith('}\n') and not multi_definition_cells(p)
+    mtime = p.stat().st_mtime_ns
+    cs.main(['split', 'hide', str(p)])
+    assert p.stat().st_mtime_ns == mtime                         # nothing to do: not rewritten
+
+
+@pytest.mark.skipif(cs.shutil.which('ruff') is None, reason='wrap needs ruff')
+def test_wrap_shortens_long_lines_and_keeps_the_code():
+    long_call = "    if not found: raise ValueError(f'the {tag!r} request has no inputs block, " + 'x' * 60 + "')"
+    code = ('from envsynth.schema import (' + ', '.join(f'name_{i}' for i in range(25)) + ')\n'
+            'def f(found, tag):\n'
+            '    "' + 'A docstring far too long to fit. ' * 5 + '"\n'
+            '    if found: return 1\n' + long_call + '\n'
+            "    return {'a': 1,   'b':2}")
+    new, left = cs.wrap_code(code)
+    assert ast.dump(ast.parse(new)) == ast.dump(ast.parse(code))
+    assert left == [code.splitlines()[2]]                        # a string: left, and listed
+    assert new.splitlines()[0].startswith('from envsynth.schema import (name_0, ')   # nbdev makes it relative
+    assert "    if found: return 1\n" in new and "    return {'a': 1,   'b':2}" in new   # only long lines move
+    assert "raise ValueError(\n" in new and "f'the {tag!r}" in new                    # quotes kept
+    assert cs.wrap_code('%time f()\n' + 'x' * 130)[0].startswith('%time')             # magics: left

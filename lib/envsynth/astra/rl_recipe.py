@@ -111,7 +111,8 @@ STEPS = (Step('qa', '01_qa', per_item=True), Step('qa_validation', '02_qa_valida
 ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
 RECIPE = Recipe('astra', STEPS, AstraRLParams, ROLES, offline_teacher, command='rl', namespace='astra-rl',
-                description="Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable).")
+                description="Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable); "
+                            'parameter files: papers_repro/astra/rl_*.yaml.')
 
 class RLRecipeRun(RecipeRun):
     "The frame's run, with the sandbox pool and the embedder the stages share."

@@ -1,0 +1,407 @@
+"""Mechanical style fixes for the notebooks under nbs/, safe to run on the whole tree.
+
+    python tools/cell_style.py check nbs                 # counts per notebook, nothing written
+    python tools/cell_style.py split hide wrap nbs       # rewrite in place: the three safe fixes
+    python tools/cell_style.py idiom nbs/core/00_schema.ipynb
+
+Subcommands (several may be given; they run in the order written), then notebook files or folders.
+`split`, `hide` and `wrap` leave the exported code AST-identical; `idiom` changes checks only and
+is not run on the whole tree without executing the notebooks it touched.
+
+* `split`: an export cell (`#| export`, `#| exports`, `#| exporti`) that holds more than one
+  top-level `def`/`class` becomes one cell per definition. Statements that are not definitions
+  (constants, imports, assignments) stay with the definition that follows them; those after the
+  last definition stay with it. Decorators and the comment lines right above a definition move
+  with it. The directive lines are repeated in every part. The code nbdev exports is unchanged
+  but for the cell markers (`# %% ...`) and blank lines between cells.
+* `hide`: a code cell that is not exported and only checks things (every top-level statement is
+  an `assert`, a fastcore `test_*(...)` call, or a `with pytest.raises(...)`/`with raises(...)`
+  block) and shows no output gets `#| hide`, so the docs do not present it as an example.
+* `idiom`: the notebooks' checks use plain `assert`: a `test_eq(a, b)` / `test_ne(a, b)` call is
+  rewritten as `assert a == b` / `assert a != b` where the two are the same test, i.e. where one
+  side is a value for which fastcore's `equals` is `==` (a string, number, bool, dict or set, a
+  `len(...)`/`str(...)`/`int(...)` call ...). `test_eq(x, None)` becomes `assert x is None`.
+  Calls it cannot rewrite safely (list or tuple on both sides, which `equals` compares element by
+  element, multi-line arguments, keywords) are left and listed.
+* `wrap`: a statement with a line over 120 characters is reformatted by `ruff format --range`
+  (quotes kept, nothing else in the cell touched); a long `from ... import` becomes
+  `from m import (a, b,` plus aligned lines, the form nbdev still makes relative. A change that
+  would alter the code's AST is not taken. Strings, comments and cells with magics are left and
+  listed. Needs `ruff` on the PATH.
+* `check`: counts per notebook: export cells with more than one definition, non-export code
+  cells hidden, check idioms, code lines over 120 characters.
+
+Files are written the way nbdev writes them (sorted keys, one-space indent, UTF-8, a final
+newline); a notebook that needs no change is not rewritten.
+"""
+from __future__ import annotations
+import argparse, ast, copy, hashlib, json, re, shutil, subprocess, sys
+from pathlib import Path
+
+EXPORT_RE = re.compile(r'^#\|\s*export[si]?\b')
+DIRECTIVE_RE = re.compile(r'^\s*#\|')
+HIDE_RE = re.compile(r'^#\|\s*(hide|echo:\s*false|include:\s*false)\b')
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+LONG = 120
+TEST_CALLS = re.compile(r'^test(_\w+)?$')
+
+
+# --- reading and writing notebooks ------------------------------------------------------------
+
+def read_nb(path: Path) -> dict: return json.loads(Path(path).read_text(encoding='utf-8'))
+
+def dump_nb(nb: dict) -> str: return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + '\n'
+
+def write_nb(path: Path, nb: dict) -> bool:
+    "Write `nb` to `path` if it differs from the file; whether it was written."
+    text = dump_nb(nb)
+    if Path(path).read_text(encoding='utf-8') == text: return False
+    Path(path).write_text(text, encoding='utf-8')
+    return True
+
+def src(cell: dict) -> str:
+    s = cell.get('source', '')
+    return ''.join(s) if isinstance(s, list) else s
+
+def to_lines(text: str) -> list[str]: return text.splitlines(keepends=True)
+
+def split_directives(text: str) -> tuple[list[str], str]:
+    "The leading `#|` directive lines of a cell and the code after them."
+    lines = to_lines(text)
+    i = 0
+    while i < len(lines) and DIRECTIVE_RE.match(lines[i]): i += 1
+    return lines[:i], ''.join(lines[i:])
+
+def is_export(cell: dict) -> bool:
+    return cell['cell_type'] == 'code' and any(EXPORT_RE.match(l.strip()) for l in split_directives(src(cell))[0])
+
+def is_hidden(cell: dict) -> bool:
+    return any(HIDE_RE.match(l.strip()) for l in split_directives(src(cell))[0])
+
+def parse(code: str) -> ast.Module | None:
+    "The module of `code`, or None where it is not plain Python (magics, shell lines)."
+    try: return ast.parse(code)
+    except SyntaxError: return None
+
+def n_defs(code: str) -> int:
+    tree = parse(code)
+    return sum(isinstance(n, DEFS) for n in tree.body) if tree else 0
+
+def fresh_id(old: str, k: int, taken: set[str]) -> str:
+    "A cell id derived from the id it was split from (so a rerun gives the same ids), unique in `taken`."
+    salt = 0
+    while True:
+        new = hashlib.sha1(f'{old}:{k}:{salt}'.encode()).hexdigest()[:8]
+        if new not in taken: taken.add(new); return new
+        salt += 1
+
+
+# --- split ---------------------------------------------------------------------------------------
+
+def start_line(node: ast.stmt) -> int:
+    "First line (1-based) of `node`, decorators included."
+    decs = getattr(node, 'decorator_list', None) or []
+    return min([node.lineno] + [d.lineno for d in decs])
+
+def split_code(code: str) -> list[str] | None:
+    """`code` cut into one piece per top-level definition, or None where it needs no cut (at most one
+    definition) or cannot be cut on line boundaries."""
+    tree = parse(code)
+    if tree is None: return None
+    body = tree.body
+    if sum(isinstance(n, DEFS) for n in body) < 2: return None
+    # groups: leading non-defs + a def; trailing non-defs join the last group
+    groups, cur = [], []
+    for n in body:
+        cur.append(n)
+        if isinstance(n, DEFS): groups.append(cur); cur = []
+    if cur: groups[-1].extend(cur)
+    if any(a[-1].end_lineno >= start_line(b[0]) for a, b in zip(groups, groups[1:])):
+        return None                                            # `def f(): ...; x = 1` then a cut on that line
+    lines = to_lines(code)
+    cuts = [0]                                                 # 0-based line index where each group starts
+    for prev, g in zip(groups, groups[1:]):
+        i = start_line(g[0]) - 1
+        floor = prev[-1].end_lineno                            # do not climb into the previous statement
+        while i - 1 >= floor and lines[i - 1].strip().startswith('#'): i -= 1
+        cuts.append(i)
+    cuts.append(len(lines))
+    pieces = [''.join(lines[a:b]).strip('\n') for a, b in zip(cuts, cuts[1:])]
+    return None if any(not p.strip() for p in pieces) else pieces
+
+def split_nb(nb: dict) -> int:
+    "Split the multi-definition export cells of `nb` in place; how many cells were split."
+    taken = {c.get('id') for c in nb['cells']}
+    out, n = [], 0
+    for cell in nb['cells']:
+        if not is_export(cell): out.append(cell); continue
+        directives, code = split_directives(src(cell))
+        pieces = split_code(code)
+        if not pieces: out.append(cell); continue
+        n += 1
+        for k, piece in enumerate(pieces):
+            part = copy.deepcopy(cell) if k == 0 else {
+                'cell_type': 'code', 'execution_count': None, 'id': fresh_id(cell.get('id', ''), k, taken),
+                'metadata': copy.deepcopy(cell.get('metadata', {})), 'outputs': [], 'source': []}
+            if 'id' not in cell: part.pop('id', None)
+            part['source'] = to_lines(''.join(directives) + piece)
+            out.append(part)
+    nb['cells'] = out
+    return n
+
+
+# --- hide ----------------------------------------------------------------------------------------
+
+def _call_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call): return None
+    f = node.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+def is_raises(item: ast.withitem) -> bool: return _call_name(item.context_expr) == 'raises'
+
+def is_check(node: ast.stmt) -> bool:
+    "Whether top-level statement `node` only checks something."
+    if isinstance(node, ast.Assert): return True
+    if isinstance(node, ast.Expr) and TEST_CALLS.match(_call_name(node.value) or ''): return True
+    if isinstance(node, ast.With) and node.items and all(is_raises(i) for i in node.items): return True
+    return False
+
+def check_only(cell: dict) -> bool:
+    "A non-export code cell, not hidden yet, with no output, whose every statement is a check."
+    if cell['cell_type'] != 'code' or is_export(cell) or is_hidden(cell) or cell.get('outputs'): return False
+    tree = parse(split_directives(src(cell))[1])
+    return bool(tree and tree.body) and all(is_check(n) for n in tree.body)
+
+def hide_nb(nb: dict) -> int:
+    n = 0
+    for cell in nb['cells']:
+        if check_only(cell):
+            cell['source'] = to_lines('#| hide\n' + src(cell)); n += 1
+    return n
+
+
+# --- idiom ---------------------------------------------------------------------------------------
+
+SCALAR_CALLS = {'len', 'str', 'int', 'float', 'bool', 'repr', 'type', 'isinstance', 'round', 'hash',
+                'dict', 'set', 'frozenset'}
+LOW_PRECEDENCE = (ast.BoolOp, ast.Compare, ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Await, ast.Yield)
+
+def eq_safe(node: ast.expr) -> bool:
+    "Whether fastcore's `equals(x, node)` is `x == node` whatever `x` is (it is for str, dict, set, scalars)."
+    if isinstance(node, ast.Constant): return not isinstance(node.value, bytes)   # bytes: element-wise
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant): return True
+    if isinstance(node, (ast.JoinedStr, ast.Dict, ast.Set, ast.DictComp, ast.SetComp)): return True
+    return _call_name(node) in SCALAR_CALLS and isinstance(node.func, ast.Name)
+
+def operand(code: str, node: ast.expr) -> str | None:
+    seg = ast.get_source_segment(code, node)
+    if seg is None or '\n' in seg: return None
+    return f'({seg})' if isinstance(node, LOW_PRECEDENCE) else seg
+
+def idiom_cell(code: str) -> tuple[str, list[str]]:
+    "`code` with the safe `test_eq`/`test_ne` statements rewritten as asserts, and the calls left."
+    tree = parse(code)
+    if tree is None: return code, []
+    lines, left, edits = to_lines(code), [], []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Expr) and _call_name(node.value) in ('test_eq', 'test_ne')
+                and isinstance(node.value.func, ast.Name)): continue
+        call = node.value
+        text = ast.get_source_segment(code, node) or ''
+        if call.keywords or len(call.args) != 2 or any(isinstance(a, ast.Starred) for a in call.args):
+            left.append(text); continue
+        a, b = call.args
+        sa, sb = operand(code, a), operand(code, b)
+        if node.lineno != node.end_lineno or sa is None or sb is None: left.append(text); continue
+        ne = call.func.id == 'test_ne'
+        if isinstance(b, ast.Constant) and b.value is None: new = f'assert {sa} is {"not " if ne else ""}None'
+        elif isinstance(a, ast.Constant) and a.value is None: new = f'assert {sb} is {"not " if ne else ""}None'
+        elif eq_safe(a) or eq_safe(b): new = f'assert {sa} {"!=" if ne else "=="} {sb}'
+        else: left.append(text); continue
+        line = lines[node.lineno - 1]
+        if len(line) - len(text) + len(new) > LONG: left.append(text); continue
+        edits.append((node.lineno - 1, node.col_offset, node.end_col_offset, new))
+    for i, c0, c1, new in sorted(edits, reverse=True):
+        lines[i] = lines[i][:c0] + new + lines[i][c1:]
+    out = ''.join(lines)
+    return (out, left) if parse(out) is not None else (code, left + ['<cell left: rewrite did not parse>'])
+
+def idiom_nb(nb: dict) -> tuple[int, list[str]]:
+    n, left = 0, []
+    for cell in nb['cells']:
+        if cell['cell_type'] != 'code' or is_export(cell): continue
+        directives, code = split_directives(src(cell))
+        new, l = idiom_cell(code)
+        left += [f'{cell.get("id")}: {t}' for t in l]
+        if new != code:
+            n += sum(1 for a, b in zip(to_lines(code), to_lines(new)) if a != b)
+            cell['source'] = to_lines(''.join(directives) + new)
+    return n, left
+
+
+# --- wrap ----------------------------------------------------------------------------------------
+
+RUFF_OPTS = ['--isolated', '--config', "format.quote-style='preserve'", '--config', 'format.docstring-code-format=false']
+
+def ruff_range(code: str, line: int, limit: int) -> str | None:
+    "`code` with the statement(s) on 1-based `line` formatted by `ruff format` within `limit`; None if ruff fails."
+    ruff = shutil.which('ruff')
+    if ruff is None: raise SystemExit('cell_style.py wrap needs ruff on the PATH (pip install ruff)')
+    n = len(to_lines(code)[line - 1].rstrip('\n'))
+    r = subprocess.run([ruff, 'format', *RUFF_OPTS, '--line-length', str(limit), '--range', f'{line}:1-{line}:{n + 1}',
+                        '--stdin-filename', 'cell.py', '-'], input=code, capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+def wrap_import(code: str, node: ast.ImportFrom, limit: int) -> str | None:
+    "`code` with import `node` rewritten as `from m import (a, b,` + aligned continuation lines; None if it has comments."
+    lines = to_lines(code)
+    seg = ''.join(lines[node.lineno - 1:node.end_lineno])
+    if '#' in seg or node.col_offset: return None
+    head = f'from {"." * node.level}{node.module or ""} import ('
+    names = [a.name + (f' as {a.asname}' if a.asname else '') for a in node.names]
+    out, cur = [], head
+    for k, nm in enumerate(names):
+        piece = nm + (', ' if k < len(names) - 1 else ')')
+        if cur.strip() != head.strip() and cur != ' ' * len(head) and len(cur) + len(piece.rstrip()) > limit:
+            out.append(cur.rstrip()); cur = ' ' * len(head)
+        cur += piece
+    out.append(cur)
+    end = '\n' if seg.endswith('\n') else ''
+    return ''.join(lines[:node.lineno - 1]) + '\n'.join(out) + end + ''.join(lines[node.end_lineno:])
+
+def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
+    """`code` with every statement that has a line over `limit` reformatted by ruff (quotes kept), and the
+    lines left too long (strings, comments, what ruff cannot shorten). A change that alters the code's AST
+    (ruff normalises docstrings) is not taken."""
+    tree = parse(code)
+    if tree is None: return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
+    want, stuck = ast.dump(tree), set()
+    for _ in range(500):
+        lines = to_lines(code)
+        todo = [i for i, l in enumerate(lines) if len(l.rstrip('\n')) > limit and l not in stuck]
+        if not todo: break
+        i = todo[0]
+        stmt = next((n for n in ast.walk(parse(code)) if isinstance(n, ast.stmt) and n.lineno <= i + 1 <= n.end_lineno
+                     and not hasattr(n, 'body')), None)
+        if isinstance(stmt, ast.ImportFrom):                   # nbdev makes `from envsynth.x import (a,` relative
+            new = wrap_import(code, stmt, limit)               # only with a name on the first line
+        else: new = ruff_range(code if code.endswith('\n') else code + '\n', i + 1, limit)
+        if new is not None and not code.endswith('\n'): new = new.rstrip('\n')
+        n_long = lambda c: sum(len(l.rstrip('\n')) > limit for l in to_lines(c))
+        if (new is not None and new != code and parse(new) is not None and ast.dump(parse(new)) == want
+                and n_long(new) < n_long(code)): code = new
+        else: stuck.add(lines[i])
+    return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
+
+def wrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
+    "Reformat the code cells of `nb` that have lines over `limit`; cells changed and lines left."
+    n, left = 0, []
+    for cell in nb['cells']:
+        if cell['cell_type'] != 'code' or all(len(l.rstrip('\n')) <= limit for l in to_lines(src(cell))): continue
+        directives, code = split_directives(src(cell))
+        new, l = wrap_code(code, limit)
+        left += [f'{cell.get("id")}: {len(x)}: {x.strip()[:70]}' for x in l]
+        if new != code: cell['source'] = to_lines(''.join(directives) + new); n += 1
+    return n, left
+
+
+# --- check ---------------------------------------------------------------------------------------
+
+def idioms(code: str) -> dict[str, int]:
+    "Check statements of `code` by idiom: assert, test_eq (any fastcore test_*), raises, try/except."
+    c = dict(assert_=0, fastcore=0, raises=0, try_except=0)
+    tree = parse(code)
+    if tree is None: return c
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assert): c['assert_'] += 1
+        elif isinstance(n, ast.Call) and TEST_CALLS.match(_call_name(n) or '') and _call_name(n) != 'test': c['fastcore'] += 1
+        elif isinstance(n, ast.With) and any(is_raises(i) for i in n.items): c['raises'] += 1
+        elif isinstance(n, ast.Try) and any(isinstance(s, (ast.Assert, ast.Raise)) or
+                                            (isinstance(s, ast.Expr) and _call_name(s.value) == 'print')
+                                            for s in n.body[1:]): c['try_except'] += 1
+    return c
+
+def stats(nb: dict) -> dict:
+    code = [c for c in nb['cells'] if c['cell_type'] == 'code']
+    exp = [c for c in code if is_export(c)]
+    other = [c for c in code if not is_export(c)]
+    s = dict(export=len(exp), multi=sum(n_defs(split_directives(src(c))[1]) > 1 for c in exp),
+             other=len(other), hidden=sum(is_hidden(c) for c in other),
+             check_only=sum(check_only(c) for c in other),
+             lines=sum(len(to_lines(src(c))) for c in code),
+             long=sum(len(l.rstrip('\n')) > LONG for c in code for l in to_lines(src(c))))
+    for c in other:
+        for k, v in idioms(split_directives(src(c))[1]).items(): s[k] = s.get(k, 0) + v
+    for k in ('assert_', 'fastcore', 'raises', 'try_except'): s.setdefault(k, 0)
+    return s
+
+def pct(a, b): return f'{100 * a / b:5.1f}%' if b else '    -'
+
+def report(rows: list[tuple[str, dict]]) -> str:
+    head = (f'{"notebook":44} {"exp":>4} {">1def":>5} {"%":>6} {"other":>5} {"hid":>4} {"%":>6} '
+            f'{"assert":>6} {"test_*":>6} {"raises":>6} {"try":>4} {">120":>5} {"%":>6}')
+    out = [head]
+    tot: dict = {}
+    for name, s in rows:
+        for k, v in s.items(): tot[k] = tot.get(k, 0) + v
+        out.append(f'{name[-44:]:44} {s["export"]:4} {s["multi"]:5} {pct(s["multi"], s["export"])} {s["other"]:5} '
+                   f'{s["hidden"]:4} {pct(s["hidden"], s["other"])} {s["assert_"]:6} {s["fastcore"]:6} '
+                   f'{s["raises"]:6} {s["try_except"]:4} {s["long"]:5} {pct(s["long"], s["lines"])}')
+    if tot:
+        s = tot
+        out.append(f'{"TOTAL":44} {s["export"]:4} {s["multi"]:5} {pct(s["multi"], s["export"])} {s["other"]:5} '
+                   f'{s["hidden"]:4} {pct(s["hidden"], s["other"])} {s["assert_"]:6} {s["fastcore"]:6} '
+                   f'{s["raises"]:6} {s["try_except"]:4} {s["long"]:5} {pct(s["long"], s["lines"])}')
+        out.append(f'check-only cells not yet hidden: {s["check_only"]}')
+    return '\n'.join(out)
+
+
+# --- command line --------------------------------------------------------------------------------
+
+COMMANDS = ('split', 'hide', 'idiom', 'wrap', 'check')
+
+def notebooks(paths: list[str]) -> list[Path]:
+    "The notebooks named or under the folders named, skipping checkpoints and `_`/`.` names."
+    found = []
+    for p in map(Path, paths):
+        cands = [p] if p.is_file() else sorted(p.rglob('*.ipynb'))
+        found += [c for c in cands if c.suffix == '.ipynb'
+                  and not any(part.startswith(('.', '_')) for part in c.relative_to(p if p.is_dir() else p.parent).parts)]
+    return found
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmds = []
+    while argv and argv[0] in COMMANDS: cmds.append(argv.pop(0))
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0], usage='cell_style.py {split,hide,idiom,check}... PATH...')
+    ap.add_argument('paths', nargs='+')
+    args = ap.parse_args(argv)
+    if not cmds: ap.error(f'name at least one of {", ".join(COMMANDS)}')
+    nbs = notebooks(args.paths)
+    rows, changed, left, long_left = [], 0, [], []
+    for path in nbs:
+        nb = read_nb(path)
+        msgs = []
+        for cmd in cmds:
+            if cmd == 'split': msgs.append(f'split {split_nb(nb)}')
+            elif cmd == 'hide': msgs.append(f'hid {hide_nb(nb)}')
+            elif cmd == 'idiom':
+                n, l = idiom_nb(nb); msgs.append(f'rewrote {n}'); left += [f'{path}: {t}' for t in l]
+            elif cmd == 'wrap':
+                n, l = wrap_nb(nb); msgs.append(f'wrapped {n} cells'); long_left += [f'{path}: {t}' for t in l]
+        if cmds != ['check'] and write_nb(path, nb):
+            changed += 1
+            print(f'{path}: {", ".join(msgs)}')
+        if 'check' in cmds: rows.append((str(path), stats(nb)))
+    if rows: print(report(rows))
+    if left:
+        print(f'\n{len(left)} test_eq/test_ne calls left as they are:')
+        print('\n'.join(left))
+    if long_left:
+        print(f'\n{len(long_left)} lines still over {LONG} characters (strings, comments, magics):')
+        print('\n'.join(long_left))
+    if cmds != ['check']: print(f'{changed} of {len(nbs)} notebooks rewritten')
+    return 0
+
+
+if __name__ == '__main__': sys.exit(main())

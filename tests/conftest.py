@@ -34,3 +34,15 @@ def sandbox_backend(request) -> str:
     "Each sandbox test that takes this runs on both backends of `SandboxPool`."
     if request.param == 'docker': request.getfixturevalue('docker_daemon')
     return request.param
+
+@pytest.fixture(scope='session')
+def built_docs_site(tmp_path_factory):
+    """The real docs site, built once per session (tools/build_docs.py): (out folder, its build summary, seconds).
+    tests/test_docs.py checks its links, tests/test_docs_site.py opens it in a browser."""
+    import sys, time
+    sys.path.insert(0, str(REPO / 'tools'))
+    from build_docs import build_site
+    out = tmp_path_factory.mktemp('site') / '_docs'
+    t0 = time.perf_counter()
+    summary = build_site(out)
+    return out, summary, time.perf_counter() - t0

@@ -11,9 +11,9 @@ sys.path.insert(0, str(REPO / 'tools'))
 from build_docs import build_site, check_sources, notebook_title, notebooks, main   # noqa: E402
 
 @pytest.fixture(scope='module')
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp('docs')
-    return out, build_site(out)
+def site(built_docs_site):
+    out, summary, _ = built_docs_site
+    return out, summary
 
 def test_docs_site_has_no_broken_or_outside_links(site):
     out, s = site

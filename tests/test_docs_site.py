@@ -21,12 +21,9 @@ RECIPES = {'astra': 'nbs/astra/05_recipe.html', 'synthagent': 'nbs/synthagent/03
 SAMPLE = ['index.html', *RECIPES.values(), 'nbs/core/10_pipeline.html']
 
 @pytest.fixture(scope='module')
-def site(tmp_path_factory):
+def site(built_docs_site):
     "The built site (its build time in `seconds`) and the http.server serving it: (out, base URL, seconds)."
-    out = tmp_path_factory.mktemp('site') / '_docs'
-    t0 = time.perf_counter()
-    s = build_site(out)
-    seconds = time.perf_counter() - t0
+    out, s, seconds = built_docs_site
     assert not s.problems, '\n'.join(s.problems)
     server = subprocess.Popen([sys.executable, '-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '-d', str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

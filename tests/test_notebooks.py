@@ -7,8 +7,9 @@ notebook's folder as working directory): cells flagged with one of the `tst_flag
 pyproject.toml (notest, slow, gpu) are skipped and not compared; folders holding a `.notest` file
 and files starting with `_` or `.` are not collected. The comparison masks what changes by design
 (timings, addresses, temporary paths, dates, ports: `VOLATILE` in tools/execute_notebooks.py) and
-leaves figures out (they are refreshed by saving). `tools/execute_notebooks.py` refreshes the saved
-outputs.
+leaves figures out (they are refreshed by saving), but checks that they belong to the notebook: no
+pyplot figure is open when a cell starts or when the notebook ends, the backend is not switched, and an
+image is saved only from a cell that draws. `tools/execute_notebooks.py` refreshes the saved outputs.
 """
 from pathlib import Path
 import base64, json, sys
@@ -17,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'tools'))
 from execute_notebooks import (REFRESH_HINT, NotebookFailed, collect_notebooks, execute, mask,
-                               masked_outputs, scrub_paths, stale_cells)
+                               masked_outputs, open_figures, scrub_paths, stale_cells, undrawn_images)
 
 NBS_PATH = REPO / 'nbs'
 NOTEBOOKS = collect_notebooks(NBS_PATH)
@@ -30,7 +31,8 @@ def test_notebook(nb):
     rel, saved = nb.relative_to(REPO), json.loads(nb.read_text(encoding='utf-8'))
     try: fresh = execute(nb)
     except NotebookFailed as e: pytest.fail(f'{rel} failed:\n{e}', pytrace=False)
-    problems = stale_cells(saved, fresh)
+    assert not open_figures(), f'{rel} left pyplot figures open'   # execute fails first; belt and braces
+    problems = stale_cells(saved, fresh) + undrawn_images(saved['cells'])
     if problems:
         shown = problems[:5] + [f'... and {len(problems) - 5} more cells'] * (len(problems) > 5)
         pytest.fail(f'{rel}: saved outputs are stale: {REFRESH_HINT.format(nb=rel)}\n'
@@ -93,3 +95,39 @@ def test_timing_columns_of_tables_are_masked_and_other_columns_kept():
     logs = "{'train_runtime': '1.954', 'train_steps_per_second': '1.024', 'train_loss': '6.96'}"
     assert mask(logs) == mask(logs.replace('1.954', '2.3').replace('1.024', '0.86'))
     assert mask(logs) != mask(logs.replace('6.96', '6.97'))
+
+
+# Figures belong to the notebook that draws them, on small notebooks run for real.
+def _notebook(tmp_path, name, *sources):
+    cells = [{'cell_type': 'code', 'id': f'c{i}', 'metadata': {}, 'source': src, 'outputs': [],
+              'execution_count': None} for i, src in enumerate(sources)]
+    path = tmp_path / f'{name}.ipynb'
+    path.write_text(json.dumps({'cells': cells, 'metadata': {'kernelspec': {'language': 'python',
+                    'name': 'python3', 'display_name': 'Python 3'}}, 'nbformat': 4, 'nbformat_minor': 5}))
+    return path
+
+DRAW = 'from matplotlib.figure import Figure\nfig = Figure(); fig.subplots().plot([1, 2]); fig'
+
+def _images(outputs): return sum('image/png' in o.get('data', {}) for o in outputs)
+
+def test_a_figure_is_shown_by_the_cell_that_draws_it_and_nowhere_else(tmp_path):
+    fresh = execute(_notebook(tmp_path, 'draws', 'x = 1', DRAW, 'import matplotlib.pyplot as plt\n'
+                              'plt.plot([1, 2]);', 'print(x)'))
+    assert [_images(o) for o in fresh] == [0, 1, 1, 0] and open_figures() == []
+
+def test_a_backend_switch_or_a_figure_left_open_fails_and_is_not_carried_over(tmp_path):
+    "What library code that forced a backend did: its figure stayed open and showed in later notebooks."
+    agg = _notebook(tmp_path, 'agg', 'import matplotlib; matplotlib.use("Agg", force=True)\n'
+                    'import matplotlib.pyplot as plt\nplt.figure(); 1', 'z = 3')
+    with pytest.raises(NotebookFailed, match='(?s)cell `z = 3` started with pyplot figure.*left open at '
+                                             'the end.*backend switched'): execute(agg)
+    assert open_figures() == []
+    fresh = execute(_notebook(tmp_path, 'next', 'y = 2', DRAW))     # the next notebook shows only its own
+    assert [_images(o) for o in fresh] == [0, 1] and open_figures() == []
+
+def test_images_come_only_from_cells_that_draw():
+    image = {'output_type': 'display_data', 'metadata': {}, 'data': {'image/png': PNG}}
+    cells = [dict(_code(image), source='card = run(params)'), dict(_code(image), source='plot_card(card)'),
+             dict(_code(image), source='fig'), _code(_stream('3 rows\n')), {'cell_type': 'markdown'}]
+    problems = undrawn_images(cells)
+    assert len(problems) == 1 and problems[0].startswith('cell 0 `card = run(params)`')

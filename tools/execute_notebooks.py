@@ -14,7 +14,10 @@ saved small: 80 dpi PNGs with a 256-colour palette.
 
 tests/test_notebooks.py executes each notebook once and compares the fresh outputs with the saved
 ones through `masked_outputs`, which hides what changes from run to run by design (timings, memory
-addresses, temporary paths, dates, ports); figures are not compared.
+addresses, temporary paths, dates, ports); figures are not compared, but they must belong to the
+notebook: a run fails when a cell starts with a pyplot figure already open (it would be shown as that
+cell's output), when the notebook leaves one open or switches matplotlib's backend (the next notebook
+run in the same process would show it), and an image may only come from a cell that draws (`DRAWS`).
 """
 from __future__ import annotations
 import argparse, json, os, re, subprocess, sys, tempfile, traceback, warnings
@@ -111,6 +114,57 @@ class NotebookFailed(Exception):
     "A cell raised; the message is the notebook traceback."
 
 
+def open_figures() -> list[int]:
+    "The numbers of the pyplot figures open in this process (none when pyplot is not imported)."
+    plt = sys.modules.get('matplotlib.pyplot')
+    return plt.get_fignums() if plt else []
+
+
+def _backend() -> str | None:
+    return sys.modules['matplotlib'].get_backend() if 'matplotlib' in sys.modules else None
+
+
+@contextmanager
+def _figures_owned(shell, path: Path):
+    """Fails the run (`NotebookFailed`) when a figure crosses a cell or notebook boundary: a cell that
+    starts with a pyplot figure open (matplotlib's inline backend shows every open figure at the end of
+    a cell, so it would become that cell's output), a notebook that leaves figures open or changes the
+    backend (the next notebook in the process would show them). Library code that draws returns a
+    `Figure` and chooses no backend; the notebook displays it."""
+    carried, backend = [], _backend()
+    def before(info):
+        if nums := open_figures():
+            first = (info.raw_cell or '').strip().splitlines()[:1] or ['']
+            carried.append(f'cell `{first[0][:60]}` started with pyplot figure(s) {nums} open')
+    shell.events.register('pre_run_cell', before)
+    try: yield
+    finally: shell.events.unregister('pre_run_cell', before)
+    problems = list(carried)
+    if nums := open_figures():
+        problems.append(f'pyplot figure(s) {nums} left open at the end')
+        sys.modules['matplotlib.pyplot'].close('all')
+    if backend is not None and _backend() != backend:
+        problems.append(f"matplotlib's backend switched from {backend} to {_backend()}")
+    if problems:
+        raise NotebookFailed(f'{path}: figures cross notebook or cell boundaries: ' + '; '.join(problems)
+                             + ' (return a Figure from library code, choose no backend)')
+
+
+# A cell whose saved images are its own: it draws, shows or displays an image.
+DRAWS = re.compile(r'plot|fig|plt\.|draw|curves?\b|Image\(|imshow|hist|\.show\(|display\(|Figure|\bax\b')
+
+
+def undrawn_images(cells: list[dict]) -> list[str]:
+    "One message per code cell with an image output whose source does not draw (see `DRAWS`)."
+    out = []
+    for i, cell in enumerate(cells):
+        if cell.get('cell_type') != 'code': continue
+        images = sum(any(m.startswith('image/') for m in o.get('data', {})) for o in cell.get('outputs', []))
+        if images and not DRAWS.search(_joined(cell.get('source', ''))):
+            out.append(f'cell {i} `{_first_line(cell)}` shows {images} image(s) but draws nothing')
+    return out
+
+
 def execute(path: Path) -> list[list[dict] | None]:
     """Run the notebook at `path` in this process; per cell, its fresh outputs (plain JSON dicts),
     or None for a cell that is not run (markdown, or flagged with one of the `tst_flags`)."""
@@ -127,13 +181,20 @@ def execute(path: Path) -> list[list[dict] | None]:
         shell = CaptureShell(path, mpl_format='png')
         _set_figure_dpi(FIGURE_DPI)
         try:
-            with working_directory(path.parent):
-                shell.run_all(nb, exc_stop=True, preproc=skip, cell_timeout=600)
-        except Exception:
-            raise NotebookFailed(shell.prettytb(fname=path) or traceback.format_exc()) from None
+            with _figures_owned(shell, path):
+                try:
+                    with working_directory(path.parent):
+                        shell.run_all(nb, exc_stop=True, preproc=skip, cell_timeout=600)
+                except Exception:
+                    raise NotebookFailed(shell.prettytb(fname=path) or traceback.format_exc()) from None
         finally:
             shell.close()
-    return [None if skip(c) else json.loads(json.dumps(c.get('outputs', []))) for c in nb.cells]
+    fresh = [None if skip(c) else json.loads(json.dumps(c.get('outputs', []))) for c in nb.cells]
+    ran = [{'cell_type': 'code', 'source': c.source, 'outputs': o or []} if c.cell_type == 'code'
+           else {'cell_type': c.cell_type} for c, o in zip(nb.cells, fresh)]
+    if problems := undrawn_images(ran):
+        raise NotebookFailed(f'{path}: ' + '; '.join(problems))
+    return fresh
 
 
 def _small_png(b64: str) -> str:

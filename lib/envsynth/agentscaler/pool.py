@@ -152,8 +152,8 @@ async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: f
 # %% ../../../nbs/agentscaler/00_pool.ipynb #43d9d22b
 def plot_domains(split: DomainSplit, domain: int = 0):
     "Domain sizes and one domain's tool graph (edges after the LLM review)."
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4))
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(12, 4)); ax = fig.subplots(1, 2)   # returned, not shown: the caller displays it
     ax[0].bar([d.name for d in split.domains], [len(d.tools) for d in split.domains], color='tab:green')
     ax[0].set(title=f'{len(split.domains)} domains', ylabel='tools'); ax[0].tick_params(axis='x', rotation=60, labelsize=7)
     d = split.domains[domain]

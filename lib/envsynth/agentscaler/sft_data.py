@@ -247,8 +247,8 @@ def data_card(*, stages: Mapping[str, Any] | None = None, filter_results: Iterab
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #4f390062
 def plot_data_card(card: Mapping):
     "Eight small plots of a data card: stages, funnel, tools per domain, calls and turns per trajectory, write share, tokens, decontamination."
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(2, 4, figsize=(17, 7)); ax = ax.ravel()
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(17, 7)); ax = fig.subplots(2, 4).ravel()   # returned: the caller shows or saves it
     st = card.get('stages') or {}
     names = list(st)
     ax[0].barh(names, [st[n]['inputs'] for n in names], color='lightgray', label='inputs')

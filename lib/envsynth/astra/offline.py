@@ -143,7 +143,8 @@ _SQL = {'create_table': 'CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KE
 def _value(tool: str, p: str, s: dict, question: str, earlier: list[str], rng: random.Random) -> Any:
     nums = re.findall(r'\b\d+\b', question)
     if p == 'query' and tool in _SQL: return _SQL[tool]
-    if p == 'expression': return f'{nums[0]} * {nums[1]}' if len(nums) > 1 else '6 * 7'
+    # int(): '06' of a date is not a Python number (a leading zero), and a real calculator refuses it
+    if p == 'expression': return f'{int(nums[0])} * {int(nums[1])}' if len(nums) > 1 else '6 * 7'
     if p == 'table_name': return 'notes'
     if 'timezone' in p: return 'Asia/Tokyo' if p.startswith('target') else 'UTC'
     if p == 'time': return '12:00'

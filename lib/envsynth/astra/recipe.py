@@ -314,10 +314,10 @@ def data_card(r: RecipeRun, servers: list[MCPServer], tasks: list[Task], traject
 
 # %% ../../../nbs/astra/05_recipe.ipynb #8aed7fb7
 def plot_data_card(card: dict):
-    "A figure of the card: kept per stage, tool calls by route, reward dimensions."
-    import matplotlib; matplotlib.use('Agg', force=False)
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 3, figsize=(13, 3.2))
+    """A figure of the card: kept per stage, tool calls by route, reward dimensions. Returned, not shown:
+    the caller displays it or writes it with `fig.savefig` (any matplotlib backend)."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(13, 3.2)); ax = fig.subplots(1, 3)
     st = {k: (v.get('kept') or 0) for k, v in card['stages'].items()}
     ax[0].barh(list(st)[::-1], list(st.values())[::-1]); ax[0].set_title('kept per stage')
     routes = card['distributions']['tool_calls_by_route'] or {'none': 0}

@@ -330,11 +330,10 @@ def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #6d607bb1
 def plot_rl_data_card(card: dict):
-    "Kept per stage, hops, tools per environment (own and offered), distractors per band."
-    import matplotlib; matplotlib.use('Agg', force=False)
-    import matplotlib.pyplot as plt
+    "Kept per stage, hops, tools per environment (own and offered), distractors per band (a Figure)."
+    from matplotlib.figure import Figure
     d = card['distributions']
-    fig, ax = plt.subplots(1, 4, figsize=(16, 3.2))
+    fig = Figure(figsize=(16, 3.2)); ax = fig.subplots(1, 4)   # returned; written with fig.savefig
     st = {k: (v.get('kept') or 0) for k, v in card['stages'].items()}
     ax[0].barh(list(st)[::-1], list(st.values())[::-1]); ax[0].set_title('kept per stage')
     ax[1].bar(list(d['hops']) or ['none'], list(d['hops'].values()) or [0]); ax[1].set_title('hops per instance'); ax[1].set_xlabel('hops')

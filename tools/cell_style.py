@@ -25,9 +25,16 @@ is not run on the whole tree without executing the notebooks it touched.
   element, multi-line arguments, keywords) are left and listed.
 * `wrap`: a statement with a line over 120 characters is reformatted by `ruff format --range`
   (quotes kept, nothing else in the cell touched); a long `from ... import` becomes
-  `from m import (a, b,` plus aligned lines, the form nbdev still makes relative. A change that
-  would alter the code's AST is not taken. Strings, comments and cells with magics are left and
-  listed. Needs `ruff` on the PATH.
+  `from m import (a, b,` plus aligned lines, the form nbdev still makes relative. Where ruff
+  cannot shorten the line, a one-line string literal that crosses the limit is cut into adjacent
+  literals (`"a b c"` -> `("a b "` / `"c")`, no parentheses added inside brackets), which the
+  parser joins back into the same constant: the AST and every docstring stay the same. Pieces end
+  after a space or a `\n` escape, never inside an escape or an f-string field, and keep the
+  prefix (r, b, f, u ...). A long comment becomes several comment lines (a comment paragraph flows
+  on into its next line); then a line in brackets is cut after a comma. A change that would alter
+  the code's AST is not taken. Left and listed: lines inside multi-line (triple-quoted) strings,
+  comments in a `def` header (nbdev reads them as parameter docs), pragmas (`# noqa` ...), cells
+  with magics. Needs `ruff` on the PATH.
 * `check`: counts per notebook: export cells with more than one definition, non-export code
   cells hidden, check idioms, code lines over 120 characters.
 
@@ -35,7 +42,7 @@ Files are written the way nbdev writes them (sorted keys, one-space indent, UTF-
 newline); a notebook that needs no change is not rewritten.
 """
 from __future__ import annotations
-import argparse, ast, copy, hashlib, json, re, shutil, subprocess, sys
+import argparse, ast, copy, hashlib, io, json, re, shutil, subprocess, sys, tokenize
 from pathlib import Path
 
 EXPORT_RE = re.compile(r'^#\|\s*export[si]?\b')
@@ -276,6 +283,12 @@ def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
     tree = parse(code)
     if tree is None: return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
     want, stuck = ast.dump(tree), set()
+    n_long = lambda c: sum(len(l.rstrip('\n')) > limit for l in to_lines(c))
+    def same(new: str | None) -> bool:
+        "Whether `new` is the same code as `code` with fewer long lines."
+        if new is None or new == code: return False
+        t = parse(new)
+        return t is not None and ast.dump(t) == want and n_long(new) < n_long(code)
     for _ in range(500):
         lines = to_lines(code)
         todo = [i for i, l in enumerate(lines) if len(l.rstrip('\n')) > limit and l not in stuck]
@@ -287,9 +300,9 @@ def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
             new = wrap_import(code, stmt, limit)               # only with a name on the first line
         else: new = ruff_range(code if code.endswith('\n') else code + '\n', i + 1, limit)
         if new is not None and not code.endswith('\n'): new = new.rstrip('\n')
-        n_long = lambda c: sum(len(l.rstrip('\n')) > limit for l in to_lines(c))
-        if (new is not None and new != code and parse(new) is not None and ast.dump(parse(new)) == want
-                and n_long(new) < n_long(code)): code = new
+        if same(new): code = new; continue
+        new = break_line(code, i, limit)                       # ruff cannot: cut the string or the comment
+        if same(new): code = new
         else: stuck.add(lines[i])
     return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
 
@@ -303,6 +316,179 @@ def wrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
         left += [f'{cell.get("id")}: {len(x)}: {x.strip()[:70]}' for x in l]
         if new != code: cell['source'] = to_lines(''.join(directives) + new); n += 1
     return n, left
+
+
+# --- strings and comments ------------------------------------------------------------------------
+# Adjacent string literals are one literal to the parser ("ab" "c" is the Constant "abc", f'{a} ' f'b' one
+# JoinedStr), so a long literal cut into adjacent pieces in brackets is the same code: the same AST, the
+# same docstring. A piece ends after a space (or a `\n` escape) where it can, never inside an escape or
+# an f-string field. Comments are cut into comment lines. What would change the AST is not taken.
+
+STR_RE = re.compile(r'([A-Za-z]*)("""|\'\'\'|"|\')')
+ESCAPE_RE = re.compile(r'\\(N\{[^}]*\}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|.)', re.S)
+PRAGMA_RE = re.compile(r'#\s*(\||%%|noqa|type:|pragma|fmt:|ruff:|pyright:|mypy:)')
+
+def str_units(body: str, raw: bool, fmt: bool) -> list[tuple[str, bool]] | None:
+    """The body of a string literal as units a piece may end after: `(text, good)`, good where a break after
+    it reads well (a space, a `\\n` escape). None where it cannot be cut (a field not closed)."""
+    units, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c == '\\':
+            m = ESCAPE_RE.match(body, i)
+            if m is None: return None
+            t = body[i:i + 2] if raw else m.group(0)             # raw: a backslash keeps the next character
+            units.append((t, t == '\\n' and not raw)); i += len(t); continue
+        if fmt and body.startswith(('{{', '}}'), i): units.append((body[i:i + 2], False)); i += 2; continue
+        if fmt and c == '{':                                   # a replacement field is one unit
+            depth, j, q = 0, i, None
+            while j < len(body):
+                d = body[j]
+                if q: q = None if d == q else q
+                elif d in '\'"': q = d
+                elif d in '{[(': depth += 1
+                elif d in '}])':
+                    depth -= 1
+                    if depth == 0: break
+                j += 1
+            if j >= len(body): return None
+            units.append((body[i:j + 1], False)); i = j + 1; continue
+        units.append((c, c == ' ')); i += 1
+    return units
+
+def pack(units: list[tuple[str, bool]], widths: list[int], hard: bool = True) -> list[str] | None:
+    """`units` packed into pieces, piece k at most `widths[min(k, len(widths) - 1)]` long: each ends at the last
+    good break that fits (if that leaves it at least a third full), else, if `hard`, at the last unit that fits."""
+    pieces, start, n = [], 0, len(units)
+    while start < n:
+        w = widths[min(len(pieces), len(widths) - 1)]
+        total, end, good = 0, start, None
+        while end < n and total + len(units[end][0]) <= w:
+            total += len(units[end][0]); end += 1
+            if units[end - 1][1]: good, good_len = end, total
+        if end == n: pieces.append(units[start:]); break
+        if end == start: return None                           # one unit (a field) wider than the line
+        if not good and not hard: return None
+        cut = good if good and (good_len * 3 >= w or not hard) else end
+        pieces.append(units[start:cut]); start = cut
+    return [''.join(t for t, _ in p) for p in pieces]
+
+def string_tokens(code: str) -> list[tuple[tokenize.TokenInfo, int]]:
+    "The string tokens of `code`, each with the depth of brackets it is in."
+    out, depth = [], 0
+    for t in tokenize.generate_tokens(io.StringIO(code).readline):
+        if t.type == tokenize.OP and t.string in '([{': depth += 1
+        elif t.type == tokenize.OP and t.string in ')]}': depth -= 1
+        elif t.type == tokenize.STRING: out.append((t, depth))
+    return out
+
+def break_string(code: str, tok: tokenize.TokenInfo, depth: int, limit: int = LONG) -> str | None:
+    """`code` with the one-line string literal `tok` cut into adjacent literals on lines that fit in `limit`,
+    in parentheses unless it is in brackets already; None if it cannot be. A literal that ends before `limit`
+    is cut only if it is long (40 characters) and only at spaces: it is not what makes the line long."""
+    (row, c0), (row1, c1) = tok.start, tok.end
+    m = STR_RE.match(tok.string)
+    if row != row1 or m is None: return None
+    crosses = c1 > limit
+    if not crosses and len(tok.string) < 40: return None
+    prefix, q = m.groups()
+    body = tok.string[len(prefix) + len(q):len(tok.string) - len(q)]
+    units = str_units(body, 'r' in prefix.lower(), 'f' in prefix.lower())
+    if not units: return None
+    lines = to_lines(code)
+    line = lines[row - 1]
+    eol = '\n' if line.endswith('\n') else ''
+    head, tail = line[:c0] + ('' if depth else '('), line[c1:].rstrip('\n')
+    close = '' if depth else ')'
+    extra = len(prefix) + 2 * len(q)
+    indent = len(head)
+    if limit - indent - extra < 40:                            # far to the right: start on a line of its own
+        indent = len(line) - len(line.lstrip(' ')) + 4
+        head = head.rstrip() + '\n' + ' ' * indent
+    w, tail_w = limit - indent - extra, len(close + tail)
+    if w < 20: return None
+    units[-1] = (units[-1][0] + '\0' * tail_w, units[-1][1])    # what follows the literal stays on its last line
+    pieces = pack(units, [w], hard=crosses)
+    if pieces is None or len(pieces) < 2: return None
+    pieces[-1] = pieces[-1][:len(pieces[-1]) - tail_w]
+    new = head + ('\n' + ' ' * indent).join(prefix + q + p + q for p in pieces) + close + tail + eol
+    return ''.join(lines[:row - 1]) + new + ''.join(lines[row:])
+
+def signature_lines(tree: ast.Module) -> set[int]:
+    "Lines of the `def` headers of `tree`, whose comments nbdev reads as the parameters' documentation."
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out |= set(range(n.lineno, n.body[0].lineno + 1))
+    return out
+
+def break_comment(code: str, tok: tokenize.TokenInfo, limit: int = LONG) -> str | None:
+    "`code` with comment `tok` cut into comment lines that fit in `limit`, at spaces; None if it cannot be."
+    import textwrap
+    row, c0 = tok.start
+    if PRAGMA_RE.match(tok.string): return None
+    text = tok.string[1:].strip()
+    lines = to_lines(code)
+    line = lines[row - 1]
+    before = line[:c0]
+    col = c0 if len(before.strip()) == 0 or limit - c0 >= 40 else len(line) - len(line.lstrip(' '))
+    first_w, w = limit - c0 - 2, limit - col - 2
+    if min(first_w, w) < 20: return None
+    first = textwrap.wrap(text, first_w, break_long_words=False, break_on_hyphens=False)
+    if not first: return None
+    rest = textwrap.wrap(text[len(first[0]):].strip(), w, break_long_words=False, break_on_hyphens=False)
+    nxt = lines[row] if row < len(lines) else ''
+    if (not before.strip() and nxt.startswith(before + '# ') and nxt[len(before) + 2:][:1].isalnum()
+            and not PRAGMA_RE.match(nxt.strip())):             # a paragraph of comment lines: the rest joins the next
+        lines[row] = before + '# ' + ' '.join(rest) + ' ' + nxt[len(before) + 2:]
+        rest = []
+    out = [before + '# ' + first[0]] + [' ' * col + '# ' + r for r in rest]
+    if len(out) < 2 and row >= len(lines) or any(len(o) > limit for o in out): return None
+    new = ''.join(lines[:row - 1]) + '\n'.join(out) + ('\n' if line.endswith('\n') else '') + ''.join(lines[row:])
+    if len(out) == 1 and len(lines[row].rstrip('\n')) > limit:    # the next line got too long in turn: cut it
+        nxt_tok = next((t for t in tokenize.generate_tokens(io.StringIO(new).readline)
+                        if t.type == tokenize.COMMENT and t.start[0] == row + 1), None)
+        return break_comment(new, nxt_tok, limit) if nxt_tok else None
+    return new
+
+def break_line(code: str, i: int, limit: int = LONG) -> str | None:
+    """`code` with its 0-based line `i` shortened by cutting the string literal that crosses `limit` (else the
+    longest one-line literal on it) or the comment at its end; None if neither can be cut."""
+    tree = parse(code)
+    if tree is None: return None
+    try: strs = [(t, d) for t, d in string_tokens(code) if t.start[0] == t.end[0] == i + 1]
+    except (tokenize.TokenError, SyntaxError): return None
+    strs.sort(key=lambda td: (not (td[0].start[1] < limit < td[0].end[1]), -len(td[0].string)))
+    for t, d in strs:
+        new = break_string(code, t, d, limit)
+        if new is not None: return new
+    if i + 1 in signature_lines(tree): return None
+    toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    com = [t for t in toks if t.type == tokenize.COMMENT and t.start[0] == i + 1]
+    if com and com[0].end[1] > limit and (new := break_comment(code, com[0], limit)) is not None: return new
+    return break_at_comma(code, toks, i, limit)
+
+def break_at_comma(code: str, toks: list[tokenize.TokenInfo], i: int, limit: int = LONG) -> str | None:
+    """`code` with 0-based line `i` cut after its last comma in brackets that leaves the line within `limit`,
+    the rest aligned after the bracket (or indented 4 more than the bracket's line); None if there is none."""
+    lines, stack, best = to_lines(code), [], None
+    for k, t in enumerate(toks):
+        if t.type == tokenize.OP and t.string in '([{': stack.append(t.start)
+        elif t.type == tokenize.OP and t.string in ')]}': stack and stack.pop()
+        elif (t.type == tokenize.OP and t.string == ',' and stack and t.start[0] == i + 1 and t.end[1] <= limit
+              and k + 1 < len(toks) and toks[k + 1].start[0] == i + 1
+              and toks[k + 1].type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE)):
+            (brow, bcol), nxt = stack[-1], toks[k + 1]
+            col = bcol + 1
+            if col > limit - 40:
+                bline = lines[brow - 1]
+                col = len(bline) - len(bline.lstrip(' ')) + 4
+            best = (t.end[1], nxt.start[1], col)
+    if best is None: return None
+    end, start, col = best
+    line = lines[i]
+    lines[i] = line[:end] + '\n' + ' ' * col + line[start:]
+    return ''.join(lines)
 
 
 # --- check ---------------------------------------------------------------------------------------
@@ -373,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     cmds = []
     while argv and argv[0] in COMMANDS: cmds.append(argv.pop(0))
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0], usage='cell_style.py {split,hide,idiom,check}... PATH...')
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0], usage='cell_style.py {split,hide,idiom,wrap,check}... PATH...')
     ap.add_argument('paths', nargs='+')
     args = ap.parse_args(argv)
     if not cmds: ap.error(f'name at least one of {", ".join(COMMANDS)}')
@@ -398,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f'\n{len(left)} test_eq/test_ne calls left as they are:')
         print('\n'.join(left))
     if long_left:
-        print(f'\n{len(long_left)} lines still over {LONG} characters (strings, comments, magics):')
+        print(f'\n{len(long_left)} lines still over {LONG} characters '
+              '(in multi-line strings, in cells with magics, comments in a def header, pragmas):')
         print('\n'.join(long_left))
     if cmds != ['check']: print(f'{changed} of {len(nbs)} notebooks rewritten')
     return 0

@@ -291,3 +291,48 @@ def test_wrap_leaves_short_literals_of_a_long_line_whole():
     assert "'envsynth_synthagent'" in new and ast.dump(ast.parse(new)) == ast.dump(ast.parse(code))
     assert new.splitlines()[2] == ' ' * 11 + 'learning_rate=1e-6,'       # cut after a comma, aligned in the call
     assert not long_lines(new) and cs.wrap_code(code)[1] == []
+
+
+def test_wrap_keeps_the_comments_nbdev_shows_as_parameter_docs():
+    code = ('@dataclass\nclass P:\n    a: int = 1   # the a\n    # a section\n'
+            '    b: str | None = None        # ' + 'the b, documented at length by this comment ' * 3 + '\n'
+            'def f(x: int,  # ' + 'the x, documented by nbdev from this comment ' * 3 + '\n      y=2): return x\n')
+    new, left = cs.wrap_code(code)
+    assert cs.doc_comments(new) == cs.doc_comments(code) and ('P', 'b') in cs.doc_comments(code)
+    assert '    # a section\n\n    # the b, documented' in new and '    b: str | None = None\n' in new   # moved above
+    assert left == [l for l in code.splitlines() if 'the x, documented' in l]   # no way keeps x's doc: left
+    shown = ('def show(tr, n=100): print(render(tr.model_copy(update={"messages": tr.messages[1:]}), '
+             'max_output_chars=n))   # no system prompt')
+    assert len(shown) > 125
+    assert cs.wrap_code(shown, docs=False)[1] == [] and cs.wrap_code(shown)[1] == [shown]   # an example: docs=False
+
+
+DOC = ("def f():\n"
+       '    """Servers started ahead for the episodes that will take them, each one a fresh process in a '
+       'freshly made folder of '
+       'its own\n'
+       "    house. `take` hands one to a single episode, which closes it; at most `ahead` per server wait, and none"
+       " - not one beyond\n"
+       "    - a list item that is long" + " long" * 20 + "\n"
+       "    ```\n"
+       "    a code block line that is long" + " long" * 20 + "\n"
+       "    ```\n"
+       "    the end, long" + " long" * 22 + '."""\n'
+       "    return 1\n")
+
+def test_docwrap_cuts_docstring_lines_keeping_words_and_markdown():
+    import inspect, mistune
+    new, left = cs.docwrap_code(DOC)
+    assert cs.words_dump(ast.parse(new)) == cs.words_dump(ast.parse(DOC))
+    lines = new.splitlines()
+    assert all(len(l) > 120 for l in DOC.splitlines()[1:4]) and len(DOC.splitlines()[7]) > 120
+    assert left == [l for l in DOC.splitlines() if 'code block line' in l]          # fenced: left
+    assert [l for l in lines if len(l) > 120] == left
+    assert lines[1].endswith('folder of') and lines[2].startswith('    its own house.')   # the rest flows on
+    assert not any(l.strip().startswith('- not one') for l in lines)
+    doc = lambda c: inspect.cleandoc(ast.get_docstring(ast.parse(c).body[0], clean=False))
+    html = lambda c: ' '.join(mistune.html(doc(c)).split())
+    assert html(new) == html(DOC)
+    assert cs.docwrap_code(new) == (new, left)                                        # a second run changes nothing
+    raw = 'x = """' + 'data ' * 30 + '\n' + 'data ' * 30 + '"""'     # not a docstring: its text is data
+    assert cs.docwrap_code(raw)[0] == raw

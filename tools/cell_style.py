@@ -2,11 +2,13 @@
 
     python tools/cell_style.py check nbs                 # counts per notebook, nothing written
     python tools/cell_style.py split hide wrap nbs       # rewrite in place: the three safe fixes
+    python tools/cell_style.py docwrap nbs               # long lines in docstrings (same words, not same AST)
     python tools/cell_style.py idiom nbs/core/00_schema.ipynb
 
 Subcommands (several may be given; they run in the order written), then notebook files or folders.
-`split`, `hide` and `wrap` leave the exported code AST-identical; `idiom` changes checks only and
-is not run on the whole tree without executing the notebooks it touched.
+`split`, `hide` and `wrap` leave the exported code AST-identical; `docwrap` changes the whitespace of
+docstrings only; `idiom` changes checks only and is not run on the whole tree without executing the
+notebooks it touched.
 
 * `split`: an export cell (`#| export`, `#| exports`, `#| exporti`) that holds more than one
   top-level `def`/`class` becomes one cell per definition. Statements that are not definitions
@@ -31,10 +33,17 @@ is not run on the whole tree without executing the notebooks it touched.
   parser joins back into the same constant: the AST and every docstring stay the same. Pieces end
   after a space or a `\n` escape, never inside an escape or an f-string field, and keep the
   prefix (r, b, f, u ...). A long comment becomes several comment lines (a comment paragraph flows
-  on into its next line); then a line in brackets is cut after a comma. A change that would alter
-  the code's AST is not taken. Left and listed: lines inside multi-line (triple-quoted) strings,
-  comments in a `def` header (nbdev reads them as parameter docs), pragmas (`# noqa` ...), cells
-  with magics. Needs `ruff` on the PATH.
+  on into its next line, a trailing one may move above its line); then a line in brackets is cut
+  after a comma. A change that would alter the code's AST is not taken, nor, in export cells, one
+  that changes the comments nbdev shows as parameter docs (on a parameter's or a dataclass field's
+  line, or right above it). Left and listed: lines inside multi-line (triple-quoted) strings (see
+  `docwrap`), such parameter comments, pragmas (`# noqa` ...), cells with magics. Needs `ruff`.
+* `docwrap`: a line over 120 characters inside a multi-line docstring is cut at spaces, the rest
+  flowing on into the paragraph's next line. Not AST-identical: `__doc__` gets a newline (and the
+  indentation `inspect.getdoc` removes) for a space, the words stay the same (checked), and its
+  Markdown renders the same paragraph: no cut where the next word would start a Markdown block
+  (list item, heading, quote, table row, fence), none in an indented or fenced block. Other
+  triple-quoted strings are left: their text is data.
 * `check`: counts per notebook: export cells with more than one definition, non-export code
   cells hidden, check idioms, code lines over 120 characters.
 
@@ -42,7 +51,7 @@ Files are written the way nbdev writes them (sorted keys, one-space indent, UTF-
 newline); a notebook that needs no change is not rewritten.
 """
 from __future__ import annotations
-import argparse, ast, copy, hashlib, io, json, re, shutil, subprocess, sys, tokenize
+import argparse, ast, copy, hashlib, io, json, re, shutil, subprocess, sys, textwrap, tokenize
 from pathlib import Path
 
 EXPORT_RE = re.compile(r'^#\|\s*export[si]?\b')
@@ -276,19 +285,20 @@ def wrap_import(code: str, node: ast.ImportFrom, limit: int) -> str | None:
     end = '\n' if seg.endswith('\n') else ''
     return ''.join(lines[:node.lineno - 1]) + '\n'.join(out) + end + ''.join(lines[node.end_lineno:])
 
-def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
-    """`code` with every statement that has a line over `limit` reformatted by ruff (quotes kept), and the
-    lines left too long (strings, comments, what ruff cannot shorten). A change that alters the code's AST
-    (ruff normalises docstrings) is not taken."""
+def wrap_code(code: str, limit: int = LONG, docs: bool = True) -> tuple[str, list[str]]:
+    """`code` with every statement that has a line over `limit` reformatted by ruff (quotes kept) or, where
+    ruff cannot, shortened by `line_breaks`; and the lines left too long. A change that alters the code's AST
+    (ruff normalises docstrings) or, with `docs`, the comments nbdev reads as parameter docs is not taken."""
     tree = parse(code)
     if tree is None: return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
-    want, stuck = ast.dump(tree), set()
+    want, want_docs, stuck = ast.dump(tree), doc_comments(code), set()
     n_long = lambda c: sum(len(l.rstrip('\n')) > limit for l in to_lines(c))
     def same(new: str | None) -> bool:
         "Whether `new` is the same code as `code` with fewer long lines."
         if new is None or new == code: return False
         t = parse(new)
-        return t is not None and ast.dump(t) == want and n_long(new) < n_long(code)
+        return (t is not None and ast.dump(t) == want and n_long(new) < n_long(code)
+                and (not docs or doc_comments(new) == want_docs))   # nbdev's parameter docs: the same words
     for _ in range(500):
         lines = to_lines(code)
         todo = [i for i, l in enumerate(lines) if len(l.rstrip('\n')) > limit and l not in stuck]
@@ -301,8 +311,8 @@ def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
         else: new = ruff_range(code if code.endswith('\n') else code + '\n', i + 1, limit)
         if new is not None and not code.endswith('\n'): new = new.rstrip('\n')
         if same(new): code = new; continue
-        new = break_line(code, i, limit)                       # ruff cannot: cut the string or the comment
-        if same(new): code = new
+        new = next((n for n in line_breaks(code, i, limit) if same(n)), None)   # ruff cannot: cut a string ...
+        if new is not None: code = new
         else: stuck.add(lines[i])
     return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
 
@@ -312,7 +322,7 @@ def wrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
     for cell in nb['cells']:
         if cell['cell_type'] != 'code' or all(len(l.rstrip('\n')) <= limit for l in to_lines(src(cell))): continue
         directives, code = split_directives(src(cell))
-        new, l = wrap_code(code, limit)
+        new, l = wrap_code(code, limit, docs=is_export(cell))  # parameter docs: of exported code only
         left += [f'{cell.get("id")}: {len(x)}: {x.strip()[:70]}' for x in l]
         if new != code: cell['source'] = to_lines(''.join(directives) + new); n += 1
     return n, left
@@ -414,17 +424,38 @@ def break_string(code: str, tok: tokenize.TokenInfo, depth: int, limit: int = LO
     new = head + ('\n' + ' ' * indent).join(prefix + q + p + q for p in pieces) + close + tail + eol
     return ''.join(lines[:row - 1]) + new + ''.join(lines[row:])
 
-def signature_lines(tree: ast.Module) -> set[int]:
-    "Lines of the `def` headers of `tree`, whose comments nbdev reads as the parameters' documentation."
-    out = set()
+def doc_comments(code: str) -> dict[tuple[str, str], str] | None:
+    """The comments nbdev shows as the documentation of parameters (fastcore's `docments`): for each parameter of
+    a def (and `return`) and each annotated field of a class, the comment on its line, else the comment lines
+    right above it inside the definition, words only, by (definition, parameter); like `docments`, which reads
+    the definition's own source, one parameter per line (the last).
+    None where `code` does not parse."""
+    tree = parse(code)
+    if tree is None: return None
+    try: comments = {t.start[0]: t.string for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                     if t.type == tokenize.COMMENT}
+    except (tokenize.TokenError, SyntaxError): return None
+    out = {}
     for n in ast.walk(tree):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out |= set(range(n.lineno, n.body[0].lineno + 1))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = n.args
+            parms = {x.lineno: x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+            if n.returns: parms[n.returns.lineno] = 'return'
+        elif isinstance(n, ast.ClassDef):
+            parms = {x.lineno: x.target.id for x in n.body if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name)}
+        else: continue
+        for line, name in parms.items():
+            found = [comments[line]] if line in comments else []
+            if not found:
+                k, above = line - 1, []
+                while k > n.lineno and k in comments and k not in parms: above.append(comments[k]); k -= 1
+                found = above[::-1]
+            text = ' '.join(' '.join(found).replace('#', ' ').split())
+            if text: out[(n.name, name)] = text
     return out
 
 def break_comment(code: str, tok: tokenize.TokenInfo, limit: int = LONG) -> str | None:
     "`code` with comment `tok` cut into comment lines that fit in `limit`, at spaces; None if it cannot be."
-    import textwrap
     row, c0 = tok.start
     if PRAGMA_RE.match(tok.string): return None
     text = tok.string[1:].strip()
@@ -451,22 +482,42 @@ def break_comment(code: str, tok: tokenize.TokenInfo, limit: int = LONG) -> str 
         return break_comment(new, nxt_tok, limit) if nxt_tok else None
     return new
 
-def break_line(code: str, i: int, limit: int = LONG) -> str | None:
-    """`code` with its 0-based line `i` shortened by cutting the string literal that crosses `limit` (else the
-    longest one-line literal on it) or the comment at its end; None if neither can be cut."""
-    tree = parse(code)
-    if tree is None: return None
-    try: strs = [(t, d) for t, d in string_tokens(code) if t.start[0] == t.end[0] == i + 1]
-    except (tokenize.TokenError, SyntaxError): return None
+def line_breaks(code: str, i: int, limit: int = LONG):
+    """Ways to shorten 0-based line `i` of `code`, best first: cut the string literal that crosses `limit` (else the
+    longest one-line literal on it); narrow the padding before its comment; cut the comment into comment lines;
+    move it above the line (where nbdev reads a parameter's doc from either place); cut the line after a comma."""
+    if parse(code) is None: return
+    try:
+        strs = [(t, d) for t, d in string_tokens(code) if t.start[0] == t.end[0] == i + 1]
+        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError): return
     strs.sort(key=lambda td: (not (td[0].start[1] < limit < td[0].end[1]), -len(td[0].string)))
     for t, d in strs:
         new = break_string(code, t, d, limit)
-        if new is not None: return new
-    if i + 1 in signature_lines(tree): return None
-    toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
-    com = [t for t in toks if t.type == tokenize.COMMENT and t.start[0] == i + 1]
-    if com and com[0].end[1] > limit and (new := break_comment(code, com[0], limit)) is not None: return new
-    return break_at_comma(code, toks, i, limit)
+        if new is not None: yield new
+    lines = to_lines(code)
+    line, over = lines[i], len(lines[i].rstrip('\n')) - limit
+    com = next((t for t in toks if t.type == tokenize.COMMENT and t.start[0] == i + 1), None)
+    if com:
+        pad = re.search(r' {3,}#$', line[:com.start[1] + 1])          # an aligned comment: less padding
+        if pad and pad.end() - pad.start() - 3 >= over:
+            yield ''.join(lines[:i]) + line[:pad.start()] + ' ' * (pad.end() - pad.start() - 1 - over) + \
+                line[com.start[1]:] + ''.join(lines[i + 1:])
+        if com.end[1] > limit and (new := break_comment(code, com, limit)) is not None: yield new
+        code_part = line[:com.start[1]].rstrip()
+        if code_part.strip():                                        # a trailing comment: above the line instead
+            ind = len(line) - len(line.lstrip(' '))
+            text = textwrap.wrap(com.string[1:].strip(), limit - ind - 2, break_long_words=False, break_on_hyphens=False)
+            gap = '\n' if i and lines[i - 1].strip().startswith('#') else ''   # not one block with the comment above
+            if text and len(code_part) <= limit:
+                yield (''.join(lines[:i]) + gap + ''.join(' ' * ind + '# ' + t + '\n' for t in text) + code_part
+                       + ('\n' if line.endswith('\n') else '') + ''.join(lines[i + 1:]))
+    new = break_at_comma(code, toks, i, limit)
+    if new is not None: yield new
+
+def break_line(code: str, i: int, limit: int = LONG) -> str | None:
+    "The first of `line_breaks(code, i, limit)`, or None."
+    return next(line_breaks(code, i, limit), None)
 
 def break_at_comma(code: str, toks: list[tokenize.TokenInfo], i: int, limit: int = LONG) -> str | None:
     """`code` with 0-based line `i` cut after its last comma in brackets that leaves the line within `limit`,
@@ -489,6 +540,86 @@ def break_at_comma(code: str, toks: list[tokenize.TokenInfo], i: int, limit: int
     line = lines[i]
     lines[i] = line[:end] + '\n' + ' ' * col + line[start:]
     return ''.join(lines)
+
+
+# --- docwrap -------------------------------------------------------------------------------------
+# A line inside a triple-quoted docstring cannot be cut without changing the string. `docwrap` cuts
+# it anyway, at a space, into lines indented as the docstring's: `__doc__` changes (a space becomes a
+# newline and the indentation `inspect.cleandoc` removes) but not the words, so its Markdown renders
+# the same paragraph. A cut is not made where the next word would start a Markdown block (a list
+# item, a heading, a quote, a table row, a fence), nor in an indented or fenced block.
+
+MD_BLOCK_RE = re.compile(r'([-*+>#|=<]|\d+[.)](\s|$)|```|~~~)')
+
+def docstring_nodes(tree: ast.Module) -> list[ast.Expr]:
+    "The docstring statements of `tree`: the module's, each def's and class's."
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body:
+            e = n.body[0]
+            if isinstance(e, ast.Expr) and isinstance(e.value, ast.Constant) and isinstance(e.value.value, str):
+                out.append(e)
+    return out
+
+def words_dump(tree: ast.Module) -> str:
+    "`ast.dump` of `tree` with the whitespace of every docstring collapsed to single spaces."
+    tree = copy.deepcopy(tree)
+    for e in docstring_nodes(tree): e.value.value = ' '.join(e.value.value.split())
+    return ast.dump(tree)
+
+def cut_doc_line(line: str, indent: int, limit: int) -> list[str] | None:
+    "`line` of a docstring cut at spaces into lines within `limit`, the new ones indented by `indent`; None if it cannot be."
+    out = []
+    while len(line.rstrip('\n')) > limit:
+        cuts = [k for k in range(indent + 20, min(limit, len(line) - 1) + 1)
+                if line[k] == ' ' and line[k - 1] not in ' \\' and line[k + 1] not in ' \n'
+                and not MD_BLOCK_RE.match(line[k + 1:])]
+        if not cuts: return None
+        k = cuts[-1]
+        out.append(line[:k] + '\n'); line = ' ' * indent + line[k + 1:]
+    return out + [line]
+
+def docwrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
+    """`code` with the lines over `limit` inside its multi-line docstrings cut at spaces; the docstrings' words
+    stay the same (checked), the rest of the AST too. Returns the code and the long lines left in docstrings."""
+    tree = parse(code)
+    if tree is None: return code, []
+    lines, want, left = to_lines(code), words_dump(tree), []
+    for e in sorted(docstring_nodes(tree), key=lambda e: -e.lineno):     # bottom up: line numbers stay valid
+        a, b = e.lineno - 1, e.end_lineno
+        if b - a < 2 or not any(len(l.rstrip('\n')) > limit for l in lines[a:b]): continue
+        body = lines[a + 1:b]
+        ind = min((len(l) - len(l.lstrip(' ')) for l in body if l.strip()), default=e.col_offset)
+        seg, k, fence = lines[a:b], 0, False
+        while k < len(seg):
+            l = seg[k]
+            if l.strip()[:3] in ('```', '~~~'): fence = not fence
+            if len(l.rstrip('\n')) <= limit: k += 1; continue
+            cut = None if fence or (k and len(l) - len(l.lstrip(' ')) != ind) else cut_doc_line(l, ind, limit)
+            if cut is None: left.append(l.rstrip('\n')); k += 1; continue
+            nxt = seg[k + 1] if k + 1 < len(seg) else ''
+            if (nxt.strip() and len(nxt) - len(nxt.lstrip(' ')) == ind and nxt.strip()[0] not in '\'"'
+                    and not MD_BLOCK_RE.match(nxt.strip())):   # a paragraph: the rest flows on into the next line
+                seg[k + 1] = ' ' * ind + cut.pop().strip() + ' ' + nxt.lstrip(' ')
+            seg[k:k + 1] = cut
+            k += len(cut)
+        new = seg
+        lines[a:b] = new
+    out = ''.join(lines)
+    t = parse(out)
+    if t is None or words_dump(t) != want: return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
+    return out, left
+
+def docwrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
+    "Cut the long lines of the multi-line docstrings of `nb`'s code cells; cells changed and lines left."
+    n, left = 0, []
+    for cell in nb['cells']:
+        if cell['cell_type'] != 'code' or all(len(l.rstrip('\n')) <= limit for l in to_lines(src(cell))): continue
+        directives, code = split_directives(src(cell))
+        new, l = docwrap_code(code, limit)
+        left += [f'{cell.get("id")}: {len(x)}: {x.strip()[:70]}' for x in l]
+        if new != code: cell['source'] = to_lines(''.join(directives) + new); n += 1
+    return n, left
 
 
 # --- check ---------------------------------------------------------------------------------------
@@ -544,7 +675,7 @@ def report(rows: list[tuple[str, dict]]) -> str:
 
 # --- command line --------------------------------------------------------------------------------
 
-COMMANDS = ('split', 'hide', 'idiom', 'wrap', 'check')
+COMMANDS = ('split', 'hide', 'idiom', 'wrap', 'docwrap', 'check')
 
 def notebooks(paths: list[str]) -> list[Path]:
     "The notebooks named or under the folders named, skipping checkpoints and `_`/`.` names."
@@ -574,7 +705,12 @@ def main(argv: list[str] | None = None) -> int:
             elif cmd == 'idiom':
                 n, l = idiom_nb(nb); msgs.append(f'rewrote {n}'); left += [f'{path}: {t}' for t in l]
             elif cmd == 'wrap':
-                n, l = wrap_nb(nb); msgs.append(f'wrapped {n} cells'); long_left += [f'{path}: {t}' for t in l]
+                n, l = wrap_nb(nb); msgs.append(f'wrapped {n} cells')
+            elif cmd == 'docwrap':
+                n, l = docwrap_nb(nb); msgs.append(f'cut docstrings in {n} cells')
+        if {'wrap', 'docwrap'} & set(cmds):
+            long_left += [f'{path}: {c.get("id")}: {len(x)}: {x.strip()[:70]}' for c in nb['cells']
+                          if c['cell_type'] == 'code' for x in (l.rstrip('\n') for l in to_lines(src(c))) if len(x) > LONG]
         if cmds != ['check'] and write_nb(path, nb):
             changed += 1
             print(f'{path}: {", ".join(msgs)}')

@@ -321,7 +321,8 @@ DOC = ("def f():\n"
        "    return 1\n")
 
 def test_docwrap_cuts_docstring_lines_keeping_words_and_markdown():
-    import inspect, mistune
+    import inspect
+    mistune = pytest.importorskip('mistune')
     new, left = cs.docwrap_code(DOC)
     assert cs.words_dump(ast.parse(new)) == cs.words_dump(ast.parse(DOC))
     lines = new.splitlines()

@@ -2,11 +2,13 @@
 
     python tools/cell_style.py check nbs                 # counts per notebook, nothing written
     python tools/cell_style.py split hide wrap nbs       # rewrite in place: the three safe fixes
+    python tools/cell_style.py docwrap nbs               # long lines in docstrings (same words, not same AST)
     python tools/cell_style.py idiom nbs/core/00_schema.ipynb
 
 Subcommands (several may be given; they run in the order written), then notebook files or folders.
-`split`, `hide` and `wrap` leave the exported code AST-identical; `idiom` changes checks only and
-is not run on the whole tree without executing the notebooks it touched.
+`split`, `hide` and `wrap` leave the exported code AST-identical; `docwrap` changes the whitespace of
+docstrings only; `idiom` changes checks only and is not run on the whole tree without executing the
+notebooks it touched.
 
 * `split`: an export cell (`#| export`, `#| exports`, `#| exporti`) that holds more than one
   top-level `def`/`class` becomes one cell per definition. Statements that are not definitions
@@ -25,9 +27,23 @@ is not run on the whole tree without executing the notebooks it touched.
   element, multi-line arguments, keywords) are left and listed.
 * `wrap`: a statement with a line over 120 characters is reformatted by `ruff format --range`
   (quotes kept, nothing else in the cell touched); a long `from ... import` becomes
-  `from m import (a, b,` plus aligned lines, the form nbdev still makes relative. A change that
-  would alter the code's AST is not taken. Strings, comments and cells with magics are left and
-  listed. Needs `ruff` on the PATH.
+  `from m import (a, b,` plus aligned lines, the form nbdev still makes relative. Where ruff
+  cannot shorten the line, a one-line string literal that crosses the limit is cut into adjacent
+  literals (`"a b c"` -> `("a b "` / `"c")`, no parentheses added inside brackets), which the
+  parser joins back into the same constant: the AST and every docstring stay the same. Pieces end
+  after a space or a `\n` escape, never inside an escape or an f-string field, and keep the
+  prefix (r, b, f, u ...). A long comment becomes several comment lines (a comment paragraph flows
+  on into its next line, a trailing one may move above its line); then a line in brackets is cut
+  after a comma. A change that would alter the code's AST is not taken, nor, in export cells, one
+  that changes the comments nbdev shows as parameter docs (on a parameter's or a dataclass field's
+  line, or right above it). Left and listed: lines inside multi-line (triple-quoted) strings (see
+  `docwrap`), such parameter comments, pragmas (`# noqa` ...), cells with magics. Needs `ruff`.
+* `docwrap`: a line over 120 characters inside a multi-line docstring is cut at spaces, the rest
+  flowing on into the paragraph's next line. Not AST-identical: `__doc__` gets a newline (and the
+  indentation `inspect.getdoc` removes) for a space, the words stay the same (checked), and its
+  Markdown renders the same paragraph: no cut where the next word would start a Markdown block
+  (list item, heading, quote, table row, fence), none in an indented or fenced block. Other
+  triple-quoted strings are left: their text is data.
 * `check`: counts per notebook: export cells with more than one definition, non-export code
   cells hidden, check idioms, code lines over 120 characters.
 
@@ -35,7 +51,7 @@ Files are written the way nbdev writes them (sorted keys, one-space indent, UTF-
 newline); a notebook that needs no change is not rewritten.
 """
 from __future__ import annotations
-import argparse, ast, copy, hashlib, json, re, shutil, subprocess, sys
+import argparse, ast, copy, hashlib, io, json, re, shutil, subprocess, sys, textwrap, tokenize
 from pathlib import Path
 
 EXPORT_RE = re.compile(r'^#\|\s*export[si]?\b')
@@ -269,13 +285,20 @@ def wrap_import(code: str, node: ast.ImportFrom, limit: int) -> str | None:
     end = '\n' if seg.endswith('\n') else ''
     return ''.join(lines[:node.lineno - 1]) + '\n'.join(out) + end + ''.join(lines[node.end_lineno:])
 
-def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
-    """`code` with every statement that has a line over `limit` reformatted by ruff (quotes kept), and the
-    lines left too long (strings, comments, what ruff cannot shorten). A change that alters the code's AST
-    (ruff normalises docstrings) is not taken."""
+def wrap_code(code: str, limit: int = LONG, docs: bool = True) -> tuple[str, list[str]]:
+    """`code` with every statement that has a line over `limit` reformatted by ruff (quotes kept) or, where
+    ruff cannot, shortened by `line_breaks`; and the lines left too long. A change that alters the code's AST
+    (ruff normalises docstrings) or, with `docs`, the comments nbdev reads as parameter docs is not taken."""
     tree = parse(code)
     if tree is None: return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
-    want, stuck = ast.dump(tree), set()
+    want, want_docs, stuck = ast.dump(tree), doc_comments(code), set()
+    n_long = lambda c: sum(len(l.rstrip('\n')) > limit for l in to_lines(c))
+    def same(new: str | None) -> bool:
+        "Whether `new` is the same code as `code` with fewer long lines."
+        if new is None or new == code: return False
+        t = parse(new)
+        return (t is not None and ast.dump(t) == want and n_long(new) < n_long(code)
+                and (not docs or doc_comments(new) == want_docs))   # nbdev's parameter docs: the same words
     for _ in range(500):
         lines = to_lines(code)
         todo = [i for i, l in enumerate(lines) if len(l.rstrip('\n')) > limit and l not in stuck]
@@ -287,9 +310,9 @@ def wrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
             new = wrap_import(code, stmt, limit)               # only with a name on the first line
         else: new = ruff_range(code if code.endswith('\n') else code + '\n', i + 1, limit)
         if new is not None and not code.endswith('\n'): new = new.rstrip('\n')
-        n_long = lambda c: sum(len(l.rstrip('\n')) > limit for l in to_lines(c))
-        if (new is not None and new != code and parse(new) is not None and ast.dump(parse(new)) == want
-                and n_long(new) < n_long(code)): code = new
+        if same(new): code = new; continue
+        new = next((n for n in line_breaks(code, i, limit) if same(n)), None)   # ruff cannot: cut a string ...
+        if new is not None: code = new
         else: stuck.add(lines[i])
     return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
 
@@ -299,7 +322,301 @@ def wrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
     for cell in nb['cells']:
         if cell['cell_type'] != 'code' or all(len(l.rstrip('\n')) <= limit for l in to_lines(src(cell))): continue
         directives, code = split_directives(src(cell))
-        new, l = wrap_code(code, limit)
+        new, l = wrap_code(code, limit, docs=is_export(cell))  # parameter docs: of exported code only
+        left += [f'{cell.get("id")}: {len(x)}: {x.strip()[:70]}' for x in l]
+        if new != code: cell['source'] = to_lines(''.join(directives) + new); n += 1
+    return n, left
+
+
+# --- strings and comments ------------------------------------------------------------------------
+# Adjacent string literals are one literal to the parser ("ab" "c" is the Constant "abc", f'{a} ' f'b' one
+# JoinedStr), so a long literal cut into adjacent pieces in brackets is the same code: the same AST, the
+# same docstring. A piece ends after a space (or a `\n` escape) where it can, never inside an escape or
+# an f-string field. Comments are cut into comment lines. What would change the AST is not taken.
+
+STR_RE = re.compile(r'([A-Za-z]*)("""|\'\'\'|"|\')')
+ESCAPE_RE = re.compile(r'\\(N\{[^}]*\}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|.)', re.S)
+PRAGMA_RE = re.compile(r'#\s*(\||%%|noqa|type:|pragma|fmt:|ruff:|pyright:|mypy:)')
+
+def str_units(body: str, raw: bool, fmt: bool) -> list[tuple[str, bool]] | None:
+    """The body of a string literal as units a piece may end after: `(text, good)`, good where a break after
+    it reads well (a space, a `\\n` escape). None where it cannot be cut (a field not closed)."""
+    units, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c == '\\':
+            m = ESCAPE_RE.match(body, i)
+            if m is None: return None
+            t = body[i:i + 2] if raw else m.group(0)             # raw: a backslash keeps the next character
+            units.append((t, t == '\\n' and not raw)); i += len(t); continue
+        if fmt and body.startswith(('{{', '}}'), i): units.append((body[i:i + 2], False)); i += 2; continue
+        if fmt and c == '{':                                   # a replacement field is one unit
+            depth, j, q = 0, i, None
+            while j < len(body):
+                d = body[j]
+                if q: q = None if d == q else q
+                elif d in '\'"': q = d
+                elif d in '{[(': depth += 1
+                elif d in '}])':
+                    depth -= 1
+                    if depth == 0: break
+                j += 1
+            if j >= len(body): return None
+            units.append((body[i:j + 1], False)); i = j + 1; continue
+        units.append((c, c == ' ')); i += 1
+    return units
+
+def pack(units: list[tuple[str, bool]], widths: list[int], hard: bool = True) -> list[str] | None:
+    """`units` packed into pieces, piece k at most `widths[min(k, len(widths) - 1)]` long: each ends at the last
+    good break that fits (if that leaves it at least a third full), else, if `hard`, at the last unit that fits."""
+    pieces, start, n = [], 0, len(units)
+    while start < n:
+        w = widths[min(len(pieces), len(widths) - 1)]
+        total, end, good = 0, start, None
+        while end < n and total + len(units[end][0]) <= w:
+            total += len(units[end][0]); end += 1
+            if units[end - 1][1]: good, good_len = end, total
+        if end == n: pieces.append(units[start:]); break
+        if end == start: return None                           # one unit (a field) wider than the line
+        if not good and not hard: return None
+        cut = good if good and (good_len * 3 >= w or not hard) else end
+        pieces.append(units[start:cut]); start = cut
+    return [''.join(t for t, _ in p) for p in pieces]
+
+def string_tokens(code: str) -> list[tuple[tokenize.TokenInfo, int]]:
+    "The string tokens of `code`, each with the depth of brackets it is in."
+    out, depth = [], 0
+    for t in tokenize.generate_tokens(io.StringIO(code).readline):
+        if t.type == tokenize.OP and t.string in '([{': depth += 1
+        elif t.type == tokenize.OP and t.string in ')]}': depth -= 1
+        elif t.type == tokenize.STRING: out.append((t, depth))
+    return out
+
+def break_string(code: str, tok: tokenize.TokenInfo, depth: int, limit: int = LONG) -> str | None:
+    """`code` with the one-line string literal `tok` cut into adjacent literals on lines that fit in `limit`,
+    in parentheses unless it is in brackets already; None if it cannot be. A literal that ends before `limit`
+    is cut only if it is long (40 characters) and only at spaces: it is not what makes the line long."""
+    (row, c0), (row1, c1) = tok.start, tok.end
+    m = STR_RE.match(tok.string)
+    if row != row1 or m is None: return None
+    crosses = c1 > limit
+    if not crosses and len(tok.string) < 40: return None
+    prefix, q = m.groups()
+    body = tok.string[len(prefix) + len(q):len(tok.string) - len(q)]
+    units = str_units(body, 'r' in prefix.lower(), 'f' in prefix.lower())
+    if not units: return None
+    lines = to_lines(code)
+    line = lines[row - 1]
+    eol = '\n' if line.endswith('\n') else ''
+    head, tail = line[:c0] + ('' if depth else '('), line[c1:].rstrip('\n')
+    close = '' if depth else ')'
+    extra = len(prefix) + 2 * len(q)
+    indent = len(head)
+    if limit - indent - extra < 40:                            # far to the right: start on a line of its own
+        indent = len(line) - len(line.lstrip(' ')) + 4
+        head = head.rstrip() + '\n' + ' ' * indent
+    w, tail_w = limit - indent - extra, len(close + tail)
+    if w < 20: return None
+    units[-1] = (units[-1][0] + '\0' * tail_w, units[-1][1])    # what follows the literal stays on its last line
+    pieces = pack(units, [w], hard=crosses)
+    if pieces is None or len(pieces) < 2: return None
+    pieces[-1] = pieces[-1][:len(pieces[-1]) - tail_w]
+    new = head + ('\n' + ' ' * indent).join(prefix + q + p + q for p in pieces) + close + tail + eol
+    return ''.join(lines[:row - 1]) + new + ''.join(lines[row:])
+
+def doc_comments(code: str) -> dict[tuple[str, str], str] | None:
+    """The comments nbdev shows as the documentation of parameters (fastcore's `docments`): for each parameter of
+    a def (and `return`) and each annotated field of a class, the comment on its line, else the comment lines
+    right above it inside the definition, words only, by (definition, parameter); like `docments`, which reads
+    the definition's own source, one parameter per line (the last).
+    None where `code` does not parse."""
+    tree = parse(code)
+    if tree is None: return None
+    try: comments = {t.start[0]: t.string for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                     if t.type == tokenize.COMMENT}
+    except (tokenize.TokenError, SyntaxError): return None
+    out = {}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = n.args
+            parms = {x.lineno: x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+            if n.returns: parms[n.returns.lineno] = 'return'
+        elif isinstance(n, ast.ClassDef):
+            parms = {x.lineno: x.target.id for x in n.body if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name)}
+        else: continue
+        for line, name in parms.items():
+            found = [comments[line]] if line in comments else []
+            if not found:
+                k, above = line - 1, []
+                while k > n.lineno and k in comments and k not in parms: above.append(comments[k]); k -= 1
+                found = above[::-1]
+            text = ' '.join(' '.join(found).replace('#', ' ').split())
+            if text: out[(n.name, name)] = text
+    return out
+
+def break_comment(code: str, tok: tokenize.TokenInfo, limit: int = LONG) -> str | None:
+    "`code` with comment `tok` cut into comment lines that fit in `limit`, at spaces; None if it cannot be."
+    row, c0 = tok.start
+    if PRAGMA_RE.match(tok.string): return None
+    text = tok.string[1:].strip()
+    lines = to_lines(code)
+    line = lines[row - 1]
+    before = line[:c0]
+    col = c0 if len(before.strip()) == 0 or limit - c0 >= 40 else len(line) - len(line.lstrip(' '))
+    first_w, w = limit - c0 - 2, limit - col - 2
+    if min(first_w, w) < 20: return None
+    first = textwrap.wrap(text, first_w, break_long_words=False, break_on_hyphens=False)
+    if not first: return None
+    rest = textwrap.wrap(text[len(first[0]):].strip(), w, break_long_words=False, break_on_hyphens=False)
+    nxt = lines[row] if row < len(lines) else ''
+    if (not before.strip() and nxt.startswith(before + '# ') and nxt[len(before) + 2:][:1].isalnum()
+            and not PRAGMA_RE.match(nxt.strip())):             # a paragraph of comment lines: the rest joins the next
+        lines[row] = before + '# ' + ' '.join(rest) + ' ' + nxt[len(before) + 2:]
+        rest = []
+    out = [before + '# ' + first[0]] + [' ' * col + '# ' + r for r in rest]
+    if len(out) < 2 and row >= len(lines) or any(len(o) > limit for o in out): return None
+    new = ''.join(lines[:row - 1]) + '\n'.join(out) + ('\n' if line.endswith('\n') else '') + ''.join(lines[row:])
+    if len(out) == 1 and len(lines[row].rstrip('\n')) > limit:    # the next line got too long in turn: cut it
+        nxt_tok = next((t for t in tokenize.generate_tokens(io.StringIO(new).readline)
+                        if t.type == tokenize.COMMENT and t.start[0] == row + 1), None)
+        return break_comment(new, nxt_tok, limit) if nxt_tok else None
+    return new
+
+def line_breaks(code: str, i: int, limit: int = LONG):
+    """Ways to shorten 0-based line `i` of `code`, best first: cut the string literal that crosses `limit` (else the
+    longest one-line literal on it); narrow the padding before its comment; cut the comment into comment lines;
+    move it above the line (where nbdev reads a parameter's doc from either place); cut the line after a comma."""
+    if parse(code) is None: return
+    try:
+        strs = [(t, d) for t, d in string_tokens(code) if t.start[0] == t.end[0] == i + 1]
+        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError): return
+    strs.sort(key=lambda td: (not (td[0].start[1] < limit < td[0].end[1]), -len(td[0].string)))
+    for t, d in strs:
+        new = break_string(code, t, d, limit)
+        if new is not None: yield new
+    lines = to_lines(code)
+    line, over = lines[i], len(lines[i].rstrip('\n')) - limit
+    com = next((t for t in toks if t.type == tokenize.COMMENT and t.start[0] == i + 1), None)
+    if com:
+        pad = re.search(r' {3,}#$', line[:com.start[1] + 1])          # an aligned comment: less padding
+        if pad and pad.end() - pad.start() - 3 >= over:
+            yield ''.join(lines[:i]) + line[:pad.start()] + ' ' * (pad.end() - pad.start() - 1 - over) + \
+                line[com.start[1]:] + ''.join(lines[i + 1:])
+        if com.end[1] > limit and (new := break_comment(code, com, limit)) is not None: yield new
+        code_part = line[:com.start[1]].rstrip()
+        if code_part.strip():                                        # a trailing comment: above the line instead
+            ind = len(line) - len(line.lstrip(' '))
+            text = textwrap.wrap(com.string[1:].strip(), limit - ind - 2, break_long_words=False, break_on_hyphens=False)
+            gap = '\n' if i and lines[i - 1].strip().startswith('#') else ''   # not one block with the comment above
+            if text and len(code_part) <= limit:
+                yield (''.join(lines[:i]) + gap + ''.join(' ' * ind + '# ' + t + '\n' for t in text) + code_part
+                       + ('\n' if line.endswith('\n') else '') + ''.join(lines[i + 1:]))
+    new = break_at_comma(code, toks, i, limit)
+    if new is not None: yield new
+
+def break_line(code: str, i: int, limit: int = LONG) -> str | None:
+    "The first of `line_breaks(code, i, limit)`, or None."
+    return next(line_breaks(code, i, limit), None)
+
+def break_at_comma(code: str, toks: list[tokenize.TokenInfo], i: int, limit: int = LONG) -> str | None:
+    """`code` with 0-based line `i` cut after its last comma in brackets that leaves the line within `limit`,
+    the rest aligned after the bracket (or indented 4 more than the bracket's line); None if there is none."""
+    lines, stack, best = to_lines(code), [], None
+    for k, t in enumerate(toks):
+        if t.type == tokenize.OP and t.string in '([{': stack.append(t.start)
+        elif t.type == tokenize.OP and t.string in ')]}': stack and stack.pop()
+        elif (t.type == tokenize.OP and t.string == ',' and stack and t.start[0] == i + 1 and t.end[1] <= limit
+              and k + 1 < len(toks) and toks[k + 1].start[0] == i + 1
+              and toks[k + 1].type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE)):
+            (brow, bcol), nxt = stack[-1], toks[k + 1]
+            col = bcol + 1
+            if col > limit - 40:
+                bline = lines[brow - 1]
+                col = len(bline) - len(bline.lstrip(' ')) + 4
+            best = (t.end[1], nxt.start[1], col)
+    if best is None: return None
+    end, start, col = best
+    line = lines[i]
+    lines[i] = line[:end] + '\n' + ' ' * col + line[start:]
+    return ''.join(lines)
+
+
+# --- docwrap -------------------------------------------------------------------------------------
+# A line inside a triple-quoted docstring cannot be cut without changing the string. `docwrap` cuts
+# it anyway, at a space, into lines indented as the docstring's: `__doc__` changes (a space becomes a
+# newline and the indentation `inspect.cleandoc` removes) but not the words, so its Markdown renders
+# the same paragraph. A cut is not made where the next word would start a Markdown block (a list
+# item, a heading, a quote, a table row, a fence), nor in an indented or fenced block.
+
+MD_BLOCK_RE = re.compile(r'([-*+>#|=<]|\d+[.)](\s|$)|```|~~~)')
+
+def docstring_nodes(tree: ast.Module) -> list[ast.Expr]:
+    "The docstring statements of `tree`: the module's, each def's and class's."
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body:
+            e = n.body[0]
+            if isinstance(e, ast.Expr) and isinstance(e.value, ast.Constant) and isinstance(e.value.value, str):
+                out.append(e)
+    return out
+
+def words_dump(tree: ast.Module) -> str:
+    "`ast.dump` of `tree` with the whitespace of every docstring collapsed to single spaces."
+    tree = copy.deepcopy(tree)
+    for e in docstring_nodes(tree): e.value.value = ' '.join(e.value.value.split())
+    return ast.dump(tree)
+
+def cut_doc_line(line: str, indent: int, limit: int) -> list[str] | None:
+    "`line` of a docstring cut at spaces into lines within `limit`, the new ones indented by `indent`; None if it cannot be."
+    out = []
+    while len(line.rstrip('\n')) > limit:
+        cuts = [k for k in range(indent + 20, min(limit, len(line) - 1) + 1)
+                if line[k] == ' ' and line[k - 1] not in ' \\' and line[k + 1] not in ' \n'
+                and not MD_BLOCK_RE.match(line[k + 1:])]
+        if not cuts: return None
+        k = cuts[-1]
+        out.append(line[:k] + '\n'); line = ' ' * indent + line[k + 1:]
+    return out + [line]
+
+def docwrap_code(code: str, limit: int = LONG) -> tuple[str, list[str]]:
+    """`code` with the lines over `limit` inside its multi-line docstrings cut at spaces; the docstrings' words
+    stay the same (checked), the rest of the AST too. Returns the code and the long lines left in docstrings."""
+    tree = parse(code)
+    if tree is None: return code, []
+    lines, want, left = to_lines(code), words_dump(tree), []
+    for e in sorted(docstring_nodes(tree), key=lambda e: -e.lineno):     # bottom up: line numbers stay valid
+        a, b = e.lineno - 1, e.end_lineno
+        if b - a < 2 or not any(len(l.rstrip('\n')) > limit for l in lines[a:b]): continue
+        body = lines[a + 1:b]
+        ind = min((len(l) - len(l.lstrip(' ')) for l in body if l.strip()), default=e.col_offset)
+        seg, k, fence = lines[a:b], 0, False
+        while k < len(seg):
+            l = seg[k]
+            if l.strip()[:3] in ('```', '~~~'): fence = not fence
+            if len(l.rstrip('\n')) <= limit: k += 1; continue
+            cut = None if fence or (k and len(l) - len(l.lstrip(' ')) != ind) else cut_doc_line(l, ind, limit)
+            if cut is None: left.append(l.rstrip('\n')); k += 1; continue
+            nxt = seg[k + 1] if k + 1 < len(seg) else ''
+            if (nxt.strip() and len(nxt) - len(nxt.lstrip(' ')) == ind and nxt.strip()[0] not in '\'"'
+                    and not MD_BLOCK_RE.match(nxt.strip())):   # a paragraph: the rest flows on into the next line
+                seg[k + 1] = ' ' * ind + cut.pop().strip() + ' ' + nxt.lstrip(' ')
+            seg[k:k + 1] = cut
+            k += len(cut)
+        new = seg
+        lines[a:b] = new
+    out = ''.join(lines)
+    t = parse(out)
+    if t is None or words_dump(t) != want: return code, [l.rstrip('\n') for l in to_lines(code) if len(l.rstrip('\n')) > limit]
+    return out, left
+
+def docwrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
+    "Cut the long lines of the multi-line docstrings of `nb`'s code cells; cells changed and lines left."
+    n, left = 0, []
+    for cell in nb['cells']:
+        if cell['cell_type'] != 'code' or all(len(l.rstrip('\n')) <= limit for l in to_lines(src(cell))): continue
+        directives, code = split_directives(src(cell))
+        new, l = docwrap_code(code, limit)
         left += [f'{cell.get("id")}: {len(x)}: {x.strip()[:70]}' for x in l]
         if new != code: cell['source'] = to_lines(''.join(directives) + new); n += 1
     return n, left
@@ -358,7 +675,7 @@ def report(rows: list[tuple[str, dict]]) -> str:
 
 # --- command line --------------------------------------------------------------------------------
 
-COMMANDS = ('split', 'hide', 'idiom', 'wrap', 'check')
+COMMANDS = ('split', 'hide', 'idiom', 'wrap', 'docwrap', 'check')
 
 def notebooks(paths: list[str]) -> list[Path]:
     "The notebooks named or under the folders named, skipping checkpoints and `_`/`.` names."
@@ -373,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     cmds = []
     while argv and argv[0] in COMMANDS: cmds.append(argv.pop(0))
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0], usage='cell_style.py {split,hide,idiom,check}... PATH...')
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0], usage='cell_style.py {split,hide,idiom,wrap,check}... PATH...')
     ap.add_argument('paths', nargs='+')
     args = ap.parse_args(argv)
     if not cmds: ap.error(f'name at least one of {", ".join(COMMANDS)}')
@@ -388,7 +705,12 @@ def main(argv: list[str] | None = None) -> int:
             elif cmd == 'idiom':
                 n, l = idiom_nb(nb); msgs.append(f'rewrote {n}'); left += [f'{path}: {t}' for t in l]
             elif cmd == 'wrap':
-                n, l = wrap_nb(nb); msgs.append(f'wrapped {n} cells'); long_left += [f'{path}: {t}' for t in l]
+                n, l = wrap_nb(nb); msgs.append(f'wrapped {n} cells')
+            elif cmd == 'docwrap':
+                n, l = docwrap_nb(nb); msgs.append(f'cut docstrings in {n} cells')
+        if {'wrap', 'docwrap'} & set(cmds):
+            long_left += [f'{path}: {c.get("id")}: {len(x)}: {x.strip()[:70]}' for c in nb['cells']
+                          if c['cell_type'] == 'code' for x in (l.rstrip('\n') for l in to_lines(src(c))) if len(x) > LONG]
         if cmds != ['check'] and write_nb(path, nb):
             changed += 1
             print(f'{path}: {", ".join(msgs)}')
@@ -398,7 +720,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f'\n{len(left)} test_eq/test_ne calls left as they are:')
         print('\n'.join(left))
     if long_left:
-        print(f'\n{len(long_left)} lines still over {LONG} characters (strings, comments, magics):')
+        print(f'\n{len(long_left)} lines still over {LONG} characters '
+              '(in multi-line strings, in cells with magics, comments in a def header, pragmas):')
         print('\n'.join(long_left))
     if cmds != ['check']: print(f'{changed} of {len(nbs)} notebooks rewritten')
     return 0

@@ -135,7 +135,8 @@ def _merge_entry(entries: dict[str, dict], e: dict):
 # %% ../../nbs/core/10_pipeline.ipynb #a79abdcf
 def atomic_write(path: Path, data: bytes):
     "Write `data` to `path` so that readers see the old or the new file, never a mix."
-    tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    # unique across the nodes of a Slurm array that share the folder (a PID alone is not)
+    tmp = path.with_name(f'.{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp')
     with open(tmp, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
     os.replace(tmp, path)
 
@@ -347,15 +348,22 @@ def _stats(entries: list[dict]) -> dict:
             'records': sum(len(e['records']) for e in kept),
             'dropped': dict(sorted(dropped.items())), 'failed': dict(sorted(failed.items()))}
 
-def _write_total_stats(out_dir: Path):
+def _finished_shards(out_dir: Path) -> list[str]:
+    "The shards (`i-of-n`) whose stats file is in `out_dir`: those that have finished."
+    return [p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))]
+
+def _write_total_stats(out_dir: Path) -> dict:
     """`stats.json`: the counts of every item journaled in `out_dir`, each counted once whichever
-    shard layouts computed it, and the shards that have finished."""
-    total = _stats(read_entries(out_dir))
-    total['shards'] = [
-        p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))
-    ]
-    atomic_write(out_dir / 'stats.json',
-                 (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
+    shard layouts computed it, and the shards that have finished. Shards finishing at once take
+    turns (a lock): each reads and writes the total while no other does, so the last one's total
+    names every shard; without turns a slow writer's older total could replace a newer one."""
+    with open(out_dir / '.stats.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        total = _stats(read_entries(out_dir))
+        total['shards'] = _finished_shards(out_dir)
+        atomic_write(out_dir / 'stats.json',
+                     (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
+    return total
 
 def _drop_other_layouts(out_dir: Path, kept: Path):
     """Remove the journals and stats of other shard layouts once a run over every input has
@@ -747,8 +755,18 @@ def stats(self: RunFolder, step: str) -> dict: return self.read_json(step, 'stat
 def finished(self: RunFolder, *steps: str) -> bool:
     """Whether `steps` have completed with no failed item: unsharded, or every shard of one
     layout (`i/n` for each i < n)."""
-    return all((s := self.stats(step)) and not s.get('failed') and _complete(s.get('shards', []))
-               for step in steps)
+    return all(not (s := _current_stats(self.dir(step))).get('failed')
+               and _complete(s.get('shards', [])) for step in steps)
+
+def _current_stats(out_dir: Path) -> dict:
+    """`stats.json` of a stage folder, counted again if it does not name exactly the shards whose
+    stats files are there (a total written before the lock, or a shard finished since): {} when
+    no shard has finished."""
+    shards = _finished_shards(out_dir) if out_dir.is_dir() else []
+    if not shards: return {}
+    try: total = json.loads((out_dir / 'stats.json').read_text())
+    except (OSError, ValueError): total = {}
+    return total if total.get('shards') == shards else _write_total_stats(out_dir)
 
 def _complete(shards: list[str]) -> bool:
     layouts = {}

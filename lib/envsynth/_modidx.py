@@ -2072,6 +2072,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'envsynth.repro.ablation_lines': ('repro.html#ablation_lines', 'envsynth/repro.py'),
                                 'envsynth.repro.build_report': ('repro.html#build_report', 'envsynth/repro.py'),
                                 'envsynth.repro.bundled_sample': ('repro.html#bundled_sample', 'envsynth/repro.py'),
+                                'envsynth.repro.chain_rl_args': ('repro.html#chain_rl_args', 'envsynth/repro.py'),
                                 'envsynth.repro.comparison_lines': ('repro.html#comparison_lines', 'envsynth/repro.py'),
                                 'envsynth.repro.endpoint_models': ('repro.html#endpoint_models', 'envsynth/repro.py'),
                                 'envsynth.repro.eval_commands': ('repro.html#eval_commands', 'envsynth/repro.py'),

@@ -327,7 +327,8 @@ class _StageRun:
             (self.done[k] for k in self.own_keys if k not in current),
             key=lambda e: (e['index'], e['key'])
         )
-        if not any(e['status'] == 'failed' for e in mine):
+        rewritten = not any(e['status'] == 'failed' for e in mine)
+        if rewritten:
             atomic_write(
                 self.path,
                 b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others),
@@ -336,7 +337,8 @@ class _StageRun:
         stats = _stats(mine)
         atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json',
                      (json.dumps(stats, indent=1) + '\n').encode())
-        _write_total_stats(self.out_dir)
+        # a whole run that rewrote its file: the folder holds just `mine` if no other layout is left
+        _write_total_stats(self.out_dir, (self.path, mine) if whole and rewritten else None)
         self.lock.close()
         run = {'computed': len(self.todo), 'reused': self.reused,
                'seconds': time.monotonic() - self.t0}
@@ -361,14 +363,17 @@ def _finished_shards(out_dir: Path) -> list[str]:
     "The shards (`i-of-n`) whose stats file is in `out_dir`: those that have finished."
     return [p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))]
 
-def _write_total_stats(out_dir: Path) -> dict:
+def _write_total_stats(out_dir: Path, only: tuple[Path, list[dict]] | None = None) -> dict:
     """`stats.json`: the counts of every item journaled in `out_dir`, each counted once whichever
     shard layouts computed it, and the shards that have finished. Shards finishing at once take
     turns (a lock): each reads and writes the total while no other does, so the last one's total
-    names every shard; without turns a slow writer's older total could replace a newer one."""
+    names every shard; without turns a slow writer's older total could replace a newer one.
+    `only`: (journal, its entries): when that journal is the folder's only one, its entries are
+    counted as they are (not read again)."""
     with open(out_dir / '.stats.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        total = _stats(read_entries(out_dir))
+        alone = only is not None and list(out_dir.glob('shard-*-of-*.jsonl')) == [only[0]]
+        total = _stats(only[1] if alone else read_entries(out_dir))
         total['shards'] = _finished_shards(out_dir)
         atomic_write(out_dir / 'stats.json',
                      (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())

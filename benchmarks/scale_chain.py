@@ -24,7 +24,8 @@ What runs, for each shard count n (a fresh run folder each time):
 The table: items per hour (items / the chain's wall time, first submission to the finishing job's
 end) against the ideal the server allows (requests x latency / in_flight: the server busy with no
 gap), efficiency = ideal / wall (and ideal / the server's busy span, first request to last), the
-peak RSS of the biggest shard and of the finishing job, client CPU per request, and whether the
+peak RSS of the biggest shard and of the finishing job (and of each job: `<stage>_rss_mb`, one number per array
+task), each stage's span and the finishing job's time, client CPU per request, and whether the
 stage folders (entries without timings, stats) equal the first row's (n = 1) exactly.
 """
 import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time
@@ -251,7 +252,8 @@ def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: fl
 
 COLUMNS = ('shards', 'concurrency', 'items', 'tasks_kept', 'requests', 'wall_s', 'llm_wall_s', 'ideal_s', 'items_per_h',
            'ideal_items_per_h', 'efficiency', 'efficiency_llm', 'mean_in_flight', 'peak_rss_mb_shard',
-           'peak_rss_mb_finish', 'client_cpu_ms_per_request', 'server_cpu_ms_per_request', 'exact')
+           'peak_rss_mb_finish', 'tool_suites_rss_mb', 'tasks_rss_mb', 'tool_suites_span_s', 'tasks_span_s', 'finish_s',
+           'client_cpu_ms_per_request', 'server_cpu_ms_per_request', 'exact')
 
 def print_table(rows: list[dict], columns=COLUMNS):
     print('| ' + ' | '.join(columns) + ' |')

@@ -91,3 +91,52 @@ def test_a_torn_last_line_is_discarded_and_recomputed(tmp_path):
     assert res.run == {**res.run, 'computed': 21, 'reused': 29}
     assert read_records(out) == ref.records()
     assert journal.read_bytes() == (tmp_path / 'ref' / 'shard-00000-of-00001.jsonl').read_bytes()
+
+
+def test_shards_finishing_at_once_leave_a_total_that_names_both(tmp_path, monkeypatch):
+    """Shard 0 has counted its total (only its own stats file was there) when shard 1 finishes: shard 1
+    must wait for shard 0's write, else shard 0's older total replaces shard 1's and the next stage sees an unfinished
+    stage. The interleaving is forced: shard 0 pauses before writing until shard 1 is done or waits at the lock."""
+    import threading
+    from envsynth import pipeline
+    from envsynth.pipeline import RunFolder, Step
+    run = RunFolder(tmp_path, [Step('a', '01_a', per_item=True), Step('b', '02_b', per_item=True)])
+    out, inputs = run.dir('a'), [{'x': x} for x in range(40)]
+    first, shard1_waiting_or_done = threading.Event(), threading.Event()
+    real_write, real_flock = pipeline.atomic_write, pipeline.fcntl.flock
+
+    def paused_write(path, data):                     # shard 0, its total counted, before writing stats.json
+        if threading.current_thread().name == 'shard0' and path.name == 'stats.json' and not first.is_set():
+            first.set()
+            assert shard1_waiting_or_done.wait(30), 'shard 1 neither finished nor waited at the lock'
+        return real_write(path, data)
+
+    def flock(f, op):
+        if threading.current_thread().name == 'shard1' and getattr(f, 'name', '').endswith('.stats.lock'):
+            shard1_waiting_or_done.set()
+        return real_flock(f, op)
+
+    monkeypatch.setattr(pipeline, 'atomic_write', paused_write)
+    monkeypatch.setattr(pipeline.fcntl, 'flock', flock)
+    shard = lambda i: run_stage(lambda r: {'y': r['x']}, inputs, out, name='a', shard=(i, 2), progress=False)
+
+    def shard1():
+        assert first.wait(30); shard(1); shard1_waiting_or_done.set()
+    threads = [threading.Thread(target=shard, args=(0,), name='shard0'), threading.Thread(target=shard1, name='shard1')]
+    for t in threads: t.start()
+    for t in threads: t.join(60)
+    assert json.loads((out / 'stats.json').read_text())['shards'] == ['00000-of-00002', '00001-of-00002']
+    assert run.finished('a') and run.stats('a')['kept'] == 40
+
+
+def test_a_total_that_misses_a_finished_shard_is_counted_again(tmp_path):
+    "A stats.json written by an older version's race (one shard missing) does not hold the next stage back."
+    from envsynth.pipeline import RunFolder, Step
+    run = RunFolder(tmp_path, [Step('a', '01_a', per_item=True)])
+    for i in (0, 1): run_stage(lambda r: {'y': r['x']}, [{'x': x} for x in range(20)], run.dir('a'), name='a',
+                               shard=(i, 2), progress=False)
+    stale = json.loads((run.dir('a') / 'stats.json').read_text())
+    (run.dir('a') / 'stats.json').write_text(json.dumps({**stale, 'shards': ['00000-of-00002'], 'kept': 9}))
+    assert run.finished('a') and run.stats('a')['shards'] == ['00000-of-00002', '00001-of-00002']
+    assert run.stats('a')['kept'] == 20
+    assert not RunFolder(tmp_path / 'none', [Step('a', '01_a', per_item=True)]).finished('a')

@@ -177,3 +177,17 @@ def test_evaluation_reads_the_address_of_the_served_checkpoint(tmp_path):
     (state / 'vllm_address').write_text('http://gpu3:20417/v1\n'); (state / 'vllm_model').write_text('astra-sft\n')
     url, model, key_env, out = repro.eval_target(repro.repro_run_folder(tmp_path), 'astra', 'sft')
     assert (url, model, key_env, out) == ('http://gpu3:20417/v1', 'astra-sft', None, tmp_path / '04_eval' / 'sft')
+
+
+def test_rl_job_reads_a_scheduled_alpha_in_order(capsys, tmp_path, monkeypatch):
+    """`--set alpha_end=...` (EnvFactory's α schedule) writes the RL rows in training order: the plan's rl job passes verl
+    the overrides that read them unshuffled, as one epoch; a fixed α passes none."""
+    monkeypatch.setenv('PATH', str(tmp_path))
+    def rl_line(*args):
+        assert main(['envfactory', '--scale', 'paper', '--slurm', '--dry-run', '--run-dir', str(tmp_path / 'run'), *args]) == 0
+        return next(l for l in capsys.readouterr().out.splitlines() if 'slurm/rl.sbatch' in l and 'RL_PRESET=' in l)
+    assert 'RL_ARGS' not in rl_line()
+    assert "RL_ARGS='data.shuffle=False trainer.total_epochs=1'" in rl_line('--set', 'alpha_end=0.9')
+    params = tmp_path / 'scheduled.yaml'
+    params.write_text((Path(repro.papers_repro_dir()) / 'envfactory' / 'paper.yaml').read_text() + '\nalpha_end: 0.2\n')
+    assert "RL_ARGS='data.shuffle=False trainer.total_epochs=1'" in rl_line('--params', str(params))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio, fcntl, inspect, itertools, json, os, random, secrets, time, traceback
 from contextlib import contextmanager
 from contextvars import ContextVar
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Sequence
@@ -135,7 +135,8 @@ def _merge_entry(entries: dict[str, dict], e: dict):
 # %% ../../nbs/core/10_pipeline.ipynb #a79abdcf
 def atomic_write(path: Path, data: bytes):
     "Write `data` to `path` so that readers see the old or the new file, never a mix."
-    tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    # unique across the nodes of a Slurm array that share the folder (a PID alone is not)
+    tmp = path.with_name(f'.{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp')
     with open(tmp, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
     os.replace(tmp, path)
 
@@ -241,6 +242,8 @@ class _StageRun:
                 for e in _read_journal(other).values(): _merge_entry(self.done, e)
         for e in own.values(): _merge_entry(self.done, e)
         self.items, self.todo, self.reused, self.seen = [], [], 0, set()
+        # keys of reused kept entries the workers hand to `feed` (waiting for room as they do)
+        self.unpublished = deque()
         for index, rec in enumerate(inputs): self.add(index, rec)
         self.journal = open(self.path, 'ab')
 
@@ -259,8 +262,14 @@ class _StageRun:
         self.todo.append(item); return item
 
     def publish(self, entry: dict) -> None:
-        "Hand a kept entry's records to this stage's feed, if it has one."
-        if self.feed is not None and entry['status'] == 'kept': self.feed.put(entry['records'])
+        "Hand a kept entry's records to this stage's feed, if it has one (reused ones: later)."
+        if self.feed is not None and entry['status'] == 'kept':
+            self.unpublished.append(entry['key'])
+
+    async def flush(self) -> None:
+        "Hand the reused entries' records to the feed, waiting for room."
+        while self.unpublished:
+            self.feed.put(self.done[self.unpublished.popleft()]['records']); await self.feed.room()
 
     def renumber(self, inputs: list) -> None:
         "Number the items as in the final list of `inputs` (they arrived in another order)."
@@ -303,7 +312,8 @@ class _StageRun:
         entry, line = _outcome(key, index, out)
         self.journal.write(line); self.journal.flush()
         if self.durable: os.fsync(self.journal.fileno())
-        self.done[key] = entry; self.publish(entry)
+        self.done[key] = entry
+        if self.feed is not None and entry['status'] == 'kept': self.feed.put(entry['records'])
         return entry
 
     def finish(self) -> StageResult:
@@ -317,7 +327,8 @@ class _StageRun:
             (self.done[k] for k in self.own_keys if k not in current),
             key=lambda e: (e['index'], e['key'])
         )
-        if not any(e['status'] == 'failed' for e in mine):
+        rewritten = not any(e['status'] == 'failed' for e in mine)
+        if rewritten:
             atomic_write(
                 self.path,
                 b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others),
@@ -326,7 +337,8 @@ class _StageRun:
         stats = _stats(mine)
         atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json',
                      (json.dumps(stats, indent=1) + '\n').encode())
-        _write_total_stats(self.out_dir)
+        # a whole run that rewrote its file: the folder holds just `mine` if no other layout is left
+        _write_total_stats(self.out_dir, (self.path, mine) if whole and rewritten else None)
         self.lock.close()
         run = {'computed': len(self.todo), 'reused': self.reused,
                'seconds': time.monotonic() - self.t0}
@@ -347,15 +359,25 @@ def _stats(entries: list[dict]) -> dict:
             'records': sum(len(e['records']) for e in kept),
             'dropped': dict(sorted(dropped.items())), 'failed': dict(sorted(failed.items()))}
 
-def _write_total_stats(out_dir: Path):
+def _finished_shards(out_dir: Path) -> list[str]:
+    "The shards (`i-of-n`) whose stats file is in `out_dir`: those that have finished."
+    return [p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))]
+
+def _write_total_stats(out_dir: Path, only: tuple[Path, list[dict]] | None = None) -> dict:
     """`stats.json`: the counts of every item journaled in `out_dir`, each counted once whichever
-    shard layouts computed it, and the shards that have finished."""
-    total = _stats(read_entries(out_dir))
-    total['shards'] = [
-        p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))
-    ]
-    atomic_write(out_dir / 'stats.json',
-                 (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
+    shard layouts computed it, and the shards that have finished. Shards finishing at once take
+    turns (a lock): each reads and writes the total while no other does, so the last one's total
+    names every shard; without turns a slow writer's older total could replace a newer one.
+    `only`: (journal, its entries): when that journal is the folder's only one, its entries are
+    counted as they are (not read again)."""
+    with open(out_dir / '.stats.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        alone = only is not None and list(out_dir.glob('shard-*-of-*.jsonl')) == [only[0]]
+        total = _stats(only[1] if alone else read_entries(out_dir))
+        total['shards'] = _finished_shards(out_dir)
+        atomic_write(out_dir / 'stats.json',
+                     (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
+    return total
 
 def _drop_other_layouts(out_dir: Path, kept: Path):
     """Remove the journals and stats of other shard layouts once a run over every input has
@@ -406,35 +428,84 @@ class FeedError(RuntimeError):
 
 class Feed:
     """The kept records of a stage while it runs, for the next stage to start on each as it is
-    written. `async for` yields them all, from the first, and ends when the stage ends; `final` is
-    then the stage's records in input order (what `read_records` gives). A stage that fails ends
-    its feed with a `FeedError`. The records are kept in memory."""
-    def __init__(self):
-        self.records, self.final, self.error, self._by = [], None, None, {}
+    written. `async for` yields them from the first, and ends when the stage ends; `final` is then
+    the stage's records in input order (read from its folder: what `read_records` gives). A stage
+    that fails ends its feed with a `FeedError`.
+
+    Memory is bounded: a record leaves the feed once every reader has taken it, and the feeding
+    stage waits (`room`) while `limit` records are held for a reader. Readers join when they start
+    (`aiter`); a record dropped before a reader joined cannot reach it (a `FeedError`), so a feed
+    with no reader yet keeps its records and does not hold the feeding stage back."""
+    def __init__(self, limit: int = 256):
+        if limit < 1: raise ValueError('limit must be >= 1')
+        self.limit, self.error, self.source, self._by = limit, None, None, {}
+        # records held; `first` is the number (from 0) of held[0]; `count` records were put
+        self.held, self.first, self.count, self.peak = deque(), 0, 0, 0
+        self._readers: dict[int, int] = {}       # reader → number of the next record it takes
+        self._ids, self._ended = itertools.count(), False
         self._changed = asyncio.Event()
 
     def _wake(self): self._changed.set(); self._changed = asyncio.Event()
     def put(self, records: list[dict]):
-        self.records += records
+        self.held.extend(records); self.count += len(records)
+        self.peak = max(self.peak, len(self.held))
         for field, found in self._by.items(): found.update((r[field], r) for r in records)
         self._wake()
-    def close(self, final: list[dict]): self.final = list(final); self._wake()
+    def close(self, source: str | Path):
+        "The stage ended: its records are in folder `source`."
+        self.source, self._ended = Path(source), True; self._wake()
     def fail(self, error: BaseException): self.error = error; self._wake()
 
-    async def __aiter__(self):
-        i = 0
-        while True:
-            while i < len(self.records): yield self.records[i]; i += 1
-            if self.error is not None:
-                raise FeedError(f'the stage feeding this one failed: {type(self.error).__name__}: '
-                                f'{str(self.error)[:300]}')
-            if self.final is not None: return
+    @property
+    def ended(self) -> bool: return self._ended
+    @property
+    def final(self) -> list[dict] | None:
+        "The stage's records in input order once it has ended (None before)."
+        return read_records(self.source) if self._ended else None
+
+    async def room(self):
+        "Wait while a reader has `limit` records to take (readers take them, or go)."
+        while self._readers and len(self.held) >= self.limit and self.error is None:
             await self._changed.wait()
 
+    def _drop_taken(self):
+        upto = min(self._readers.values(), default=self.first)
+        while self.first < upto: self.held.popleft(); self.first += 1
+        self._wake()
+
+    def __aiter__(self):
+        if self.first > 0:
+            raise FeedError(f'{self.first} records of this feed were taken by another reader and'
+                            ' dropped: a second reader must start before the first takes any')
+        me = next(self._ids); self._readers[me] = 0
+        return self._read(me)
+
+    async def _read(self, me: int):
+        try:
+            while True:
+                while (i := self._readers[me]) < self.first + len(self.held):
+                    rec = self.held[i - self.first]; self._readers[me] = i + 1
+                    self._drop_taken(); yield rec
+                if self.error is not None:
+                    raise FeedError('the stage feeding this one failed: '
+                                    f'{type(self.error).__name__}: {str(self.error)[:300]}')
+                if self._ended: return
+                await self._changed.wait()
+        finally:                                 # the last reader gone: nothing is held for one
+            self._readers.pop(me, None)
+            if not self._readers: self.first += len(self.held); self.held.clear()
+            self._drop_taken()
+
     def by(self, field: str) -> dict:
-        "The records so far by their `field` (kept up to date as records come)."
-        if field not in self._by: self._by[field] = {r[field]: r for r in self.records}
+        """The records so far by their `field` (kept up to date as records come): an index the
+        caller asked for, so it holds every record it names (those already dropped are read from
+        the stage's folder)."""
+        if field not in self._by:
+            dropped = read_records(self.source) if self.first and self.source else []
+            found = {r[field]: r for r in dropped}
+            self._by[field] = found | {r[field]: r for r in self.held}
         return self._by[field]
+
 
 # %% ../../nbs/core/10_pipeline.ipynb #fe3d0a06
 async def concurrently(*steps):
@@ -462,13 +533,15 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed
                      feed: Feed | None = None) -> StageResult:
     """`run_stage` for async (or blocking) functions, `concurrency` items at a time. `inputs` may
     be a `Feed` (another stage's records as it keeps them); `feed` gets this stage's kept records
-    as they are written, and their final list when it ends."""
+    as they are written (the workers wait while it is full), and this stage's folder when it
+    ends."""
     if on_error not in ('record', 'raise'): raise ValueError("on_error must be 'record' or 'raise'")
     if concurrency < 1: raise ValueError('concurrency must be >= 1')
     streamed = inputs if isinstance(inputs, Feed) else None
     # what earlier runs kept goes to `feed` first, as the inputs are taken
     run = _StageRun(fn, [] if streamed else inputs, out_dir, name, config, shard, seed, overwrite,
                     durable, keyed_on, feed)
+    if feed is not None: feed.source = run.out_dir
     is_async = inspect.iscoroutinefunction(fn)
     bar = tqdm(desc=run.name, disable=not progress, total=None if streamed else len(run.items),
                initial=run.reused)
@@ -492,6 +565,7 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed
                     if on_error == 'raise': raise
                     out = e
             run.write(index, key, run.outcome(out, reported)); bar.update()
+            if feed is not None: await feed.room()
 
     try:
         n = concurrency if streamed else min(concurrency, max(1, len(run.todo)))
@@ -505,15 +579,19 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed
         run.abort(); bar.close()
         if feed is not None: feed.fail(e)
         raise
+    finally:
+        if streamed: await take.close()          # this stage no longer holds the feed's records
     bar.close()
     result = run.finish()
-    if feed is not None: feed.close(read_records(run.out_dir))
+    if feed is not None: feed.close(run.out_dir)
     return result
 
 def _list_items(run: _StageRun):
     "The items to compute, one per call (None when there are no more)."
     todo = iter(run.todo)
-    async def take(): return next(todo, None)
+    async def take():
+        await run.flush()                        # reused records first, as the feed has room
+        return next(todo, None)
     return take
 
 def _stream_items(run: _StageRun, streamed: Feed):
@@ -528,8 +606,11 @@ def _stream_items(run: _StageRun, streamed: Feed):
                 try: rec = await anext(records)
                 except StopAsyncIteration:
                     ended = True; run.renumber(streamed.final); break
-                if (item := run.add(next(numbers), rec)) is not None: return item
+                item = run.add(next(numbers), rec)
+                await run.flush()
+                if item is not None: return item
             return None
+    take.close = records.aclose
     return take
 
 # %% ../../nbs/core/10_pipeline.ipynb #21abb04b
@@ -747,8 +828,18 @@ def stats(self: RunFolder, step: str) -> dict: return self.read_json(step, 'stat
 def finished(self: RunFolder, *steps: str) -> bool:
     """Whether `steps` have completed with no failed item: unsharded, or every shard of one
     layout (`i/n` for each i < n)."""
-    return all((s := self.stats(step)) and not s.get('failed') and _complete(s.get('shards', []))
-               for step in steps)
+    return all(not (s := _current_stats(self.dir(step))).get('failed')
+               and _complete(s.get('shards', [])) for step in steps)
+
+def _current_stats(out_dir: Path) -> dict:
+    """`stats.json` of a stage folder, counted again if it does not name exactly the shards whose
+    stats files are there (a total written before the lock, or a shard finished since): {} when
+    no shard has finished."""
+    shards = _finished_shards(out_dir) if out_dir.is_dir() else []
+    if not shards: return {}
+    try: total = json.loads((out_dir / 'stats.json').read_text())
+    except (OSError, ValueError): total = {}
+    return total if total.get('shards') == shards else _write_total_stats(out_dir)
 
 def _complete(shards: list[str]) -> bool:
     layouts = {}

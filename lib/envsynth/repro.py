@@ -23,7 +23,8 @@ __all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'INPUT_FIELDS',
            'our_category', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines', 'build_report',
            'report_markdown', 'one_line_summary', 'PreflightError', 'run_rl_data', 'reproduce', 'ChainSizes',
            'trained_models', 'role_servers', 'use_served_roles', 'served_address', 'repro_argv', 'paper_chain',
-           'job_resources', 'plan_text', 'slurm_jobs', 'submit_repro', 'ReproArgumentError', 'repro_parser', 'main']
+           'chain_rl_args', 'job_resources', 'plan_text', 'slurm_jobs', 'submit_repro', 'ReproArgumentError',
+           'repro_parser', 'main']
 
 # %% ../../nbs/repro.ipynb #84383faf
 STAGES = ('synth', 'sft', 'rl', 'eval', 'report')
@@ -866,11 +867,13 @@ def paper_chain(paper: str, run_dir: str | Path, stages=None, params: str | Path
     if 'rl' in todo and 'rl' in models:
         cfg, files = read_yaml(parameter_file(paper, 'rl')), _rl_paths(paper, run)
         start = models['sft'] if cfg.get('from_sft', True) and 'sft' in models else str(cfg.get('model') or '')
+        preset, rl_args = getattr(p, 'rl_preset', None) or pr.rl_preset, chain_rl_args(p)
         jobs.append(Job('rl', 'slurm/rl.sbatch', opts(int(cfg.get('n_gpus', s.gpus_per_node)), sizes.train_cpus, sizes.train_mem,
                                                      nodes=int(cfg.get('nnodes', 1))),
-                        {**env, 'RL_PRESET': pr.rl_preset, 'RL_MODEL': start, 'RL_TRAIN_FILES': files['train'],
+                        {**env, 'RL_PRESET': preset, 'RL_MODEL': start, 'RL_TRAIN_FILES': files['train'],
                          'RL_VAL_FILES': files['val'], 'RL_ENV_ROOT': files['root'], 'RL_OUT': str(run.dir('rl') / 'train'),
-                         **({} if get_rl_preset(pr.rl_preset).enable_thinking else {'RL_EMPTY_THINK': '1'})},
+                         **({} if get_rl_preset(preset).enable_thinking else {'RL_EMPTY_THINK': '1'}),
+                         **({'RL_ARGS': ' '.join(rl_args)} if rl_args else {})},
                         ok('synth', 'rl_data', 'sft' if cfg.get('from_sft', True) else '')))
     if 'eval' in todo:
         trained = {'base': ['preflight'], 'sft': ['sft'], 'rl': ['rl']}
@@ -886,6 +889,12 @@ def paper_chain(paper: str, run_dir: str | Path, stages=None, params: str | Path
     return jobs
 
 # %% ../../nbs/repro.ipynb #a810b176
+def chain_rl_args(p) -> list[str]:
+    """verl overrides of the chain's RL job that the parameters decide before any row exists (`RL_ARGS`): with a scheduled α
+    (`alpha_end` set, by `--params` or `--set`) the recipe writes the rows in training order, so the job reads them
+    unshuffled, as one epoch (what `RLFiles.overrides` reads from the rows when the rl stage runs without Slurm)."""
+    return ['data.shuffle=False', 'trainer.total_epochs=1'] if getattr(p, 'alpha_end', None) is not None else []
+
 def _rl_paths(paper: str, run: RunFolder) -> dict[str, str]:
     pr = paper_recipe(paper)
     root = run.dir('rl') / 'data' if pr.rl_runner else run.dir('synth')

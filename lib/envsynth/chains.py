@@ -21,6 +21,7 @@ class WalkStats:
     kept: int = 0
     dropped: Counter = field(default_factory=Counter)
 
+# %% ../../nbs/core/09c_chains.ipynb #377c792c
 def random_walks(g: nx.DiGraph, n_walks: int, min_len: int = 2, max_len: int = 5, seed: int = 0,
                  max_per_server: int | None = None,
                  verify: Callable[[list[str]], str | None] | None = None,
@@ -63,6 +64,7 @@ def random_walks(g: nx.DiGraph, n_walks: int, min_len: int = 2, max_len: int = 5
 def _required(corpus_by_key: dict, key: str) -> list[str]:
     return list(corpus_by_key[key].tool.function.parameters.get('required') or [])
 
+# %% ../../nbs/core/09c_chains.ipynb #32a21697
 def chain_satisfiable(chain: list[str], graph: nx.DiGraph, kinds: dict,
                       corpus_by_key: dict) -> list[tuple[str, str]]:
     """The (tool, parameter) pairs of `chain` whose required internal input no earlier tool supplies
@@ -126,6 +128,7 @@ class ToolPool:
     domains: list[Any]
     def __post_init__(self): self.index = {k: i for i, k in enumerate(self.keys)}
 
+# %% ../../nbs/core/09c_chains.ipynb #3d97da2b
 def similarity_bands(pool: ToolPool, in_scope: list[str], high: float = 0.85,
                      low: float = 0.4) -> dict[str, set[str]]:
     "ASTRA Eq. 26-28: the pooled candidate sets per band for the in-scope tools."
@@ -144,6 +147,7 @@ def similarity_bands(pool: ToolPool, in_scope: list[str], high: float = 0.85,
             bands[b].update(pool.keys[j] for j in np.nonzero(mask & keep)[0])
     return bands
 
+# %% ../../nbs/core/09c_chains.ipynb #2d241af9
 def mix_distractors(pool: ToolPool, in_scope: list[str], k_per_band: int = 2, seed: int = 0,
                     high: float = 0.85, low: float = 0.4) -> dict[str, list[str]]:
     """Up to `k_per_band` distractors from each band, sampled without repeats across bands
@@ -155,6 +159,7 @@ def mix_distractors(pool: ToolPool, in_scope: list[str], k_per_band: int = 2, se
         out[b] = rng.sample(cands, min(k_per_band, len(cands))); chosen.update(out[b])
     return out
 
+# %% ../../nbs/core/09c_chains.ipynb #9306221b
 def random_distractors(pool: ToolPool, in_scope: list[str], seed: int = 0,
                        n_range: tuple[int, int] = (5, 9)) -> list[str]:
     "The ablation baseline: 5-9 random tools from other domains."

@@ -20,12 +20,14 @@ COMMAND_GROUP = 'envsynth.commands'
 class CommandError(ValueError):
     "A command line that names no registered command, or a broken registration."
 
+# %% ../../nbs/cli.ipynb #cce6fb1c
 def registered_commands(eps: Iterable[EntryPoint] | None = None) -> dict[tuple[str, ...], EntryPoint]:
     "{command words: entry point} of the group `envsynth.commands` (or of `eps`)."
     out: dict[tuple[str, ...], EntryPoint] = {}
     for ep in sorted(entry_points(group=COMMAND_GROUP) if eps is None else eps, key=lambda e: (e.name, e.value)):
         words = tuple(ep.name.split('.'))
-        if not all(words): raise CommandError(f'entry point {ep.name!r} = {ep.value!r}: a command name is words joined by single dots')
+        if not all(words):
+            raise CommandError(f'entry point {ep.name!r} = {ep.value!r}: a command name is words joined by single dots')
         if words in out and out[words].value != ep.value:
             raise CommandError(f'command {" ".join(words)!r} is registered twice: {out[words].value} and {ep.value}')
         out[words] = ep
@@ -41,6 +43,7 @@ def _static_docstring(ep: EntryPoint) -> str | None:
     node = next((n for n in tree.body if isinstance(n, defs) and n.name == ep.attr), None)
     return ast.get_docstring(node) if node is not None else None
 
+# %% ../../nbs/cli.ipynb #20512fa3
 def command_help(ep: EntryPoint) -> str:
     "The first line of the docstring of the function `ep` names (read from source when possible: no import)."
     doc = _static_docstring(ep)
@@ -53,8 +56,10 @@ def command_help(ep: EntryPoint) -> str:
 def _prefixes(commands: Mapping[tuple[str, ...], Any]) -> set[tuple[str, ...]]:
     return {w[:i] for w in commands for i in range(1, len(w))}
 
+# %% ../../nbs/cli.ipynb #cc5d59d0
 def find_command(argv: Sequence[str], commands: Mapping[tuple[str, ...], Any]) -> tuple[tuple[str, ...], list[str]]:
-    "`(command words, the rest of argv)` for the longest leading words of `argv` that name a command; `CommandError` if none do."
+    ("`(command words, the rest of argv)` for the longest leading words of `argv` that name a command; `CommandError` "
+     "if none do.")
     argv = list(argv)
     for n in range(min(len(argv), max(map(len, commands), default=0)), 0, -1):
         if tuple(argv[:n]) in commands: return tuple(argv[:n]), argv[n:]
@@ -63,17 +68,21 @@ def find_command(argv: Sequence[str], commands: Mapping[tuple[str, ...], Any]) -
     known = [' '.join(w) for w in sorted(commands) if w[:len(group)] == group]
     asked = ' '.join(words) or '(none)'
     if group and len(words) == len(group): raise CommandError(f'{asked!r} needs a subcommand: {", ".join(known)}')
-    raise CommandError(f'unknown command {asked!r}; the {" ".join(group) + " " if group else ""}commands are: {", ".join(known)}')
+    raise CommandError(
+        f'unknown command {asked!r}; the {" ".join(group) + " " if group else ""}commands are: {", ".join(known)}'
+    )
 
 # %% ../../nbs/cli.ipynb #1c6dad64
 def exit_status(result: Any) -> int:
     "A command's return value as an exit status: an `int` is one, anything else (None, result rows) is success."
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
+# %% ../../nbs/cli.ipynb #7275b55d
 def one_line(text: str) -> str:
     "`text` on one line (its lines joined by ' | ')."
     return ' | '.join(l.strip() for l in str(text).splitlines() if l.strip())
 
+# %% ../../nbs/cli.ipynb #5966a422
 def expected_error(e: BaseException) -> bool:
     """An error that describes the input or the world, not a bug: bad values or files (`ValueError`, `OSError`,
     `LookupError`), a malformed YAML file, or an error class of envsynth (a failed step, a damaged journal, a model
@@ -81,6 +90,7 @@ def expected_error(e: BaseException) -> bool:
     return isinstance(e, (ValueError, OSError, LookupError, TimeoutError)) or \
         any(c.__module__.split('.')[0] in ('envsynth', 'yaml') for c in type(e).__mro__[:-2])
 
+# %% ../../nbs/cli.ipynb #58cbf9a4
 def run_command(name: str, fn: Callable[[list[str]], Any], argv: Sequence[str]) -> int:
     "Run `fn(argv)` as `envsynth <name>` and return its exit status; failures are reported on stderr in one line."
     try: return exit_status(fn(list(argv)))
@@ -101,6 +111,7 @@ def usage(commands: Mapping[tuple[str, ...], EntryPoint], group: tuple[str, ...]
              f'commands (`envsynth <command> --help` shows its options):']
     return '\n'.join(lines + [f'  {name:<{width}}  {text}' for name, text in shown.items()])
 
+# %% ../../nbs/cli.ipynb #21ce7706
 def main(argv: Sequence[str] | None = None) -> int:
     "`envsynth <command> [options]`: run a registered command; `envsynth --help` lists them. Returns the exit status."
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -118,12 +129,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = ' '.join(words)
     try: fn = commands[words].load()
     except Exception as e:
-        print(f'envsynth {name}: error: cannot load {commands[words].value}: {type(e).__name__}: {e}', file=sys.stderr); return 1
+        print(f'envsynth {name}: error: cannot load {commands[words].value}: {type(e).__name__}: {e}', file=sys.stderr)
+        return 1
     return run_command(name, fn, rest)
 
 # %% ../../nbs/cli.ipynb #450203f7
 def parse_set_options(items: Iterable[str]) -> dict[str, Any]:
-    "`--set FIELD=VALUE` items as {FIELD: VALUE}: VALUE is read as JSON (numbers, booleans, lists, objects), else kept as text."
+    ("`--set FIELD=VALUE` items as {FIELD: VALUE}: VALUE is read as JSON (numbers, booleans, lists, objects), else "
+     "kept as text.")
     out = {}
     for item in items:
         field, sep, text = item.partition('=')
@@ -136,7 +149,10 @@ def parse_set_options(items: Iterable[str]) -> dict[str, Any]:
 def recipe_run_parser(recipe: str, stages: Sequence[str], description: str | None = None,
                       command: str = 'run') -> argparse.ArgumentParser:
     "The parser of `envsynth <recipe> <command> --run-dir D [--params P] [--set k=v ...] [--stages a,b] [--shard i/n]`."
-    ap = argparse.ArgumentParser(prog=f'envsynth {recipe} {command}', description=description or f'Run the {recipe} recipe into a run folder (resumable).')
+    ap = argparse.ArgumentParser(
+        prog=f'envsynth {recipe} {command}',
+        description=description or f'Run the {recipe} recipe into a run folder (resumable).',
+    )
     ap.add_argument('--run-dir', required=True, help='the run folder (re-running it resumes)')
     ap.add_argument('--params', default=None, help=f'YAML/JSON parameter file (papers_repro/{recipe}/*.yaml)')
     ap.add_argument('--set', dest='overrides', action='append', default=[], metavar='FIELD=VALUE',
@@ -145,33 +161,49 @@ def recipe_run_parser(recipe: str, stages: Sequence[str], description: str | Non
     ap.add_argument('--shard', default=None, metavar='I/N', help="this Slurm array task's share of --stages")
     return ap
 
-def parse_recipe_run(recipe: str, stages: Sequence[str], argv: Sequence[str] | None = None, description: str | None = None,
-                     command: str = 'run') -> argparse.Namespace:
-    "The parsed command line, with `overrides` a dict and `stages` a list (None: all); `ValueError` for a bad `--set`, stage, shard, run folder or parameter file."
+# %% ../../nbs/cli.ipynb #eb7e8a58
+def parse_recipe_run(
+    recipe: str,
+    stages: Sequence[str],
+    argv: Sequence[str] | None = None,
+    description: str | None = None,
+    command: str = 'run',
+) -> argparse.Namespace:
+    ("The parsed command line, with `overrides` a dict and `stages` a list (None: all); `ValueError` for a bad "
+     "`--set`, stage, shard, run folder or parameter file.")
     args = recipe_run_parser(recipe, stages, description, command).parse_args(argv)
     args.overrides = parse_set_options(args.overrides)
     args.stages = [s.strip() for s in args.stages.split(',') if s.strip()] or None
     if bad := [s for s in args.stages or () if s not in stages]:
         raise ValueError(f'unknown stage {", ".join(bad)}; the stages of {recipe} are {", ".join(stages)}')
     if args.shard is not None:
-        if not args.stages: raise ValueError('--shard needs --stages: each Slurm array task runs one per-item stage on its shard')
+        if not args.stages:
+            raise ValueError('--shard needs --stages: each Slurm array task runs one per-item stage on its shard')
         from envsynth.pipeline import parse_shard
         parse_shard(args.shard)
-    if Path(args.run_dir).exists() and not Path(args.run_dir).is_dir(): raise ValueError(f'--run-dir {args.run_dir} is a file, not a folder')
+    if Path(args.run_dir).exists() and not Path(args.run_dir).is_dir():
+        raise ValueError(f'--run-dir {args.run_dir} is a file, not a folder')
     if args.params is not None and not Path(args.params).is_file():
-        raise ValueError(f'--params {args.params}: ' + ('a folder, not a parameter file' if Path(args.params).is_dir() else 'no such file'))
+        raise ValueError(
+            f'--params {args.params}: '
+            + ('a folder, not a parameter file' if Path(args.params).is_dir() else 'no such file')
+        )
     return args
 
 # %% ../../nbs/cli.ipynb #99e9e0cf
 def run_recipe_command(recipe: str, stages: Sequence[str], run: Callable[[argparse.Namespace], Any],
                        argv: Sequence[str] | None = None, description: str | None = None, command: str = 'run') -> int:
-    """`envsynth <recipe> run` for any recipe: parse, `run(args)`, print the summary it returns as one JSON line; returns the
-    exit status: 0, 2 for bad input, 1 for a run that failed (a step with failed items, a damaged journal, a model that did not answer)."""
+    """`envsynth <recipe> run` for any recipe: parse, `run(args)`, print the summary it returns as one JSON line;
+    returns the exit status: 0, 2 for bad input, 1 for a run that failed (a step with failed items, a damaged journal, a
+    model that did not answer)."""
     try: summary = run(parse_recipe_run(recipe, stages, argv, description, command))
     except Exception as e:
         if not expected_error(e): raise                              # a bug: run_command prints its traceback
         bad_input = isinstance(e, (ValueError, OSError)) or type(e).__module__.startswith('yaml')
-        print(f'envsynth {recipe} {command}: error: {one_line(e if bad_input else f"{type(e).__name__}: {e}")}', file=sys.stderr)
+        print(
+            f'envsynth {recipe} {command}: error: {one_line(e if bad_input else f"{type(e).__name__}: {e}")}',
+            file=sys.stderr,
+        )
         return 2 if bad_input else 1
     if summary is not None: print(json.dumps(summary, default=str))
     return 0

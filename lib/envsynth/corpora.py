@@ -31,6 +31,7 @@ class CorpusTool(BaseModel):
     @property
     def key(self) -> str: return f'{self.server}/{self.tool.name}'
 
+# %% ../../nbs/core/09a_corpora.ipynb #ebf25969
 @dataclass
 class ToolCorpus:
     "Tools plus the count of everything dropped on the way in, by reason."
@@ -56,6 +57,7 @@ _TB_TYPES = {'STRING': 'string', 'NUMBER': 'number', 'INTEGER': 'integer', 'BOOL
 def _clean_name(name: str) -> str:
     return re.sub(r'[^A-Za-z0-9_.\-]', '_', name.strip())[:128] or '_'
 
+# %% ../../nbs/core/09a_corpora.ipynb #f3e4f1dd
 def normalize_tool(raw: dict) -> Tool:
     "An OpenAI, bare-function, MCP or ToolBench-style tool description as a checked `Tool`."
     if not isinstance(raw, dict):
@@ -94,6 +96,7 @@ def _add(corpus: ToolCorpus, raw: Any, server: str, source: str,
                                         server=server, source=source, benchmark=benchmark))
     except ToolSchemaError: corpus.dropped['invalid_schema'] += 1
 
+# %% ../../nbs/core/09a_corpora.ipynb #b44dcb17
 def corpus_from_environments(root: str | Path | None = None) -> ToolCorpus:
     "The tools of the curated environments (server = environment name)."
     from envsynth.env_library import curated_tools
@@ -101,6 +104,7 @@ def corpus_from_environments(root: str | Path | None = None) -> ToolCorpus:
     for env, tool in curated_tools(root): _add(c, tool, env, 'curated')
     return c
 
+# %% ../../nbs/core/09a_corpora.ipynb #f3687026
 def corpus_from_mcp(client, server: str | None = None) -> ToolCorpus:
     """The tools of a connected `envsynth.mcp.MCPClient` (its schema problems
     counted as invalid_schema)."""
@@ -109,6 +113,7 @@ def corpus_from_mcp(client, server: str | None = None) -> ToolCorpus:
     for t in client.tools: _add(c, t, server or client.server_name, 'mcp')
     return c
 
+# %% ../../nbs/core/09a_corpora.ipynb #1791852f
 def corpus_from_file(path: str | Path, source: str = 'file',
                      benchmark: str | None = None) -> ToolCorpus:
     """Tools from a JSON or JSONL file: a list of tools, or of servers
@@ -149,10 +154,12 @@ def download_wheel(requirement: str, cache_dir: str | Path) -> Path:
                                 f'{pattern} in {cache_dir}')
     return found[-1]
 
+# %% ../../nbs/core/09a_corpora.ipynb #fe5f99c6
 def download_bfcl_wheel(cache_dir: str | Path) -> Path:
     "The pinned bfcl-eval wheel in `cache_dir`."
     return download_wheel(BFCL_WHEEL, cache_dir)
 
+# %% ../../nbs/core/09a_corpora.ipynb #34ae7c69
 def _bfcl_docs(name: str, data: str) -> Iterable[dict]:
     for line in data.splitlines():
         try: d = json.loads(line)
@@ -162,6 +169,7 @@ def _bfcl_docs(name: str, data: str) -> Iterable[dict]:
                                     else [d['function']]) if isinstance(f, dict))
         elif isinstance(d, dict) and 'name' in d: yield d
 
+# %% ../../nbs/core/09a_corpora.ipynb #b52c9941
 def corpus_from_bfcl(source: str | Path) -> ToolCorpus:
     """BFCL function docs from the wheel (`.whl`), or from a JSON file `{category: [docs]}`;
     server = the data file's stem. Every tool is marked `benchmark='bfcl'`."""
@@ -192,6 +200,7 @@ def vague_description(tool: Tool, min_words: int = 4) -> bool:
     return (len(d.split()) < min_words or bool(_VAGUE.match(d))
             or d.lower().replace(' ', '_') == tool.name.lower())
 
+# %% ../../nbs/core/09a_corpora.ipynb #30849f73
 def filter_corpus(corpus: ToolCorpus, min_server_tools: int = 3,
                   min_description_words: int = 4) -> ToolCorpus:
     "ASTRA's corpus filters; the result's `dropped` adds the reasons to the loaders'."

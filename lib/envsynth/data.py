@@ -27,6 +27,7 @@ __all__ = ['ASSISTANT_HEADER', 'Reasoning', 'Overflow', 'SFT_COLUMNS', 'REWARD_S
 class DataExportError(ValueError):
     "A trajectory or task that cannot become a training row; the message says which and why."
 
+# %% ../../nbs/core/06_data.ipynb #4aab4981
 class RowTooLongError(DataExportError):
     "A row longer than `max_length`, with `overflow='error'`."
 
@@ -51,6 +52,7 @@ def check_sft_trajectory(traj: Trajectory):
     if not any(m.role == 'assistant' for m in traj.messages):
         raise DataExportError(f'trajectory {traj.id}: no assistant turn, nothing to train on')
 
+# %% ../../nbs/core/06_data.ipynb #640e1d59
 def _last_user_query(messages: list[Message]) -> int:
     return max((i for i, m in enumerate(messages) if m.role == 'user'
                 and not is_tool_response_turn(m)), default=-1)
@@ -118,6 +120,7 @@ def _offsets(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     return list(enc['input_ids']), [tuple(o) for o in enc['offset_mapping']]
 
+# %% ../../nbs/core/06_data.ipynb #454b2d7a
 def tokenize_sft(traj: Trajectory, tokenizer, reasoning: Reasoning = 'all',
                  empty_think: bool = False) -> SFTRow:
     """The whole conversation as one row; a token is supervised if any of its characters lies in an
@@ -200,6 +203,7 @@ def sft_dataset(rows: Iterable[SFTRow]):
     return Dataset.from_dict({c: [getattr(r, c) for r in rows] for c in SFT_COLUMNS},
                              features=features)
 
+# %% ../../nbs/core/06_data.ipynb #c377fbb2
 def write_sft(rows: Iterable[SFTRow], out_dir: str | Path) -> dict[str, Path]:
     """Save the rows as `sft.jsonl` (one row a line) and as a `datasets` folder
     (`datasets.load_from_disk`)."""
@@ -219,6 +223,7 @@ ROLLOUT_SUPERVISION = ('hidden_context', 'user_queries')
 def _json(obj) -> str: return json.dumps(obj, ensure_ascii=False, sort_keys=True,
                                          separators=(',', ':'), allow_nan=False)
 
+# %% ../../nbs/core/06_data.ipynb #a0123477
 def _check_rl_task(task: Task, names: list[str]):
     where = f'task {task.id}'
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -278,6 +283,7 @@ def rl_row(task: Task, tools: Iterable[Tool], index: int = 0, split: str = 'trai
     if agent_name: row['agent_name'] = agent_name
     return row
 
+# %% ../../nbs/core/06_data.ipynb #a25ef683
 def row_reward_spec(row: dict) -> dict:
     "The reward spec a verl row carries, decoded (a `DataExportError` when it carries none)."
     raw = (row.get('extra_info') or {}).get('reward_spec')
@@ -286,10 +292,12 @@ def row_reward_spec(row: dict) -> dict:
                               'rl_row(..., reward=)')
     return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
+# %% ../../nbs/core/06_data.ipynb #e3f3c452
 def env_spec(row: dict) -> dict:
     "The environment spec of a verl row, decoded."
     return json.loads(row['extra_info']['env_json'])
 
+# %% ../../nbs/core/06_data.ipynb #7899f350
 def ground_truth(row: dict) -> dict:
     "The gold state hash, gold actions and reward-side supervision of a verl row, decoded."
     return json.loads(row['reward_model']['ground_truth'])

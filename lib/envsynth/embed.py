@@ -24,6 +24,7 @@ def resolve_model(name: str) -> tuple[str, bool]:
     if Path(name).expanduser().exists(): return str(Path(name).expanduser().resolve()), True
     return name, False
 
+# %% ../../nbs/core/13_embed.ipynb #15ff1c56
 def _model_identity(source: str, local: bool) -> str:
     """What the cache keys on: the model's config files when local (so retrained weights in the same
     folder change it), else its name."""

@@ -25,10 +25,12 @@ def environments_dir() -> Path:
         )
     return root
 
+# %% ../../nbs/core/03_env_library.ipynb #099c5093
 def list_environments(root: str | Path | None = None) -> list[str]:
     "Names of the curated environments (folders with an env.json)."
     return sorted(p.parent.name for p in Path(root or environments_dir()).glob('*/env.json'))
 
+# %% ../../nbs/core/03_env_library.ipynb #0aeb25d4
 def load_curated(name: str, root: str | Path | None = None, sandbox=None) -> Environment:
     """A curated environment by name; its code is the repository's own, so it runs in-process unless
     a `sandbox` is given."""
@@ -37,6 +39,7 @@ def load_curated(name: str, root: str | Path | None = None, sandbox=None) -> Env
         raise KeyError(f'no curated environment {name!r}; have {list_environments(root)}')
     return load_environment(folder, trusted=sandbox is None, sandbox=sandbox)
 
+# %% ../../nbs/core/03_env_library.ipynb #e8d56d19
 def curated_tools(root: str | Path | None = None) -> list[tuple[str, Tool]]:
     "Every tool of every curated environment, with its environment's name: a pool of distractors."
     out = []

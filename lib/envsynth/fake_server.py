@@ -25,6 +25,7 @@ class Reply:
     status: int = 200
     delay: float = 0.0
 
+# %% ../../nbs/core/12_fake_server.ipynb #c32fdae6
 def completion(message: dict, model: str = 'fake', prompt_tokens: int = 10,
                completion_tokens: int = 5) -> dict:
     "A chat-completion body around an assistant `message` dict."

@@ -33,11 +33,13 @@ TOOLS_POSTAMBLE = ('\n</tools>\n\nFor each function call, return a json object w
 
 def _dumps(obj) -> str: return json.dumps(obj, ensure_ascii=False)   # transformers' `tojson`
 
+# %% ../../nbs/core/01_formats.ipynb #134f8b6e
 def render_tools_block(tools: Iterable[Tool | dict]) -> str:
     "The tool declaration that opens the system turn."
     return (TOOLS_PREAMBLE + ''.join('\n' + _dumps(Tool.parse(t).to_openai()) for t in tools)
             + TOOLS_POSTAMBLE)
 
+# %% ../../nbs/core/01_formats.ipynb #1e7dbe47
 def render_tool_call(call: ToolCall) -> str:
     """One `<tool_call>` block; arguments are inserted as the JSON text they are
     (never re-serialized)."""
@@ -65,6 +67,7 @@ def is_tool_response_turn(m: Message) -> bool:
     c = (m.content or '').strip()
     return m.role == 'user' and c.startswith('<tool_response>') and c.endswith('</tool_response>')
 
+# %% ../../nbs/core/01_formats.ipynb #da3da125
 def render_hermes(messages: list[Message], tools: Iterable[Tool | dict] | None = None,
                   add_generation_prompt: bool = False,
                   reasoning: Literal['all', 'after_last_user'] = 'all',
@@ -203,6 +206,7 @@ def _read_tools_block(text: str) -> tuple[str | None, list[Tool]]:
             raise FormatError(f'system turn: tool {k} in <tools>: {e}') from None
     return (head[:-2] if head.endswith('\n\n') else head) or None, tools
 
+# %% ../../nbs/core/01_formats.ipynb #c19dd6a8
 def parse_hermes(text: str,
                  mode: Literal['lenient', 'strict'] = 'strict') -> tuple[list[Message], list[Tool]]:
     "Messages and tools of a Qwen3/Hermes chat text; `FormatError` says what is wrong."
@@ -243,6 +247,7 @@ def _as_dict(obj) -> dict:
     if isinstance(obj, dict): return obj
     raise FormatError(f'expected a message object or dict, got {type(obj).__name__}')
 
+# %% ../../nbs/core/01_formats.ipynb #74d97d6e
 def _text_of(content, where: str) -> str | None:
     if content is None or isinstance(content, str): return content
     if isinstance(content, list):
@@ -254,6 +259,7 @@ def _text_of(content, where: str) -> str | None:
         return ''.join(parts)
     raise FormatError(f'{where}: content must be a string or a list of parts')
 
+# %% ../../nbs/core/01_formats.ipynb #4a02a90d
 def from_openai_message(obj, where: str = 'message') -> Message:
     "An envsynth `Message` from an OpenAI message dict or SDK object."
     d = dict(_as_dict(obj))
@@ -267,12 +273,15 @@ def from_openai_message(obj, where: str = 'message') -> Message:
     try: return Message.model_validate(d)
     except ValueError as e: raise FormatError(f'{where}: {e}') from None
 
+# %% ../../nbs/core/01_formats.ipynb #5da8cd5d
 def from_openai_messages(objs: Iterable) -> list[Message]:
     return [from_openai_message(o, f'message {i}') for i, o in enumerate(objs)]
 
+# %% ../../nbs/core/01_formats.ipynb #fe738545
 def to_openai_messages(messages: Iterable[Message]) -> list[dict]:
     return [m.to_openai() for m in messages]
 
+# %% ../../nbs/core/01_formats.ipynb #d7669513
 def from_openai_response(response) -> Message:
     "The assistant message of the first choice of a chat completion (dict or SDK `ChatCompletion`)."
     d = _as_dict(response)
@@ -286,12 +295,14 @@ def _dotted(node) -> str:
     if isinstance(node, ast.Attribute): return _dotted(node.value) + '.' + node.attr
     raise FormatError(f'not a function name: {ast.unparse(node)!r}')
 
+# %% ../../nbs/core/01_formats.ipynb #550da79d
 def _literal(node, where: str):
     try: value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise FormatError(f'{where}: not a literal value: {ast.unparse(node)[:60]!r}') from None
     return _jsonable(value, where)
 
+# %% ../../nbs/core/01_formats.ipynb #febbc2f8
 def _jsonable(v, where):
     if isinstance(v, (tuple, list)): return [_jsonable(x, where) for x in v]
     if isinstance(v, dict): return {str(k): _jsonable(x, where) for k, x in v.items()}
@@ -325,6 +336,7 @@ def parse_bfcl_call(src: str, tools: Iterable[Tool] | None = None, index: int = 
         args[kw.arg] = _literal(kw.value, f'{name} argument {kw.arg}')
     return ToolCall.make(name, args, index=index)
 
+# %% ../../nbs/core/01_formats.ipynb #724a7aa4
 def parse_bfcl_calls(src: str | list[str], tools: Iterable[Tool] | None = None) -> list[ToolCall]:
     "A turn's calls from `'[f(a=1), g()]'`, a single call string, or a list of call strings."
     tools = list(tools or [])
@@ -344,6 +356,7 @@ def to_bfcl_call(call: ToolCall) -> str:
     "A call as BFCL writes it: keyword arguments with Python literal values."
     return f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.args.items())})"
 
+# %% ../../nbs/core/01_formats.ipynb #5df497f8
 def to_bfcl_calls(calls: Iterable[ToolCall]) -> str:
     "A turn's calls as BFCL's list form `[f(a=1), g(b='x')]`."
     return '[' + ', '.join(to_bfcl_call(c) for c in calls) + ']'
@@ -365,6 +378,7 @@ def _std_schema(s):
         out['properties'] = {k: _std_schema(v) for k, v in s['properties'].items()}
     return out
 
+# %% ../../nbs/core/01_formats.ipynb #f6ea4993
 def bfcl_function_to_tool(doc: dict) -> Tool:
     "A BFCL function doc as an envsynth `Tool`; `ToolSchemaError` if it cannot be mapped."
     if not isinstance(doc, dict) or 'name' not in doc:
@@ -391,6 +405,7 @@ def to_tau2_messages(messages: Iterable[Message]) -> list[dict]:
         out.append(d)
     return out
 
+# %% ../../nbs/core/01_formats.ipynb #bc5d9e37
 class Tau2Conversion(BaseModel):
     "The agent's view of a tau2 conversation, and how many user-side tool messages were left out."
     messages: list[Message]
@@ -434,6 +449,7 @@ def from_tau2_messages(objs: Iterable[dict]) -> Tau2Conversion:
                                 reasoning_content=reasoning))
     return Tau2Conversion(messages=messages, dropped_user_tool_messages=dropped)
 
+# %% ../../nbs/core/01_formats.ipynb #696ed957
 def _tau2_tool(d, i, names, user_calls, messages, dropped):
     if d.get('requestor') == 'user' or d.get('id') in user_calls: return messages, dropped + 1
     if d.get('id') not in names:

@@ -29,15 +29,18 @@ class OutputField:
     owner: str | None
     schema: dict
 
+# %% ../../nbs/core/09b_graph.ipynb #5e595d1e
 def _snake(name: str) -> str:
     return re.sub(r'[^a-z0-9]+', '_',
                   re.sub(r'([a-z0-9])([A-Z])', r'\1_\2', name).lower()).strip('_')
 
+# %% ../../nbs/core/09b_graph.ipynb #e2c64cdf
 def _singular(word: str) -> str:
     if word.endswith('ies') and len(word) > 4: return word[:-3] + 'y'
     return (word[:-1] if word.endswith('s') and not word.endswith(('ss', 'us', 'is'))
             and len(word) > 2 else word)
 
+# %% ../../nbs/core/09b_graph.ipynb #31ee8e5c
 def _norm(name: str) -> str:
     "A name as matching sees it: snake case, its last word singular (`userIds` -> `user_id`)."
     *head, last = _snake(name).split('_')
@@ -106,6 +109,7 @@ def tool_entities(tool_name: str) -> list[str]:
     words = words[1:] if len(words) > 1 else words
     return list(dict.fromkeys(['_'.join(words), *words]))
 
+# %% ../../nbs/core/09b_graph.ipynb #85a97d3c
 def link_names(name: str, owners: Iterable[str]) -> set[str]:
     "The normalized names a field or parameter called `name` inside `owners` answers to."
     n = _norm(name)
@@ -115,6 +119,7 @@ def link_names(name: str, owners: Iterable[str]) -> set[str]:
 def _items(schema: dict) -> dict:
     return schema['items'] if isinstance(schema.get('items'), dict) else {}
 
+# %% ../../nbs/core/09b_graph.ipynb #c2592e41
 def types_compatible(source: dict, target: dict) -> bool:
     """Can a value of JSON Schema `source` (an output field) fill a parameter
     of JSON Schema `target`?"""
@@ -128,10 +133,12 @@ def types_compatible(source: dict, target: dict) -> bool:
 # %% ../../nbs/core/09b_graph.ipynb #c086baf2
 def tool_text(tool: Tool) -> str: return f'{tool.name}: {tool.function.description or ""}'
 
+# %% ../../nbs/core/09b_graph.ipynb #4fd14917
 def param_text(name: str, schema: dict) -> str:
     t = schema.get('type', 'any'); t = '/'.join(t) if isinstance(t, list) else t
     return f'{name} ({t}): {schema.get("description", "")}'
 
+# %% ../../nbs/core/09b_graph.ipynb #66345ee2
 @dataclass
 class ToolEmbeddings:
     """Normalized embeddings: one row per tool (`tools`), one per input parameter (`params`, with
@@ -222,6 +229,7 @@ def _type_shape(schema: dict) -> tuple:
     return tuple(sorted(json_types(schema))), (_type_shape(schema['items'])
                                                if isinstance(schema.get('items'), dict) else None)
 
+# %% ../../nbs/core/09b_graph.ipynb #10e20723
 def _type_table(sources: list[dict],
                 targets: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A code per schema (by type shape) for `sources` and `targets`, and the `types_compatible`
@@ -257,6 +265,7 @@ def id_entities(name: str, owners: Iterable[str]) -> frozenset[str] | None:
     if n != 'id' and not n.endswith('_id'): return None
     return frozenset(x.removesuffix('_id') for x in link_names(name, owners) if x.endswith('_id'))
 
+# %% ../../nbs/core/09b_graph.ipynb #f15dca3f
 def _id_table(fields: list, params: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of the fields' and parameters' `id_entities`, and the table of which may link: an
     identifier feeds only an identifier of the same thing; other names are not constrained."""
@@ -268,6 +277,7 @@ def _id_table(fields: list, params: list) -> tuple[np.ndarray, np.ndarray, np.nd
            for b in preps] for a in freps]
     return fc, pc, np.array(ok, dtype=bool).reshape(len(freps), len(preps))
 
+# %% ../../nbs/core/09b_graph.ipynb #2a6e104c
 def _output_links(corpus: ToolCorpus, emb: ToolEmbeddings, threshold: float, k: int,
                   scope: str, block: int, name_links: bool = True, id_guard: bool = False) -> dict:
     "`{(producer row, consumer row): {(field path, parameter): score}}` for the `outputs` mode."
@@ -376,11 +386,13 @@ def _undirected(g: nx.Graph) -> nx.Graph:
         else: u.add_edge(a, b, weight=w)
     return u
 
+# %% ../../nbs/core/09b_graph.ipynb #2d87706f
 def _louvain(u: nx.Graph, resolution: float, seed: int) -> list[list[str]]:
     "Louvain communities of `u`, each sorted, largest first (ties: smallest key first)."
     comms = nx.community.louvain_communities(u, weight='weight', resolution=resolution, seed=seed)
     return sorted((sorted(c) for c in comms), key=lambda c: (-len(c), c[0]))
 
+# %% ../../nbs/core/09b_graph.ipynb #dca9c767
 def detect_domains(g: nx.DiGraph, resolution: float = 1.0, seed: int = 0) -> dict[str, int]:
     """Louvain communities of `g` (undirected, weighted) as `{node: domain id}`; also stored as the
     nodes' `domain` attribute."""
@@ -398,6 +410,7 @@ def _induced(u: nx.Graph, nodes: list[str]) -> nx.Graph:
                                 if b in inside and a < b)
     return sub
 
+# %% ../../nbs/core/09b_graph.ipynb #e79e05e3
 def _bfs_pieces(u: nx.Graph, nodes: list[str], size: int) -> list[list[str]]:
     "`nodes` breadth-first (from each component's smallest key), cut into pieces of at most `size`."
     inside, seen, order = set(nodes), set(), []
@@ -424,6 +437,7 @@ def _split_oversize(u: nx.Graph, nodes: list[str], max_size: int, resolution: fl
         resolution *= 2
     return _bfs_pieces(u, nodes, max_size)
 
+# %% ../../nbs/core/09b_graph.ipynb #49d5181d
 def _merge_undersize(u: nx.Graph, groups: list[list[str]], min_size: int,
                      max_size: int) -> list[list[str]]:
     """Step 2: each group under `min_size`, smallest first, joins its most tied
@@ -456,6 +470,7 @@ class BoundedDomains:
 
     def labels(self) -> dict[str, int]: return {n: i for i, d in enumerate(self.domains) for n in d}
 
+# %% ../../nbs/core/09b_graph.ipynb #2cb9cc7f
 def bounded_domains(g: nx.Graph, min_size: int, max_size: int, resolution: float = 1.0,
                     seed: int = 0, max_resolution: float = 64.0) -> BoundedDomains:
     """Louvain domains of `g` (undirected, weighted as in `detect_domains`) of
@@ -480,6 +495,7 @@ class EdgeReview(BaseModel):
     add: list[tuple[str, str]] = []
     remove: list[tuple[str, str]] = []
 
+# %% ../../nbs/core/09b_graph.ipynb #a0a7bbca
 async def llm_refine_edges(graph: nx.DiGraph, domains: dict[str, int], client,
                            max_tools: int = 40) -> Counter:
     """Let a model add and remove dependency edges within each domain of at most `max_tools` tools;

@@ -34,18 +34,22 @@ class LLMError(RuntimeError):
     # False: no answer came (a failure)
     answered = False
 
+# %% ../../nbs/core/11_llm.ipynb #bf20aa4c
 class TransientError(LLMError):
     "A failure worth retrying: timeout, connection error, 429, 5xx, malformed response body."
     kind = 'transient'
 
+# %% ../../nbs/core/11_llm.ipynb #704dd575
 class TransportError(LLMError):
     "Transient failures persisted through every retry."
     kind = 'transport'
 
+# %% ../../nbs/core/11_llm.ipynb #19d6ef72
 class RequestError(LLMError):
     "The server rejected the request (4xx other than 429): retrying the same request cannot help."
     kind = 'request'
 
+# %% ../../nbs/core/11_llm.ipynb #186f6d48
 class StructuredOutputError(LLMError):
     "The model's answers never validated against the response model."
     kind = 'structured_output'
@@ -53,10 +57,12 @@ class StructuredOutputError(LLMError):
     def __init__(self, msg: str, raw: list[str | None], errors: list[str]):
         super().__init__(msg); self.raw, self.errors = raw, errors
 
+# %% ../../nbs/core/11_llm.ipynb #ee0006ed
 class CacheMiss(LLMError):
     "Replay mode: the call is not in the cache."
     kind = 'cache_miss'
 
+# %% ../../nbs/core/11_llm.ipynb #dfb0eb05
 class NoResponderError(LLMError):
     "The offline teacher has no responder for this tag."
     kind = 'no_responder'
@@ -75,6 +81,7 @@ class ChatRequest(BaseModel):
         return request_key(backend_id, self.model, self.messages, self.tools, self.response_schema,
                            self.sampling)
 
+# %% ../../nbs/core/11_llm.ipynb #a10b85b2
 class Completion(BaseModel):
     "A backend's raw answer: the assistant message as sent, token usage and finish reason."
     message: Message
@@ -84,6 +91,7 @@ class Completion(BaseModel):
     # what was wrong with the model's raw text (backends that parse it themselves)
     problems: list[str] = []
 
+# %% ../../nbs/core/11_llm.ipynb #2d896ac4
 class ChatResult(BaseModel):
     """What `chat` returns: the assistant message (reasoning split off), the validated object if
     asked, and provenance."""
@@ -198,6 +206,7 @@ class OpenAIBackend:
         except ValidationError as e:
             raise TransientError(f'malformed response body: {_short(str(e))}') from None
 
+# %% ../../nbs/core/11_llm.ipynb #29478cd0
 _SDK_OPTIONS = {'extra_headers': 'headers', 'extra_query': 'params', 'timeout': 'timeout'}
 
 def _for_running_loop(per_loop: dict, make: Callable[[], Any]):
@@ -208,8 +217,10 @@ def _for_running_loop(per_loop: dict, make: Callable[[], Any]):
     if loop not in per_loop: per_loop[loop] = make()
     return per_loop[loop]
 
+# %% ../../nbs/core/11_llm.ipynb #6677c28c
 def _short(s: str, n: int = 300) -> str: return s if len(s) <= n else s[:n] + '...'
 
+# %% ../../nbs/core/11_llm.ipynb #b26b3068
 def check_tool_calls(message: Message, tools: list[Tool] | None) -> tuple[Message, list[str]]:
     """What is wrong with the tool calls of a server's answer. A server's tool parser gives up on
     malformed calls and returns them as text (vLLM's Hermes parser drops *all* calls if one is bad):
@@ -320,6 +331,7 @@ def _lookup(self: ChatCache, key: str) -> _Stored | None:
     hit = _stored(Completion.model_validate_json(row[0]))
     self._remember(key, hit); return hit
 
+# %% ../../nbs/core/11_llm.ipynb #1c099051
 @patch
 def _remember(self: ChatCache, key: str, value: _Stored):
     if self.memory_items <= 0: return
@@ -336,9 +348,11 @@ def _copy_message(m: Message) -> Message:
                            for c in m.tool_calls]
     return copy
 
+# %% ../../nbs/core/11_llm.ipynb #5eccfb1b
 def _copy_completion(c: Completion) -> Completion:
     return c.model_copy(update={'message': _copy_message(c.message), 'problems': list(c.problems)})
 
+# %% ../../nbs/core/11_llm.ipynb #3f8e3760
 @dataclass(frozen=True, slots=True)
 class _Stored:
     "What the memory keeps of a completion: it, and `chat`'s answer (reasoning split off) as data."
@@ -346,6 +360,7 @@ class _Stored:
     answer: dict            # the message's fields: `ChatResult.model_validate` makes new objects
     text: str | None        # the answer's text
 
+# %% ../../nbs/core/11_llm.ipynb #829cafea
 def _stored(c: Completion) -> _Stored:
     reasoning, text = split_think(c.message.content)
     answer = c.message.model_dump() | {
@@ -365,6 +380,7 @@ class TagStats:
     latency_s: float = 0.0
     max_latency_s: float = 0.0
 
+# %% ../../nbs/core/11_llm.ipynb #09671c67
 class Ledger:
     """Counts of model calls per tag. With a `journal` file, every count is also appended to it as
     one JSON line as it happens, so a process that is killed leaves its spending behind;
@@ -419,6 +435,7 @@ class Ledger:
                         f'{s.max_latency_s:>6.3f}')
         return '\n'.join(rows)
 
+# %% ../../nbs/core/11_llm.ipynb #1f2d63f4
 def _add(stats: TagStats, increments: dict, failure: str | None):
     for k, v in increments.items():
         setattr(stats, k,
@@ -435,6 +452,7 @@ def prompt_folder(method: str) -> Path:
                                 'checkout of the repository')
     return root
 
+# %% ../../nbs/core/11_llm.ipynb #2ac7a401
 def fill_prompt(method: str, name: str, **fields) -> str:
     """The prompt `prompts/<method>/<name>.md` with its `{field}`s filled in (other
     braces are left alone)."""
@@ -456,6 +474,7 @@ def _schema_text(model: type[BaseModel]) -> bytes:
     "`model`'s JSON schema as JSON text: pydantic builds it anew on each call (~0.3 ms)."
     return orjson.dumps(model.model_json_schema())
 
+# %% ../../nbs/core/11_llm.ipynb #0034b995
 def parse_structured(text: str | None,
                      model: type[BaseModel]) -> tuple[BaseModel | None, str | None, bool]:
     "`(object, None, repaired)` if `text` holds a valid `model`, else `(None, error, repaired)`."

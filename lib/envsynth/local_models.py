@@ -18,6 +18,7 @@ def _check_sampling(sampling: dict, supported: set[str], backend: str):
     unknown = set(sampling) - supported
     if unknown: raise RequestError(f'the {backend} backend does not support {sorted(unknown)}')
 
+# %% ../../nbs/core/14_local_models.ipynb #b0b056ee
 def _completion_from_text(text: str, req: ChatRequest, stops: Iterable[str], prompt_tokens: int,
                           completion_tokens: int, finish_reason: str | None) -> Completion:
     """A `Completion` from generated text: cut at the first stop string, read with the never-raising

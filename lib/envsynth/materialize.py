@@ -87,6 +87,7 @@ def column_name_problem(name: Any) -> str | None:
         return f'column {name!r} is an attribute of pydantic BaseModel; choose another name'
     return None
 
+# %% ../../nbs/core/17a_materialize.ipynb #46319f9e
 class ColumnSpec(BaseModel):
     ('A column of a table: its JSON type, what it holds, whether it may be null, a closed '
      'vocabulary, the table it references.')
@@ -166,6 +167,7 @@ class TableSpec(BaseModel):
         f = f'{self.singular}_id'
         return f if self.column(f) is None else 'row_id'
 
+# %% ../../nbs/core/17a_materialize.ipynb #80cf3a40
 def singular(word: str) -> str:
     """A plural table name made singular, by English's commonest rules (it only names things:
     'loans' → 'loan')."""
@@ -180,6 +182,7 @@ def singular(word: str) -> str:
     else: s = last
     return f'{head}_{s}' if head else s
 
+# %% ../../nbs/core/17a_materialize.ipynb #109455e4
 def plural(word: str) -> str:
     "The plural of a snake_case noun phrase ('standing_order' → 'standing_orders')."
     irregular = {'person': 'people', 'child': 'children', 'man': 'men', 'woman': 'women',
@@ -265,6 +268,7 @@ class DatabaseDesign(BaseModel):
     def binding(self, tool: str) -> ToolBinding: return next(b for b in self.bindings
                                                              if b.tool == tool)
 
+# %% ../../nbs/core/17a_materialize.ipynb #9a94a235
 def design_problems(design: DatabaseDesign, tools: dict[str, dict] | None = None) -> list[str]:
     """Every problem of a design that pydantic's field checks do not catch; with `tools`, also its
     coverage of them."""
@@ -348,9 +352,11 @@ def column_type(c: ColumnSpec) -> Any:
          else PYTHON_TYPES[c.type])
     return t | None if c.nullable else t
 
+# %% ../../nbs/core/17a_materialize.ipynb #7c710442
 def row_class_name(table: str) -> str: return (''.join(p[:1].upper() + p[1:]
                                                        for p in table.split('_') if p) + 'Row')
 
+# %% ../../nbs/core/17a_materialize.ipynb #765b25f5
 def row_models(design: DatabaseDesign) -> dict[str, type[Row]]:
     """The row model of every table, built in this process (the same types the generated tools.py
     declares)."""
@@ -361,6 +367,7 @@ def row_models(design: DatabaseDesign) -> dict[str, type[Row]]:
                                              for c in t.columns})
             for t in design.tables}
 
+# %% ../../nbs/core/17a_materialize.ipynb #89d4fbaa
 def seed_problems(rows: dict, design: DatabaseDesign) -> list[str]:
     "Every problem of a starting state under `design`: tables, row ids, row types and references."
     out, names = [], [t.name for t in design.tables]
@@ -401,6 +408,7 @@ def json_types(schema: Any) -> set[str]:
         for sub in schema.get(k) or []: out |= json_types(sub)
     return out or {'any'}
 
+# %% ../../nbs/core/17a_materialize.ipynb #d120aade
 def enum_values(schema: Any) -> list | None:
     """The allowed values of a parameter schema with an enum (found inside anyOf/oneOf too), else
     `None`."""
@@ -411,18 +419,21 @@ def enum_values(schema: Any) -> list | None:
             if (vals := enum_values(sub)) is not None: return vals
     return None
 
+# %% ../../nbs/core/17a_materialize.ipynb #2ca9b7a6
 def _type_of(v: Any) -> str:
     if v is None: return 'null'
     if isinstance(v, bool): return 'boolean'
     if isinstance(v, int): return 'integer'
     return {float: 'number', str: 'string', list: 'array', dict: 'object'}.get(type(v), 'any')
 
+# %% ../../nbs/core/17a_materialize.ipynb #3dda0774
 def main_type(schema: Any) -> str | None:
     "The one non-null JSON type of a parameter schema (`None` if it has several or none)."
     ts = json_types(schema) - {'null'}
     if ts == {'integer', 'number'}: return 'number'
     return next(iter(ts)) if len(ts) == 1 and ts != {'any'} else None
 
+# %% ../../nbs/core/17a_materialize.ipynb #bdbd6191
 def tool_parameters(tool: Tool) -> tuple[dict, list]:
     "A tool's parameter schemas by name, and the names of its required parameters."
     p = tool.function.parameters
@@ -469,6 +480,7 @@ def python_type(schema: Any) -> str:
             + (['None'] if 'None' in alts else []))
     return ' | '.join(alts)
 
+# %% ../../nbs/core/17a_materialize.ipynb #298715dc
 def column_annotation(c: ColumnSpec) -> str:
     "The annotation (source text) of a column."
     t = (f'Literal[{", ".join(map(repr, c.enum))}]' if c.enum
@@ -484,6 +496,7 @@ def toolkit_name(domain: str) -> str:
     camel = ''.join(p[:1].upper() + p[1:] for p in re.split(r'[^0-9A-Za-z]+', domain) if p)
     return ('Env' if not camel or camel[0].isdigit() else '') + camel + 'Tools'
 
+# %% ../../nbs/core/17a_materialize.ipynb #144d5980
 def python_docstring(text: str, indent: str = '') -> str:
     "`text` as a triple-quoted docstring (backslashes and quotes escaped)."
     body = text.replace('\\', '\\\\').replace('"""', '\\"\\"\\"').strip()
@@ -493,6 +506,7 @@ def python_docstring(text: str, indent: str = '') -> str:
                                         + [indent + l if l.strip() else '' for l in lines[1:]]))
                                         + (f'\n{indent}"""' if len(lines) > 1 else '"""'))
 
+# %% ../../nbs/core/17a_materialize.ipynb #cef95219
 def assemble_tools_code(domain: str, design: DatabaseDesign, methods: dict[str, str]
                         ) -> tuple[str, str, dict[str, tuple[int, int]]]:
     """tools.py of an environment: a module docstring, the imports, one `Row` model per table and
@@ -558,6 +572,7 @@ def _bound_names(fn: ast.AST) -> set[str]:
         elif isinstance(node, ast.MatchMapping) and node.rest: out.add(node.rest)
     return out
 
+# %% ../../nbs/core/17a_materialize.ipynb #ff5b7091
 def _annotation_problem(node: ast.AST | None, what: str) -> str | None:
     if node is None: return f'{what} has no type annotation'
     for n in ast.walk(node):
@@ -571,6 +586,7 @@ def _annotation_problem(node: ast.AST | None, what: str) -> str | None:
             return f'{what}: annotation {ast.unparse(node)!r} is not a plain type'
     return None
 
+# %% ../../nbs/core/17a_materialize.ipynb #fe923c88
 def _signature(fn: ast.FunctionDef) -> tuple[list[tuple[ast.arg, ast.AST | None]], list[str]]:
     """The parameters after `self` with their default expressions (`None` = required), and problems
     with the shape."""
@@ -787,10 +803,12 @@ def stable_int(*parts: Any) -> int:
     "A 48-bit integer from the content hash of `parts`: the randomness of the offline writers."
     return int(hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()[:12], 16)
 
+# %% ../../nbs/core/17a_materialize.ipynb #1ff08797
 def day_before(h: int, clock_start: str = CLOCK_START) -> dt.date:
     "The day `h` picks among the 700 days before `clock_start` (seeded dates lie in the past)."
     return dt.datetime.fromisoformat(clock_start).date() - dt.timedelta(days=1 + h % 700)
 
+# %% ../../nbs/core/17a_materialize.ipynb #63a94fb8
 def typed_value(name: str, schema: dict, h: int, *, table: str = '',
                 clock_start: str = CLOCK_START) -> Any:
     """A plausible value for a field named `name` with JSON schema `schema`, chosen by the integer
@@ -881,6 +899,7 @@ def _valid(value: Any, schema: dict) -> bool:
     try: return Draft202012Validator(schema).is_valid(value)
     except Exception: return False
 
+# %% ../../nbs/core/17a_materialize.ipynb #e7d47f7a
 def candidate_arguments(tool: Tool, binding: ToolBinding, design: DatabaseDesign, seed_rows: dict,
                         seed: int = 0, n: int = 12) -> list[dict]:
     """Up to `n` argument sets for a tool that should work on the seed state: ids of existing rows
@@ -940,6 +959,7 @@ def _short(x: Any, n: int = 160) -> str:
     s = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False, sort_keys=True)
     return s if len(s) <= n else s[:n] + '…'
 
+# %% ../../nbs/core/17a_materialize.ipynb #35a8b63e
 def probe_tool(env, name: str, candidates: list[dict]) -> tuple[dict | None, list[str]]:
     """The first argument set under which tool `name` succeeds on the seed state (and, for a write
     tool, changes it), or `None` and the problem. A crash, timeout or limit ends the search:
@@ -972,10 +992,12 @@ def _load_env(folder: Path, domain: str, design: DatabaseDesign, methods: dict[s
                              clock_start=CLOCK_START, provenance=provenance,
                              trusted=sandbox is None, sandbox=sandbox)
 
+# %% ../../nbs/core/17a_materialize.ipynb #25f80782
 def _culprits(message: str, names: list[str]) -> list[str]: return [n for n in names
                                                                     if f"'{n}'" in message
                                                                     or f'"{n}"' in message]
 
+# %% ../../nbs/core/17a_materialize.ipynb #bf2b0bed
 def build_round(folder: Path, domain: str, design: DatabaseDesign, tools: dict[str, Tool],
                 methods: dict[str, str], seed_state: dict,
                 sandbox, seed: int = 0) -> tuple[dict[str, list[str]], dict[str, ToolTest],
@@ -1023,6 +1045,7 @@ def build_round(folder: Path, domain: str, design: DatabaseDesign, tools: dict[s
     finally: env.close()
     return problems, tests, []
 
+# %% ../../nbs/core/17a_materialize.ipynb #ebbf4796
 def _check_tool(env, name: str, tool: Tool, design: DatabaseDesign, seed_state: dict,
                 seed: int) -> tuple[list[str], ToolTest | None]:
     """A tool's problems in the loaded `env` (no working test arguments, or property checks that
@@ -1034,10 +1057,12 @@ def _check_tool(env, name: str, tool: Tool, design: DatabaseDesign, seed_state: 
     return [f'check: {p}' for p in check_environment(env, [test]).problems
             if not p.startswith('tools never exercised')], test
 
+# %% ../../nbs/core/17a_materialize.ipynb #38e49158
 def _seed_hashes(env) -> dict:
     try: return env.backend.seed_hashes(fresh=True)
     except Exception as e: return {'(unreadable)': f'{type(e).__name__}: {e}'}
 
+# %% ../../nbs/core/17a_materialize.ipynb #6cba784d
 def _loads_alone(folder: Path, domain: str, design: DatabaseDesign, name: str, method: str,
                  seed_state: dict, sandbox) -> bool:
     solo = folder.with_name(folder.name + '.solo')
@@ -1077,6 +1102,7 @@ def design_request(domain: str, tools: list[Tool]) -> dict: return {'domain': do
                                                                     'tools': [t.to_openai()
                                                                               for t in tools]}
 
+# %% ../../nbs/core/17a_materialize.ipynb #b968aec2
 def code_request(domain: str, tool: Tool, design: DatabaseDesign,
                  previous: dict | None = None) -> dict:
     return {'domain': domain, 'description': design.description, 'tool': tool.to_openai(),
@@ -1084,11 +1110,13 @@ def code_request(domain: str, tool: Tool, design: DatabaseDesign,
             'tables': [t.model_dump(mode='json') for t in design.tables],
             'previous_attempt': previous}
 
+# %% ../../nbs/core/17a_materialize.ipynb #79d13cec
 def seed_request(domain: str, design: DatabaseDesign, rows_per_table: int, seed: int) -> dict:
     return {'domain': domain, 'description': design.description,
             'tables': [t.model_dump(mode='json') for t in design.tables],
             'rows_per_table': rows_per_table, 'seed': seed, 'clock_start': CLOCK_START}
 
+# %% ../../nbs/core/17a_materialize.ipynb #4b0fa1ee
 async def ask_model(client: LLMClient, prompt: str, model: type[BaseModel], request: dict,
                     **sampling) -> BaseModel:
     """One structured call: the prompt file `prompt` with `request` as its JSON block, answered as
@@ -1097,7 +1125,6 @@ async def ask_model(client: LLMClient, prompt: str, model: type[BaseModel], requ
                                                                  ensure_ascii=False))
     return (await client.chat([{'role': 'user', 'content': text}], response_model=model,
                               tag=TAGS[prompt], **sampling)).parsed
-
 
 # %% ../../nbs/core/17a_materialize.ipynb #e6a16962
 def materializable_tools(domain: Domain) -> tuple[dict[str, Tool], dict[str, str]]:
@@ -1122,6 +1149,7 @@ async def ask_tool_code(client: LLMClient, domain: str, tool: Tool, design: Data
                                  **sampling)).code, None
     except LLM_FAILURES as e: return None, f'model: {type(e).__name__}: {_short(str(e), 400)}'
 
+# %% ../../nbs/core/17a_materialize.ipynb #a7d9958b
 class CodeRounds(BaseModel):
     ('The outcome of the repair loop: the last code and problems of every tool, how often each was'
      ' asked, and the history.')
@@ -1134,6 +1162,7 @@ class CodeRounds(BaseModel):
     # the last round's build: methods loaded, tests found
     last_round: tuple[dict[str, str], dict[str, ToolTest]] | None = None
 
+# %% ../../nbs/core/17a_materialize.ipynb #ec8bcd90
 async def code_rounds(client: LLMClient, domain: str, tools: dict[str, Tool],
                       design: DatabaseDesign, seed_state: dict, sandbox,
                       folder: Path, first: list[tuple[str | None, str | None]], *,

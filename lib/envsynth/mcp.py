@@ -26,6 +26,7 @@ def tool_from_mcp(t: mt.Tool) -> Tool:
     return Tool.parse({'type': 'function', 'function': {'name': t.name, 'description': t.description
                                                         or '', 'parameters': t.input_schema}})
 
+# %% ../../nbs/core/08_mcp.ipynb #9758422d
 def tool_to_mcp(tool: Tool) -> mt.Tool:
     f = tool.function
     return mt.Tool(name=f.name, description=f.description or '', input_schema=f.parameters)
@@ -36,6 +37,7 @@ def _call_result(res: ToolResult) -> mt.CallToolResult:
                              structured_content=res.output if res.ok
                              and isinstance(res.output, dict) else None)
 
+# %% ../../nbs/core/08_mcp.ipynb #5cf2c51c
 def environment_server(env: Environment, task: str | None = None) -> Server:
     """An MCP server exposing `env`'s tools; all calls of this server run in one episode (of `task`,
     if given)."""
@@ -51,6 +53,7 @@ def environment_server(env: Environment, task: str | None = None) -> Server:
     return Server(f'envsynth-{env.name}', version='1', instructions=env.policy or env.description,
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
+# %% ../../nbs/core/08_mcp.ipynb #21a756a4
 async def serve_stdio(server: Server) -> None:
     "Run `server` over this process's stdin/stdout until the client disconnects."
     async with stdio_server() as (read, write):
@@ -73,6 +76,7 @@ def serve_environment(folder: str | Path, trusted: bool = False, task: str | Non
         env.close()
         if pool: pool.close()
 
+# %% ../../nbs/core/08_mcp.ipynb #fd26ff02
 def serve_mcp_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog='envsynth serve-mcp',
@@ -97,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f'envsynth serve-mcp: error: {e}', file=sys.stderr); return 2
     return 0
 
+# %% ../../nbs/core/08_mcp.ipynb #aebefba5
 def environment_server_command(folder: str | Path, trusted: bool = False,
                                task: str | None = None) -> tuple[str, list[str]]:
     """The command that serves `folder` over stdio with this Python (for `MCPClient` or any MCP
@@ -110,6 +115,7 @@ def environment_server_command(folder: str | Path, trusted: bool = False,
 class MCPConnectionError(RuntimeError):
     "An MCP server that could not be started or initialized."
 
+# %% ../../nbs/core/08_mcp.ipynb #3f63aacd
 class MCPClient:
     """A stdio connection to one MCP server: `tools`, `call(name, arguments)` -> `ToolResult`,
     `close()`."""
@@ -154,6 +160,7 @@ async def _session_main(self: MCPClient):
             self._ready.set()
             await self._closing.wait()
 
+# %% ../../nbs/core/08_mcp.ipynb #93f390b8
 @patch
 def _stderr(self: MCPClient) -> str:
     try: self._errlog.seek(0); return self._errlog.read()[-800:]
@@ -164,6 +171,7 @@ def _stderr(self: MCPClient) -> str:
 def tool(self: MCPClient, name: str) -> Tool | None:
     return next((t for t in self.tools if t.name == name), None)
 
+# %% ../../nbs/core/08_mcp.ipynb #055aa8e0
 @patch
 async def _call(self: MCPClient, name: str, arguments: dict) -> ToolResult:
     res = await self._session.call_tool(name, arguments)
@@ -174,6 +182,7 @@ async def _call(self: MCPClient, name: str, arguments: dict) -> ToolResult:
     output = res.structured_content if res.structured_content is not None else text
     return ToolResult(call_id='', name=name, output=output)
 
+# %% ../../nbs/core/08_mcp.ipynb #c65462e8
 @patch
 def _check(self: MCPClient, name: str, arguments: Any) -> ToolResult | None:
     tool = self.tool(name)
@@ -226,6 +235,7 @@ def call(self: MCPClient, name: str, arguments: dict | None = None,
                           error=ToolError(type='unavailable',
                                           message=f'{type(e).__name__}: {e}'))
 
+# %% ../../nbs/core/08_mcp.ipynb #900b7d5c
 @patch
 async def acall(self: MCPClient, name: str, arguments: dict | None = None,
                 timeout_s: float | None = None) -> ToolResult:
@@ -243,9 +253,11 @@ def close(self: MCPClient) -> None:
     self._thread.join(5)
     self._errlog.close()
 
+# %% ../../nbs/core/08_mcp.ipynb #7ab189ac
 @patch
 def __enter__(self: MCPClient): return self
 
+# %% ../../nbs/core/08_mcp.ipynb #c9b41cc0
 @patch
 def __exit__(self: MCPClient, *exc): self.close()
 

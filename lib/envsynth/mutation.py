@@ -37,6 +37,7 @@ def _decorator_name(d: ast.AST) -> str | None:
     d = d.func if isinstance(d, ast.Call) else d
     return d.id if isinstance(d, ast.Name) else getattr(d, 'attr', None)
 
+# %% ../../nbs/core/07a_mutation.ipynb #f2d8fc08
 def tool_methods(tree: ast.Module, toolkit: str) -> dict[str, tuple[int, int]]:
     "Tool name -> (index of the class in the module, index of the method in the class)."
     out = {}
@@ -53,6 +54,7 @@ def tool_methods(tree: ast.Module, toolkit: str) -> dict[str, tuple[int, int]]:
 def _nodes(fn: ast.FunctionDef) -> list[ast.AST]:
     return [n for root in (fn.args, *fn.body) for n in ast.walk(root)]
 
+# %% ../../nbs/core/07a_mutation.ipynb #7b1be7ba
 def _params(fn: ast.FunctionDef) -> list[tuple[str, ast.AST | None]]:
     "(name, default) of every parameter but self."
     args = fn.args.posonlyargs + fn.args.args
@@ -61,6 +63,7 @@ def _params(fn: ast.FunctionDef) -> list[tuple[str, ast.AST | None]]:
     pairs += list(zip([a.arg for a in fn.args.kwonlyargs], fn.args.kw_defaults))
     return [(n, d) for n, d in pairs if n != 'self']
 
+# %% ../../nbs/core/07a_mutation.ipynb #4dd2d50a
 def _body(fn: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
     "(docstring statement or nothing, the rest of the body)."
     b = fn.body
@@ -77,10 +80,12 @@ def _root(node: ast.AST) -> ast.AST:
         node = node.func if isinstance(node, ast.Call) else node.value
     return node
 
+# %% ../../nbs/core/07a_mutation.ipynb #bf624092
 def _is_state(node: ast.AST, aliases: set[str]) -> bool:
     r = _root(node)
     return isinstance(r, ast.Name) and (r.id == 'self' or r.id in aliases)
 
+# %% ../../nbs/core/07a_mutation.ipynb #5950b59a
 def state_aliases(fn: ast.FunctionDef) -> set[str]:
     "Local names bound to state: assigned from it, or loop variables over it."
     out = set()
@@ -133,6 +138,7 @@ def _show(n: ast.AST, width: int = 70) -> str:
     s = ast.unparse(n).replace('\n', '; ')
     return s if len(s) <= width else s[:width - 3] + '...'
 
+# %% ../../nbs/core/07a_mutation.ipynb #2d5df542
 def mutation_sites(fn: ast.FunctionDef) -> list[tuple[str, int, int, str]]:
     "(operator, index, variant, what) for every fault the operators can plant in tool `fn`."
     aliases, nodes, out = state_aliases(fn), _nodes(fn), []
@@ -175,6 +181,7 @@ class _Swap(ast.NodeTransformer):
         if node is self.old: return self.new
         return self.generic_visit(node)
 
+# %% ../../nbs/core/07a_mutation.ipynb #cc03be93
 class _Ignore(ast.NodeTransformer):
     "Every read of parameter `p` becomes its default `d` (None without one)."
     def __init__(self, p, d): self.p, self.d = p, d
@@ -182,6 +189,7 @@ class _Ignore(ast.NodeTransformer):
         if n.id != self.p or not isinstance(n.ctx, ast.Load): return n
         return copy.deepcopy(self.d) if self.d else ast.Constant(None)
 
+# %% ../../nbs/core/07a_mutation.ipynb #72cc7d07
 def _helper(name: str, *args: ast.AST) -> ast.Call:
     return ast.Call(ast.Name(name, ast.Load()), list(args), [])
 
@@ -246,6 +254,7 @@ def code_fingerprint(code: CodeType) -> str:
     feed(code)
     return h.hexdigest()[:20]
 
+# %% ../../nbs/core/07a_mutation.ipynb #9068d7fc
 def method_fingerprint(fn: ast.FunctionDef) -> str:
     """The fingerprint of a method's compiled body and its parameters' defaults (which live in the
     defining code, not the method's); decorators are not part of it."""
@@ -267,6 +276,7 @@ class Mutant(BaseModel):
     variant: int = 0
     what: str = ''
 
+# %% ../../nbs/core/07a_mutation.ipynb #a0d97e90
 def enumerate_mutants(code: str, toolkit: str) -> tuple[list[Mutant], dict[str, int]]:
     """The distinct mutants of the tools of class `toolkit` in `code`, and counts: generated,
     equal to the original, duplicates. Parses and compiles only; nothing runs."""
@@ -301,12 +311,14 @@ def mutant_source(code: str, toolkit: str, m: Mutant | dict) -> str:
 class MutantTimeout(Exception):
     "A test ran past its time on a mutant."
 
+# %% ../../nbs/core/07a_mutation.ipynb #223b63a3
 ALARMS = [0]                                  # alarms raised in this process so far
 
 def _alarm(signum, frame):
     ALARMS[0] += 1
     raise MutantTimeout('the test ran past its time')
 
+# %% ../../nbs/core/07a_mutation.ipynb #b2482afc
 def _timed(fn, seconds: float):
     def run(*args, **kwargs):
         signal.setitimer(signal.ITIMER_REAL, seconds, seconds / 4)
@@ -406,6 +418,7 @@ def runner_code() -> str:
     from pathlib import Path
     return Path(importlib.util.find_spec('envsynth.mutation').origin).read_text()
 
+# %% ../../nbs/core/07a_mutation.ipynb #31818694
 def mutation_test(code: str, toolkit: str, tests_code: str, entry: str, kwargs: dict,
                   test_names: list[str], sandbox=None, *, test_timeout: float = 1.0,
                   timeout: float | None = None,

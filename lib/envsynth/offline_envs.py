@@ -92,6 +92,7 @@ def tool_verb(name: str) -> tuple[str | None, list[str]]:
     known = READ_VERBS | INSERT_VERBS | UPDATE_VERBS | DELETE_VERBS | set(STATUS_VERBS)
     return (w[0], w[1:]) if w and w[0] in known else (None, w)
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #8e46bc7a
 def verb_operation(verb: str | None) -> str:
     """What a tool that starts with `verb` does: 'read', 'insert', 'update', 'status' (update to a
     new status) or 'delete'."""
@@ -113,6 +114,7 @@ def id_entity(param: str, schema: dict) -> tuple[tuple[str, ...], bool] | None:
         return tuple(w[:-1]), True
     return None
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #7c5352ad
 def _canonical_entity(words: tuple[str, ...], known: set[tuple[str, ...]]) -> tuple[str, ...]:
     """The entity a role-named id refers to: 'from_account' → 'account' when accounts exist,
     'new_room' → 'room'."""
@@ -121,9 +123,9 @@ def _canonical_entity(words: tuple[str, ...], known: set[tuple[str, ...]]) -> tu
     while len(words) > 1 and words[0] in _ROLES: words = words[1:]
     return words
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #f20005fc
 def _noun(word: str) -> str: return (singular(word) if (word.endswith('s') and len(word) > 3)
                                      or word in ('people', 'children', 'men', 'women') else word)
-
 
 # %% ../../nbs/core/17c_offline_envs.ipynb #100738fa
 def _entity_in(nouns: list[str], entities: set[tuple[str, ...]], last: bool = False
@@ -135,6 +137,7 @@ def _entity_in(nouns: list[str], entities: set[tuple[str, ...]], last: bool = Fa
             if tuple(nouns[start:end]) in entities: return tuple(nouns[start:end])
     return None
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #f764fc11
 def _plan_tools(tools: list[Tool]) -> tuple[dict, dict]:
     """Per tool: (operation, target entity, key parameter, status); per (tool, parameter) holding
     ids: (entity, is_list). A read tool is about the entity its name ends with, else the one its
@@ -200,6 +203,7 @@ def _add_column(cols: dict, name: str, schema: dict, *, nullable: bool = False,
     c['enum'] = None if c['enum'] is None or enum is None else list(dict.fromkeys(c['enum'] + enum))
     c['description'] = c['description'] or desc
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #1228491a
 def _id_prefixes(tables: list[str]) -> dict[str, str]:
     "Distinct 1-4 letter id prefixes: initials, then the first letters, then letter pairs."
     out, used = {}, set()
@@ -315,6 +319,7 @@ def comparable(schema: dict, c: ColumnSpec) -> bool:
     its = json_types(schema.get('items') or {}) - {'null'}
     return 'any' not in its and its <= _STORES[c.items]
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #1f58a1e6
 def storable(schema: dict, c: ColumnSpec) -> bool:
     """Whether every non-null value of parameter `schema` is a valid value of column `c` (type, and
     enum if it has one)."""
@@ -324,13 +329,13 @@ def storable(schema: dict, c: ColumnSpec) -> bool:
     return (vals is not None and {canonical_json(v) for v in vals} <= {canonical_json(v)
                                                                        for v in c.enum})
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #682baa8b
 def column_default(c: ColumnSpec) -> Any:
     "The value a new row gets in a column no parameter fills."
     if c.nullable: return None
     if c.enum: return c.enum[0]
     return {'string': '', 'integer': 0, 'number': 0.0, 'boolean': False, 'array': [], 'object': {}}[
         c.type]
-
 
 # %% ../../nbs/core/17c_offline_envs.ipynb #36cb7b02
 def method_signature(tool: Tool) -> str:
@@ -350,6 +355,7 @@ def method_signature(tool: Tool) -> str:
             parts.append(f'{p}: {ann} = {default!r}'); optional_seen = True
     return f"def {tool.name}({', '.join(parts)})"
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #3bf3c8f4
 def method_docstring(tool: Tool) -> str:
     """The Google-style docstring of a tool document: its description, then Args: with one line per
     parameter."""
@@ -367,6 +373,7 @@ class _Locals:
         while name in self.taken: name += '_'
         self.taken.add(name); return name
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #4e1f02bf
 def _given(p: str, s: dict, required: list) -> str | None:
     """The condition under which an optional parameter was given (differs from its default); `None`
     for a required one."""
@@ -375,9 +382,11 @@ def _given(p: str, s: dict, required: list) -> str | None:
     return (f'{p} is not None' if d is None else p if d is False else f'not {p}' if d is True
             else f'{p} != {d!r}')
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #800af9de
 def _when(cond: str | None, test: str) -> str: return (f'if {cond} and {test}' if cond
                                                        else f'if {test}')
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #29428c70
 class _Template:
     ("What every operation's template needs: the tool, its binding, the tables, the row's table "
      'and key, fresh local names.')
@@ -514,12 +523,12 @@ def _update_body(c: _Template) -> list[str]:
         body.append(f"{row}['updated_at'] = self.now().isoformat()")
     return body + [f'return {{{key!r}: {key}, **{row}}}']
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #d2de45fb
 def _delete_body(c: _Template) -> list[str]:
     "Remove the row."
     T, key = c.T, c.key
     return ([f'self.row({T.name!r}, {key}, {c.what!r})'] + c.reference_checks()
             + [f'del self.db[{T.name!r}][{key}]', f"return {{{key!r}: {key}, 'deleted': True}}"])
-
 
 # %% ../../nbs/core/17c_offline_envs.ipynb #caac1735
 _BODIES = {'get': _get_body, 'search': _search_body, 'insert': _insert_body, 'update': _update_body,
@@ -549,6 +558,7 @@ def column_schema(c: ColumnSpec) -> dict:
     if c.items: s['items'] = {'type': c.items}
     return s
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #beb9bc50
 def offline_seed_rows(tables: list[TableSpec], rows_per_table: int, seed: int = 0,
                       clock_start: str = CLOCK_START) -> dict:
     """A deterministic starting state: `rows_per_table` typed rows per table, references to existing
@@ -581,6 +591,7 @@ def offline_db_design(req: ChatRequest) -> DatabaseDesign:
     r = request_json(req)
     return offline_design(r['domain'], [Tool.parse(t) for t in r['tools']])
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #b6f0eae7
 def offline_code(req: ChatRequest) -> ToolCode:
     """Responder for `agentscaler.tool_code`: `offline_tool_code` for the request's tool, binding
     and tables."""
@@ -588,23 +599,26 @@ def offline_code(req: ChatRequest) -> ToolCode:
     return ToolCode(code=offline_tool_code(Tool.parse(r['tool']), ToolBinding(**r['binding']),
                                            [TableSpec(**t) for t in r['tables']]))
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #b94fd97a
 def offline_seed(req: ChatRequest) -> SeedRows:
     "Responder for `agentscaler.seed_rows`: `offline_seed_rows` for the request's tables."
     r = request_json(req)
     return SeedRows(rows=offline_seed_rows([TableSpec(**t) for t in r['tables']],
                                            r['rows_per_table'], r['seed'], r['clock_start']))
 
-
 # %% ../../nbs/core/17c_offline_envs.ipynb #0871cf6a
 @lru_cache(maxsize=4096)
 def _schema_validator(schema_json: str) -> Draft202012Validator: return Draft202012Validator(
     json.loads(schema_json))
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #64098f6b
 def _fits(value: Any, schema: dict) -> bool: return _schema_validator(
     json.dumps(schema, sort_keys=True)).is_valid(value)
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #d3297de2
 def _desc(schema: dict) -> str: return (schema.get('description') or '').lower()
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #457e1d53
 _POSITIVE = re.compile(r'greater than (zero|0)\b|\bpositive\b|more than (zero|0)\b')
 
 def _plausible(value: Any, schema: dict) -> bool:
@@ -616,10 +630,10 @@ def _plausible(value: Any, schema: dict) -> bool:
         return value > 0
     return True
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #06e5b7b4
 def _mentioned(word: str, text: str) -> bool:
     return bool(word) and re.search(rf'(?<![\w]){re.escape(word.lower())}(?![\w])',
                                     text) is not None
-
 
 # %% ../../nbs/core/17c_offline_envs.ipynb #3896c1d4
 def _id_tables(p: str, s: dict, state: dict) -> list[str]:
@@ -627,11 +641,13 @@ def _id_tables(p: str, s: dict, state: dict) -> list[str]:
     return [t for t in parameter_tables(p, s, {t: list(v['rows']) for t, v in state.items()})
             if state[t]['rows']]
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #63a07e52
 def _error_hinted(values: list, err: str, bad: list = ()) -> list:
     "The `values` (strings) the error mentions and the failed attempt did not use."
     return [v for v in values if isinstance(v, str) and len(v) >= 3 and v not in bad
             and _mentioned(v, err)]
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #e9d3b46a
 def _pick_row_id(t: str, state: dict, rng: random.Random, avoid: set, taken: set,
                  err: str) -> str | None:
     """A row id of table `t`: not avoided, not already an argument; on a retry preferably a row with
@@ -645,6 +661,7 @@ def _pick_row_id(t: str, state: dict, rng: random.Random, avoid: set, taken: set
         ids = hinted or ids
     return rng.choice(ids) if ids else None
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #eae3be72
 _ROLE = re.compile(r'^(new|old|from|to|target|source|destination|updated)_')
 
 def _row_field(p: str, s: dict, state: dict, chosen: dict, rng: random.Random, avoid: set,
@@ -668,6 +685,7 @@ def _row_field(p: str, s: dict, state: dict, chosen: dict, rng: random.Random, a
             return rng.choice(hinted) if hinted else rng.choice(cands)[1]
     return None
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #180d3f7a
 _TEXT_PARAMS = re.compile(r'^(q|query|search|text|keywords?|term|terms)$')
 
 def _search_text(p: str, s: dict, fn: dict, state: dict, rng: random.Random, avoid: set) -> Any:
@@ -697,6 +715,7 @@ def _listed_values(desc: str) -> list[str]:
         return re.split(r',? or |, ', m.group(1))
     return []
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #07270c76
 def _number_range(p: str, s: dict, integer: bool) -> tuple[float, float, float | None]:
     """The range and step of a number: the schema's bounds, narrowed by what the description states
     ('15 to 240 in steps of 15', '1-10', 'at least 1')."""
@@ -711,6 +730,7 @@ def _number_range(p: str, s: dict, integer: bool) -> tuple[float, float, float |
     hi = min(hi, s.get('maximum', hi), s.get('exclusiveMaximum', hi + tiny) - tiny)
     return lo, hi, step
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #7d9bcc68
 def _number(p: str, s: dict, rng: random.Random, hints: list[float]) -> int | float:
     """A plausible number: one the error stated if it fits, else one inside the range (positive, on
     the step)."""
@@ -728,6 +748,7 @@ def _number(p: str, s: dict, rng: random.Random, hints: list[float]) -> int | fl
     return float(rng.choice([v for v in (5, 10, 12.5, 20, 25, 40, 50) if a <= v <= b]
                             or [round((a + b) / 2, 2)]))
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #d652837e
 def _state_date(state: dict, rng: random.Random) -> str:
     """A day from the later half of the days the state talks about (earlier ones are more often
     history), or one in the first half of 2026."""
@@ -736,6 +757,7 @@ def _state_date(state: dict, rng: random.Random) -> str:
     return (rng.choice(days[len(days) // 2:]) if days
             else f'2026-0{rng.randint(1, 6)}-{rng.randint(10, 28)}')
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #fd95e347
 def _string(p: str, s: dict, state: dict, chosen: dict, rng: random.Random) -> str:
     """A plausible string: dates and times in the described format, emails, names, titles, listed
     options, the example."""
@@ -757,6 +779,7 @@ def _string(p: str, s: dict, state: dict, chosen: dict, rng: random.Random) -> s
         return rng.choice(['requested by the customer', 'as discussed on the phone', 'monthly'])
     return f'{p.replace("_", " ")} {rng.randint(1, 99)}'
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #796be6fe
 def _typed_value(p: str, s: dict, state: dict, chosen: dict, rng: random.Random, hints: list[float],
                  retry: bool) -> Any:
     """A plausible value of the schema's type when nothing in the state or the earlier calls
@@ -786,6 +809,7 @@ def _from_calls(p: str, s: dict, earlier: list[dict], avoid: set) -> Any:
                     return v
     return None
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #0c0d677d
 def _fresh_value(p: str, s: dict, fn: dict, state: dict, chosen: dict, rng: random.Random,
                  avoid: set, err: str, hints: list[float]) -> Any:
     "A value for `p` from the schema and the state (see above)."
@@ -809,6 +833,7 @@ def _fresh_value(p: str, s: dict, fn: dict, state: dict, chosen: dict, rng: rand
         if (v := _search_text(p, s, fn, state, rng, avoid)) is not None: return v
     return _typed_value(p, s, state, chosen, rng, hints, bool(err))
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #5b056c69
 def offline_fill_arguments(req: ChatRequest) -> ArgumentChoice:
     """Offline-teacher responder for `agentscaler.fill_arguments`: sensible values from the
     request's JSON only (see above)."""
@@ -850,6 +875,7 @@ REPEATED_SENTENCE = 'Your request is complete and everything has been done for y
 
 def _rng(*parts) -> random.Random: return random.Random(int(content_hash(list(parts), 15), 16))
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #6cc012c9
 def _tool_schema(tools: Iterable[Tool], name: str) -> dict:
     return next((dict(t.function.parameters or {}) for t in tools if t.name == name), {})
 
@@ -872,6 +898,7 @@ def perturb_value(value: Any, schema: dict, rng: random.Random) -> Any:
     if isinstance(value, list) and len(value) > 1: return value[:-1]
     return value
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #13dbe35f
 def wrong_arguments(action: Action, tools: Iterable[Tool], rng: random.Random) -> dict | None:
     "The action's arguments with one of them changed by `perturb_value`, or None if none can be."
     props = _tool_schema(tools, action.name).get('properties') or {}
@@ -889,6 +916,7 @@ def _flat_values(x) -> list[str]:
     if isinstance(x, list): return [s for v in x for s in _flat_values(v)]
     return [str(x)]
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #3b0f8aa4
 def facts_to_ask(task: Task) -> list[str]:
     """Keys of `user_context` whose (scalar) value the first gold call needs but the instruction
     does not state: the agent asks for them before it starts (later calls may take their values
@@ -898,11 +926,13 @@ def facts_to_ask(task: Task) -> list[str]:
             if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v) in needed
             and str(v) not in task.instruction][:2]
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #c1ecaa93
 def _bad_json_call(name: str, arguments: dict, index: int) -> ToolCall:
     raw = json.dumps(arguments, ensure_ascii=False)[:-1]           # the closing brace is missing
     return ToolCall(id='call_' + content_hash({'name': name, 'raw': raw, 'index': index}, 12),
                     function=FunctionCall(name=name, arguments=raw))
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #3fefb5e5
 def _corrected_error_call(action: Action, tools: list[Tool], index: int) -> ToolCall:
     """The gold call with a required argument missing (an `invalid_arguments` error), or with broken
     JSON if none is required."""
@@ -911,7 +941,6 @@ def _corrected_error_call(action: Action, tools: list[Tool], index: int) -> Tool
     if not required: return _bad_json_call(action.name, action.arguments, index)
     return ToolCall.make(action.name, {k: v for k, v in action.arguments.items()
                                        if k != required[-1]}, index=index)
-
 
 # %% ../../nbs/core/17c_offline_envs.ipynb #8703ef6d
 @dataclass
@@ -923,6 +952,7 @@ class AgentPlan:
     @property
     def labels(self) -> list[str]: return [l for l, _ in self.turns]
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #3ebd1d3e
 def agent_plan(task: Task, seed: Any, noise: float, tools: Iterable[Tool]) -> AgentPlan:
     """The offline agent's turns for one attempt of `task` (attempt = `seed`), with mistakes drawn
     at rate `noise` per turn."""
@@ -969,6 +999,7 @@ def _closing(messages: list[Message], label: str) -> str:
     out = re.sub(r'[?#]', '', last.content or '')
     return f'All done. {last.name} returned: {out[:200] + ("..." if len(out) > 200 else "")}'
 
+# %% ../../nbs/core/17c_offline_envs.ipynb #df129c2a
 def offline_agent(tasks: Iterable[Task], noise: float = 0.3) -> Callable[[ChatRequest], Message]:
     """Offline-teacher responder for `agentscaler.agent`: a noisy replay of the gold actions of the
     task whose instruction opened the conversation (see above), not a model. `noise=0` is the

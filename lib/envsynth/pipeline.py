@@ -30,6 +30,7 @@ class Drop:
     reason: str
     detail: str | None = None
 
+# %% ../../nbs/core/10_pipeline.ipynb #39f11650
 @dataclass(frozen=True)
 class ItemContext:
     "What a stage function may know about the item it processes."
@@ -40,9 +41,11 @@ class ItemContext:
     @property
     def rng(self) -> random.Random: return random.Random(self.seed)
 
+# %% ../../nbs/core/10_pipeline.ipynb #7d6e5f5b
 class StageConfigError(ValueError):
     "The output folder holds the outputs of a different stage or config."
 
+# %% ../../nbs/core/10_pipeline.ipynb #095f3380
 class ShardBusyError(RuntimeError):
     "Another process is running the same shard of the same stage."
 
@@ -57,14 +60,17 @@ def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int]:
     if not (n >= 1 and 0 <= i < n): raise ValueError(f'shard {i}/{n}: need 0 <= i < n')
     return (i, n)
 
+# %% ../../nbs/core/10_pipeline.ipynb #6d68a248
 def shard_of(key: str, n: int) -> int:
     "The shard (of `n`) that owns the item with this key."
     return int(key[:15], 16) % n
 
+# %% ../../nbs/core/10_pipeline.ipynb #a60f3068
 def item_key(record: Any, stage: str, config: Any = None) -> str:
     "Content hash of an input record under a stage name and config."
     return content_hash({'stage': stage, 'config': config, 'input': record}, 24)
 
+# %% ../../nbs/core/10_pipeline.ipynb #279614c5
 def item_seed(key: str, seed: int = 0) -> int:
     return int(content_hash({'key': key, 'seed': seed}, 15), 16)
 
@@ -73,6 +79,7 @@ class StepFailedError(RuntimeError):
     """A step of a run did not finish: some items failed, or a service failed while a whole-set step
     was computed. Re-running retries."""
 
+# %% ../../nbs/core/10_pipeline.ipynb #cdd285b1
 _REPORTED: ContextVar[list | None] = ContextVar('envsynth_reported_failures', default=None)
 
 def report_failure(error: BaseException):
@@ -81,6 +88,7 @@ def report_failure(error: BaseException):
     seen = _REPORTED.get()
     if seen is not None: seen.append(error)
 
+# %% ../../nbs/core/10_pipeline.ipynb #90c6fb43
 @contextmanager
 def watch_failures():
     "The list of failures reported inside the block (and in the tasks and threads it starts)."
@@ -103,6 +111,7 @@ def without_timing(x: Any, suffixes: tuple[str, ...] = TIMING_SUFFIXES) -> Any:
 class JournalError(RuntimeError):
     "A stage journal is damaged in a way a kill cannot explain."
 
+# %% ../../nbs/core/10_pipeline.ipynb #0614a303
 def _read_journal(path: Path, repair: bool = False) -> dict[str, dict]:
     "key → latest entry of the journal at `path`; with `repair`, cut off a torn last line."
     if not path.exists(): return {}
@@ -123,6 +132,7 @@ def _read_journal(path: Path, repair: bool = False) -> dict[str, dict]:
         _merge_entry(entries, e)
     return entries
 
+# %% ../../nbs/core/10_pipeline.ipynb #66abcae1
 def _merge_entry(entries: dict[str, dict], e: dict):
     """Add journal entry `e`: a later line wins, except that a failure never replaces a finished
     (kept or dropped) item."""
@@ -140,6 +150,7 @@ def atomic_write(path: Path, data: bytes):
     with open(tmp, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
     os.replace(tmp, path)
 
+# %% ../../nbs/core/10_pipeline.ipynb #53e8910e
 def _line(entry: dict) -> bytes:
     return (json.dumps(entry, ensure_ascii=False, allow_nan=False,
                        separators=(',', ':')) + '\n').encode()
@@ -163,6 +174,7 @@ def _to_records(out, where: str) -> list[dict]:
         recs.append(r)
     return recs
 
+# %% ../../nbs/core/10_pipeline.ipynb #9b2ef0b5
 def _outcome(key: str, index: int, out) -> tuple[dict, bytes]:
     "The journal entry for what a stage function returned or raised, and its JSONL line."
     if isinstance(out, BaseException):
@@ -189,6 +201,7 @@ def _takes_context(fn) -> bool:
     pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(pos) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
+# %% ../../nbs/core/10_pipeline.ipynb #b5ec29fe
 @dataclass
 class StageResult:
     "What a stage run did: `stats` (this shard, canonical) and `run` (what this call computed)."
@@ -359,10 +372,12 @@ def _stats(entries: list[dict]) -> dict:
             'records': sum(len(e['records']) for e in kept),
             'dropped': dict(sorted(dropped.items())), 'failed': dict(sorted(failed.items()))}
 
+# %% ../../nbs/core/10_pipeline.ipynb #19994114
 def _finished_shards(out_dir: Path) -> list[str]:
     "The shards (`i-of-n`) whose stats file is in `out_dir`: those that have finished."
     return [p.stem.removeprefix('stats-') for p in sorted(out_dir.glob('stats-*-of-*.json'))]
 
+# %% ../../nbs/core/10_pipeline.ipynb #dc16ad20
 def _write_total_stats(out_dir: Path, only: tuple[Path, list[dict]] | None = None) -> dict:
     """`stats.json`: the counts of every item journaled in `out_dir`, each counted once whichever
     shard layouts computed it, and the shards that have finished. Shards finishing at once take
@@ -379,6 +394,7 @@ def _write_total_stats(out_dir: Path, only: tuple[Path, list[dict]] | None = Non
                      (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
     return total
 
+# %% ../../nbs/core/10_pipeline.ipynb #f509b827
 def _drop_other_layouts(out_dir: Path, kept: Path):
     """Remove the journals and stats of other shard layouts once a run over every input has
     rewritten `kept` with all their items (a layout still being written is left alone)."""
@@ -426,6 +442,7 @@ def run_stage(fn: Callable, inputs: Iterable, out_dir: str | Path, *, name: str 
 class FeedError(RuntimeError):
     "The stage feeding this one failed."
 
+# %% ../../nbs/core/10_pipeline.ipynb #98642f00
 class Feed:
     """The kept records of a stage while it runs, for the next stage to start on each as it is
     written. `async for` yields them from the first, and ends when the stage ends; `final` is then
@@ -506,7 +523,6 @@ class Feed:
             self._by[field] = found | {r[field]: r for r in self.held}
         return self._by[field]
 
-
 # %% ../../nbs/core/10_pipeline.ipynb #fe3d0a06
 async def concurrently(*steps):
     """Await `steps` (coroutines, e.g. stages joined by feeds) together; the first error is raised
@@ -516,6 +532,7 @@ async def concurrently(*steps):
     finally:
         for t in tasks: t.cancel()
 
+# %% ../../nbs/core/10_pipeline.ipynb #f13b0e1a
 def run_sync(coro):
     "Run `coro` to completion, also inside a running event loop (a notebook): in a thread then."
     try: asyncio.get_running_loop()
@@ -586,6 +603,7 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed
     if feed is not None: feed.close(run.out_dir)
     return result
 
+# %% ../../nbs/core/10_pipeline.ipynb #3bf4ec3b
 def _list_items(run: _StageRun):
     "The items to compute, one per call (None when there are no more)."
     todo = iter(run.todo)
@@ -594,6 +612,7 @@ def _list_items(run: _StageRun):
         return next(todo, None)
     return take
 
+# %% ../../nbs/core/10_pipeline.ipynb #92ac37b5
 def _stream_items(run: _StageRun, streamed: Feed):
     """The items of `streamed` to compute, one per call, as its stage keeps them (None when it has
     ended and they are taken); then the items are numbered as in its final records."""
@@ -621,6 +640,7 @@ def read_entries(out_dir: str | Path) -> list[dict]:
         for e in _read_journal(p).values(): _merge_entry(entries, e)
     return sorted(entries.values(), key=lambda e: (e['index'], e['key']))
 
+# %% ../../nbs/core/10_pipeline.ipynb #cdbebac3
 def read_records(out_dir: str | Path) -> list[dict]:
     "The output records of a stage folder, in input order."
     return [r for e in read_entries(out_dir) if e['status'] == 'kept' for r in e['records']]
@@ -686,6 +706,7 @@ def write_json(self: RunFolder, step: str | None, name: str, obj: Any, indent: i
     )
     path = self.file(step, name); atomic_write(path, text.encode()); return path
 
+# %% ../../nbs/core/10_pipeline.ipynb #83ef0546
 @patch
 def read_json(self: RunFolder, step: str | None, name: str, default: Any = ...) -> Any:
     """The JSON file `name` of `step`; `default` when it does not exist (an error if no default is
@@ -700,11 +721,13 @@ def read_json(self: RunFolder, step: str | None, name: str, default: Any = ...) 
 # %% ../../nbs/core/10_pipeline.ipynb #2f817bb0
 def _saved_path(run: RunFolder, step: str) -> Path: return run.dir(step) / f'{step}.jsonl'
 
+# %% ../../nbs/core/10_pipeline.ipynb #e90e060c
 @patch
 def saved(self: RunFolder, step: str) -> bool:
     "Whether whole-set `step` has saved records (for some config: `cached` says if for this one)."
     return _saved_path(self, step).exists()
 
+# %% ../../nbs/core/10_pipeline.ipynb #56e4dbc7
 @patch
 def cached(self: RunFolder, step: str, config: Any) -> list[dict] | None:
     """The records of whole-set `step` if its file holds them for this `config`, else None (and
@@ -720,12 +743,14 @@ def cached(self: RunFolder, step: str, config: Any) -> list[dict] | None:
     self._computing[step] = (seen, len(seen))
     return None
 
+# %% ../../nbs/core/10_pipeline.ipynb #c4dfc615
 def _saved_records(run: RunFolder, step: str, config: Any) -> list[dict] | None:
     path = _saved_path(run, step)
     if not path.exists(): return None
     head, *recs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
     return recs if head.get('config_key') == content_hash(config, 24) else None
 
+# %% ../../nbs/core/10_pipeline.ipynb #2b551b21
 # lock files of whole-set steps this process computes, by path (a step computed again in the same
 # process, e.g. after an error in a notebook, takes the lock it already holds)
 _HELD_STEPS: dict[str, Any] = {}
@@ -737,10 +762,12 @@ def _hold_step(run: RunFolder, step: str):
     fcntl.flock(lock, fcntl.LOCK_EX)                 # waits while another process computes it
     _HELD_STEPS[path] = lock
 
+# %% ../../nbs/core/10_pipeline.ipynb #ec0cbc7e
 def _release_step(run: RunFolder, step: str):
     if (lock := _HELD_STEPS.pop(str(run.dir(step) / f'.{step}.lock'), None)) is not None:
         lock.close()
 
+# %% ../../nbs/core/10_pipeline.ipynb #73a56be4
 @patch
 def save(self: RunFolder, step: str, config: Any, records: Iterable[dict]) -> list[dict]:
     """Write whole-set `step`'s records after a header with the hash of `config`; returns what a
@@ -769,6 +796,7 @@ def _failure_summary(entries: list[dict], stats: dict) -> str:
         f' {first[:300]}'
     )
 
+# %% ../../nbs/core/10_pipeline.ipynb #42ab6fe0
 @patch
 async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, *,
                     config: Any = None, shard: str | tuple[int, int] | None = None,
@@ -793,9 +821,11 @@ async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, 
         )
     return res
 
+# %% ../../nbs/core/10_pipeline.ipynb #d9d5959a
 class StageInputsError(ValueError):
     "A per-item step would read the records of a step that has not finished."
 
+# %% ../../nbs/core/10_pipeline.ipynb #6a285537
 @patch
 def upstream(self: RunFolder, step: str) -> tuple[str, ...]:
     """The per-item steps whose records `step` reads (its `needs`, else every per-item step before
@@ -804,6 +834,7 @@ def upstream(self: RunFolder, step: str) -> tuple[str, ...]:
     names = list(self.steps)
     return tuple(s for s in names[:names.index(step)] if self.steps[s].per_item)
 
+# %% ../../nbs/core/10_pipeline.ipynb #9728ba3e
 @patch
 def check_inputs(self: RunFolder, step: str) -> None:
     """`StageInputsError` unless every step `step` reads has finished (all of one shard layout, no
@@ -818,12 +849,19 @@ def check_inputs(self: RunFolder, step: str) -> None:
             f'{"it" if len(waiting) == 1 else "them"} first'
         )
 
+# %% ../../nbs/core/10_pipeline.ipynb #27d12102
 @patch
 def records(self: RunFolder, step: str) -> list[dict]: return read_records(self.dir(step))
+
+# %% ../../nbs/core/10_pipeline.ipynb #169a317d
 @patch
 def entries(self: RunFolder, step: str) -> list[dict]: return read_entries(self.dir(step))
+
+# %% ../../nbs/core/10_pipeline.ipynb #d5a02db2
 @patch
 def stats(self: RunFolder, step: str) -> dict: return self.read_json(step, 'stats.json', {})
+
+# %% ../../nbs/core/10_pipeline.ipynb #334b61c0
 @patch
 def finished(self: RunFolder, *steps: str) -> bool:
     """Whether `steps` have completed with no failed item: unsharded, or every shard of one
@@ -831,6 +869,7 @@ def finished(self: RunFolder, *steps: str) -> bool:
     return all(not (s := _current_stats(self.dir(step))).get('failed')
                and _complete(s.get('shards', [])) for step in steps)
 
+# %% ../../nbs/core/10_pipeline.ipynb #691196a6
 def _current_stats(out_dir: Path) -> dict:
     """`stats.json` of a stage folder, counted again if it does not name exactly the shards whose
     stats files are there (a total written before the lock, or a shard finished since): {} when
@@ -841,12 +880,14 @@ def _current_stats(out_dir: Path) -> dict:
     except (OSError, ValueError): total = {}
     return total if total.get('shards') == shards else _write_total_stats(out_dir)
 
+# %% ../../nbs/core/10_pipeline.ipynb #21cb21f7
 def _complete(shards: list[str]) -> bool:
     layouts = {}
     for name in shards:
         i, _, n = name.partition('-of-'); layouts.setdefault(int(n), set()).add(int(i))
     return any(len(done) == n for n, done in layouts.items())
 
+# %% ../../nbs/core/10_pipeline.ipynb #1b3bc381
 @patch
 def feed(self: RunFolder, step: str) -> Feed:
     """Hand per-item `step`'s kept records to the steps that read them (`inputs`, `records_by`)
@@ -854,12 +895,14 @@ def feed(self: RunFolder, step: str) -> Feed:
     if not self.step(step).per_item: raise ValueError(f'step {step!r} is not per item')
     return self._feeds.setdefault(step, Feed())
 
+# %% ../../nbs/core/10_pipeline.ipynb #e2f785cf
 @patch
 def inputs(self: RunFolder, step: str) -> Feed | list[dict]:
     "What a next step reads of `step`: its feed if it has one, else its records."
     found = self._feeds.get(step)
     return found if found is not None else self.records(step)
 
+# %% ../../nbs/core/10_pipeline.ipynb #d4b3b674
 @patch
 async def run_chain(self: RunFolder, steps: dict[str, Callable[[], Awaitable]],
                     todo: Sequence[str], shard: str | tuple[int, int] | None = None) -> None:
@@ -873,6 +916,7 @@ async def run_chain(self: RunFolder, steps: dict[str, Callable[[], Awaitable]],
     for s in mine[:-1]: self.feed(s)
     await concurrently(*(steps[s]() for s in mine))
 
+# %% ../../nbs/core/10_pipeline.ipynb #ecf4eee9
 @patch
 def records_by(self: RunFolder, step: str, field: str) -> dict:
     "`step`'s records by their `field`: kept up to date while it feeds, else read once."
@@ -908,6 +952,7 @@ def unfinished_shards(out_dir: str | Path, n: int) -> list[int]:
     if clean(0, 1): return []
     return [i for i in range(n) if not clean(i, n)]
 
+# %% ../../nbs/core/10_pipeline.ipynb #f7523757
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m envsynth.pipeline check-shards --of N FOLDER...`: exit 1 with one line on stderr
     per stage folder whose shards have not all finished, else 0."""
@@ -935,6 +980,7 @@ def write_params(self: RunFolder, params: BaseModel) -> Path:
     atomic_write(path, (params.model_dump_json(indent=1) + '\n').encode())
     return path
 
+# %% ../../nbs/core/10_pipeline.ipynb #f455c24b
 @patch
 def add_to_ledger(self: RunFolder, counts: dict[str, dict]) -> dict:
     """Add this process's per-tag counts to `ledger.json` (numbers summed, `failures` summed per
@@ -950,6 +996,7 @@ def add_to_ledger(self: RunFolder, counts: dict[str, dict]) -> dict:
     self.write_json(None, 'ledger.json', total, indent=1)
     return total
 
+# %% ../../nbs/core/10_pipeline.ipynb #cc715488
 @patch
 def ledger_journal(self: RunFolder, client: str = 'llm') -> Path:
     """A new file for this process's ledger journal of `client` (a name without dots:
@@ -960,6 +1007,7 @@ def ledger_journal(self: RunFolder, client: str = 'llm') -> Path:
         None, f'ledger/{client}.{os.getpid()}-{time.time_ns()}-{secrets.token_hex(4)}.jsonl'
     )
 
+# %% ../../nbs/core/10_pipeline.ipynb #cf975fcc
 @patch
 def ledger_journals(self: RunFolder, client: str | None = None) -> list[Path]:
     "The ledger journals of every process that worked on this run (of `client` only, if given)."

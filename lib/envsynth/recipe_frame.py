@@ -133,7 +133,7 @@ class OfflineRoleError(ValueError):
     """A role the recipe uses would be answered by the offline teacher, and the parameters do not
     allow it."""
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #71f7a6ee
 def offline_role_check(roles: Sequence[str], offline: Sequence[str], allow: bool | None):
     "Raise `OfflineRoleError` when `offline` roles (of `roles`) are not allowed (see above)."
     online = [r for r in roles if r not in offline]
@@ -156,7 +156,7 @@ def client_name(roles: Sequence[str]) -> str:
     "The name of a client serving `roles` in ledgers: `teacher+judge`."
     return '+'.join(roles)
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #8665d5c9
 def recipe_clients(
     recipe: Recipe,
     run: RunFolder,
@@ -234,7 +234,7 @@ def ledger_counts(ledger: Ledger | LLMClient | Mapping) -> dict:
     )
     return out | {'total': total}
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #960d65f8
 def run_ledger(run: RunFolder) -> dict:
     "What every process of the run spent (its `ledger/` journals), also written to `ledger.json`."
     names = sorted({p.name.split('.', 1)[0] for p in run.ledger_journals()})
@@ -308,7 +308,7 @@ class RecipeRun:
             'wall_s': round(time.perf_counter() - self.t0, 1),
         }
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #29bbb267
 @asynccontextmanager
 async def open_run(recipe: Recipe, p: BaseModel, run_dir: str | Path, clients=None, *,
                    stages: Sequence[str] | None = None, shard: str | None = None,
@@ -357,7 +357,7 @@ def stage_counts(stage: StageResult | Mapping | str | Path) -> dict:
         'failed': dict(sorted((stats.get('failed') or {}).items())),
     }
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #f93359e4
 def finish_card(r: RecipeRun, card: dict, status: str = 'ok') -> dict:
     "`card` with the run's ledger, `status` (unless the card has one) and the wall time."
     r.journal_given_spending()
@@ -372,7 +372,7 @@ def _cell(v) -> str:
         return ', '.join(f'{a}: {b}' for a, b in v.items()) or '-'
     return '-' if v is None else str(v)
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #99a535e5
 def card_markdown(card: dict) -> str:
     "The card's title, status, stage table and ledger as markdown."
     lines = [
@@ -405,7 +405,7 @@ def card_markdown(card: dict) -> str:
         ]
     return '\n'.join(lines) + '\n'
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #481f13d6
 def write_data_card(run: RunFolder, card: dict, figure=None, markdown: str | None = None) -> None:
     """`data_card.json`, `data_card.md` (`markdown`, else `card_markdown`) and, given a figure,
     `data_card.png`."""
@@ -423,7 +423,7 @@ def write_data_card(run: RunFolder, card: dict, figure=None, markdown: str | Non
 class NoDataError(RuntimeError):
     "The run finished but yielded no data; its data card says why."
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #9536d9f2
 def run_summary(card: dict, run_dir: str | Path, **fields) -> dict:
     """The command's one-line summary of a finished run (`NoDataError` if its status is not ok) or
     of a partial one."""
@@ -436,7 +436,7 @@ def run_summary(card: dict, run_dir: str | Path, **fields) -> dict:
         )
     return {'run_dir': str(run_dir), 'status': 'ok', **fields, 'wall_s': card['wall_s']}
 
-
+# %% ../../nbs/core/17_recipe_frame.ipynb #43fba31d
 def recipe_command(
     recipe: Recipe,
     run: Callable[..., Awaitable[dict]],

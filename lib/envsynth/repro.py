@@ -37,25 +37,61 @@ class PaperRecipe:
     paper: str                        # the paper's name in reported_numbers.json
     runner: str                       # 'module:async function' of the recipe (params, run_dir) -> data card
     sft_data: tuple[str, ...]         # SFT trajectory files inside the recipe's run folder, one per SFT stage
-    rl_data: tuple[str, ...] | None   # verl training parquets inside the recipe's run folder (the first required); None: no RL
+    # verl training parquets inside the recipe's run folder (the first required); None: no RL
+    rl_data: tuple[str, ...] | None
     rl_val: str | None                # its held-out validation rows (never training rows)
     rl_preset: str | None             # envsynth.train.rl preset
     sft_preset: str                   # envsynth.train.sft preset at paper scale
     rl_runner: str | None = None      # a second recipe that makes the RL data (ASTRA §2.2), run at the rl stage
     rl_params: str | None = None      # its parameter class
 
-PAPERS: dict[str, PaperRecipe] = {p.name: p for p in [
-    PaperRecipe('astra', 'ASTRA', 'envsynth.astra.recipe:run_astra', ('06_rewards',), ('09_rl_data/train.parquet',),
-                '09_rl_data/val.parquet', 'astra', 'astra-14b',
-                rl_runner='envsynth.astra.rl_recipe:run_astra_rl', rl_params='envsynth.astra.rl_recipe:AstraRLParams'),
-    PaperRecipe('synthagent', 'SynthAgent', 'envsynth.synthagent.recipe:run_synthagent', ('08_export/sft.jsonl',),
-                ('08_export/train.parquet', '08_export/reasoning.parquet'), '08_export/heldout.parquet', 'synthagent',
-                'astra-14b'),
-    PaperRecipe('envfactory', 'EnvFactory', 'envsynth.envfactory.recipe:run_envfactory', ('06_data/sft_trajectories.jsonl',),
-                ('06_data/rl_train.parquet',), '06_data/rl_val.parquet', 'envfactory', 'envfactory'),
-    PaperRecipe('agentscaler', 'AgentScaler', 'envsynth.agentscaler.recipe:run_agentscaler', ('07_sft/stage1', '07_sft/stage2'),
-                None, None, None, 'agentscaler'),
-]}
+PAPERS: dict[str, PaperRecipe] = {
+    p.name: p
+    for p in [
+        PaperRecipe(
+            'astra',
+            'ASTRA',
+            'envsynth.astra.recipe:run_astra',
+            ('06_rewards',),
+            ('09_rl_data/train.parquet',),
+            '09_rl_data/val.parquet',
+            'astra',
+            'astra-14b',
+            rl_runner='envsynth.astra.rl_recipe:run_astra_rl',
+            rl_params='envsynth.astra.rl_recipe:AstraRLParams',
+        ),
+        PaperRecipe(
+            'synthagent',
+            'SynthAgent',
+            'envsynth.synthagent.recipe:run_synthagent',
+            ('08_export/sft.jsonl',),
+            ('08_export/train.parquet', '08_export/reasoning.parquet'),
+            '08_export/heldout.parquet',
+            'synthagent',
+            'astra-14b',
+        ),
+        PaperRecipe(
+            'envfactory',
+            'EnvFactory',
+            'envsynth.envfactory.recipe:run_envfactory',
+            ('06_data/sft_trajectories.jsonl',),
+            ('06_data/rl_train.parquet',),
+            '06_data/rl_val.parquet',
+            'envfactory',
+            'envfactory',
+        ),
+        PaperRecipe(
+            'agentscaler',
+            'AgentScaler',
+            'envsynth.agentscaler.recipe:run_agentscaler',
+            ('07_sft/stage1', '07_sft/stage2'),
+            None,
+            None,
+            None,
+            'agentscaler',
+        ),
+    ]
+}
 
 # %% ../../nbs/repro.ipynb #dc68acf0
 def paper_recipe(paper: str) -> PaperRecipe:
@@ -63,17 +99,20 @@ def paper_recipe(paper: str) -> PaperRecipe:
     if paper not in PAPERS: raise ValueError(f'unknown paper {paper!r}; the papers are {", ".join(PAPERS)}')
     return PAPERS[paper]
 
+# %% ../../nbs/repro.ipynb #6a63fd9e
 def papers_repro_dir() -> Path:
     "The repository's `papers_repro/` folder (parameter files, reported numbers)."
     from envsynth.eval.results import reported_numbers_path
     return reported_numbers_path().parent
 
+# %% ../../nbs/repro.ipynb #077f8647
 def parameter_file(paper: str, name: str) -> Path:
     "`papers_repro/<paper>/<name>.yaml`, which must exist."
     path = papers_repro_dir() / paper_recipe(paper).name / f'{name}.yaml'
     if not path.is_file(): raise FileNotFoundError(f'{path} does not exist')
     return path
 
+# %% ../../nbs/repro.ipynb #b7ec8124
 def read_yaml(path: str | Path) -> dict:
     "A YAML mapping from `path` (a `ValueError` if the file holds something else)."
     data = yaml.safe_load(Path(path).read_text()) or {}
@@ -84,15 +123,24 @@ def read_yaml(path: str | Path) -> dict:
 def parse_stages(text: str | Sequence[str] | None) -> list[str]:
     "`--stages synth,sft` as a list in pipeline order (default: all); unknown stages are a `ValueError`."
     asked = [s.strip() for s in (text.split(',') if isinstance(text, str) else text or []) if s.strip()]
-    if bad := [s for s in asked if s not in STAGES]: raise ValueError(f'unknown stage {", ".join(bad)}; the stages are {", ".join(STAGES)}')
+    if bad := [s for s in asked if s not in STAGES]:
+        raise ValueError(f'unknown stage {", ".join(bad)}; the stages are {", ".join(STAGES)}')
     return [s for s in STAGES if s in asked] if asked else list(STAGES)
 
-REPRO_STEPS = (Step('synth', '01_synth'), Step('sft', '02_sft'), Step('rl', '03_rl'), Step('eval', '04_eval'), Step('report', '05_report'))
+# %% ../../nbs/repro.ipynb #572f9849
+REPRO_STEPS = (
+    Step('synth', '01_synth'),
+    Step('sft', '02_sft'),
+    Step('rl', '03_rl'),
+    Step('eval', '04_eval'),
+    Step('report', '05_report'),
+)
 
 def repro_run_folder(run_dir: str | Path) -> RunFolder:
     "The run folder of one reproduction: one sub-folder per stage, each with a `done.json` once finished."
     return RunFolder(run_dir, REPRO_STEPS, namespace='repro')
 
+# %% ../../nbs/repro.ipynb #3813ec72
 def stage_done(run: RunFolder, stage: str) -> dict | None:
     "The summary a finished `stage` left (its `done.json`), or None if it has not finished."
     return run.read_json(stage, 'done.json', None)
@@ -106,6 +154,7 @@ def model_roles() -> dict[str, str]:
     llm = get_settings().llm
     return {r: ('offline teacher' if llm.role(r).offline else llm.role(r).model) for r in ROLES}
 
+# %% ../../nbs/repro.ipynb #e3f9cfb7
 def _load(ref: str):
     module, _, attr = ref.partition(':')
     return getattr(importlib.import_module(module), attr)
@@ -118,9 +167,11 @@ def _params_of(ref: str, path: str | Path, overrides: dict | None = None):
     "The parameter model of the recipe `ref` read from `path` with `overrides`."
     return _load(ref.split(':')[0] + ':read_params')(path, **(overrides or {}))
 
+# %% ../../nbs/repro.ipynb #0ce9b264
 def _recipe_roles(ref: str) -> tuple[str, ...]:
     return _load(ref.split(':')[0] + ':RECIPE').roles
 
+# %% ../../nbs/repro.ipynb #0493141f
 def bundled_sample(path: str | Path) -> bool:
     "Whether `path` is one of the small inputs shipped in the repository (under `papers_repro/` or the package)."
     import envsynth
@@ -131,7 +182,8 @@ def bundled_sample(path: str | Path) -> bool:
 def input_problems(field: str, value) -> list[str]:
     "One line per problem of input parameter `field` at paper scale: empty, missing, or a bundled sample."
     paths = [value] if isinstance(value, (str, Path)) else list(value or [])
-    if not paths: return [f'input {field} is empty: give the paper\'s data (--set {field}=\'["path"]\' or --params FILE)']
+    if not paths:
+        return [f'input {field} is empty: give the paper\'s data (--set {field}=\'["path"]\' or --params FILE)']
     out = []
     for p in map(Path, paths):
         if not p.exists(): out.append(f'input {field}: {p} does not exist: copy the data there or point {field} at it')
@@ -151,6 +203,7 @@ def endpoint_models(base_url: str, api_key: str | None = None, timeout_s: float 
     except (urllib.error.URLError, TimeoutError, ValueError) as e: raise OSError(str(getattr(e, 'reason', e))) from None
     return [m.get('id', '') for m in data.get('data', [])]
 
+# %% ../../nbs/repro.ipynb #6a6b3584
 def servable_model(role) -> str | None:
     "The model a role names for the chain to serve (None: the role names no model of its own)."
     return None if role.model in ('', 'offline-teacher') else role.model
@@ -162,13 +215,16 @@ def role_problems(role, served: bool = False, check_endpoints: bool = True, why:
     if role.offline:
         if served and servable_model(role): return []
         return [f'role {name}{why} would be answered by the offline teacher: ' + (fix or
-                f'set [llm.{name}] endpoint and model in settings.ini (or, with --slurm, [llm.{name}] model alone for the '
+                f'set [llm.{name}] endpoint and model in settings.ini (or, with --slurm, [llm.{name}] model alone for '
+                f'the '
                 'chain to serve it)')]
     if not check_endpoints: return []
     try: ids = endpoint_models(role.endpoint, os.environ.get(role.api_key_env) if role.api_key_env else None)
     except OSError as e:
-        return [f'role {name}{why}: endpoint {role.endpoint} does not answer GET /models ({e}): start the server or fix '
-                f'[llm.{name}] endpoint']
+        return [
+            f'role {name}{why}: endpoint {role.endpoint} does not answer GET /models ({e}): start the server or fix '
+            f'[llm.{name}] endpoint'
+        ]
     if role.model not in ids:
         return [f'role {name}{why}: endpoint {role.endpoint} serves {ids or "no model"}, not {role.model!r}: fix '
                 f'[llm.{name}] model']
@@ -176,9 +232,11 @@ def role_problems(role, served: bool = False, check_endpoints: bool = True, why:
 
 # %% ../../nbs/repro.ipynb #cfdd1b4b
 def synth_params(paper: str, scale: str, params: str | Path | None = None, overrides: dict | None = None):
-    "The synthesis recipe's parameters of a run: `params` (default `papers_repro/<paper>/<scale>.yaml`) with `overrides`."
+    ("The synthesis recipe's parameters of a run: `params` (default `papers_repro/<paper>/<scale>.yaml`) with "
+     "`overrides`.")
     return _params_of(paper_recipe(paper).runner, params or parameter_file(paper, scale), overrides)
 
+# %% ../../nbs/repro.ipynb #ea9e6e53
 def stage_roles(paper: str, stage: str, p=None) -> tuple[str, ...]:
     "The LLM roles `stage` of `paper` calls (`p`: the synthesis parameters, for roles that depend on them)."
     pr = paper_recipe(paper)
@@ -190,16 +248,18 @@ def stage_roles(paper: str, stage: str, p=None) -> tuple[str, ...]:
     if stage == 'rl' and pr.rl_runner: return _recipe_roles(pr.rl_runner)
     return ()
 
+# %% ../../nbs/repro.ipynb #1ac6dca0
 def run_role(settings, role: str, p=None):
-    """`role` as a run with parameters `p` calls it: AgentScaler's `teacher_model` parameter names the teacher's model when
-    settings.ini names none (settings naming another model are refused by the recipe and by the preflight)."""
+    """`role` as a run with parameters `p` calls it: AgentScaler's `teacher_model` parameter names the teacher's model
+    when settings.ini names none (settings naming another model are refused by the recipe and by the preflight)."""
     cfg = settings.llm.role(role)
     want = getattr(p, 'teacher_model', None) if role == 'teacher' else None
     return cfg.model_copy(update={'model': want}) if want and not servable_model(cfg) else cfg
 
 # %% ../../nbs/repro.ipynb #042fa219
 def eval_user(tau2_cfg: dict, settings=None):
-    "The tau2 user simulator as a resolved role (`LLMRoleConfig`), or None when neither eval.yaml nor settings.ini names one."
+    ("The tau2 user simulator as a resolved role (`LLMRoleConfig`), or None when neither eval.yaml nor settings.ini "
+     "names one.")
     from envsynth.settings import get_settings
     role = (settings or get_settings()).llm.role('user_simulator')
     if model := tau2_cfg.get('user_model'):
@@ -208,8 +268,16 @@ def eval_user(tau2_cfg: dict, settings=None):
     return None if role.offline and not servable_model(role) else role
 
 # %% ../../nbs/repro.ipynb #0ba9bc95
-def preflight(paper: str, scale: str = 'paper', stages=None, params: str | Path | None = None, overrides: dict | None = None,
-              served: Sequence[str] = (), check_endpoints: bool = True, settings=None) -> list[str]:
+def preflight(
+    paper: str,
+    scale: str = 'paper',
+    stages=None,
+    params: str | Path | None = None,
+    overrides: dict | None = None,
+    served: Sequence[str] = (),
+    check_endpoints: bool = True,
+    settings=None,
+) -> list[str]:
     "What a run of `stages` of `paper` at `scale` lacks, one line each ([] at smoke scale: it runs offline by design)."
     from envsynth.settings import get_settings
     if scale != 'paper': return []
@@ -221,8 +289,10 @@ def preflight(paper: str, scale: str = 'paper', stages=None, params: str | Path 
     for r, why in roles.items():
         role = run_role(s, r, p)
         if (want := getattr(p, 'teacher_model', None)) and r == 'teacher' and role.model != want:
-            out.append(f'role teacher: the parameters ask for teacher_model {want!r}, settings.ini names {role.model!r}: '
-                       'make them agree'); continue
+            out.append(
+                f'role teacher: the parameters ask for teacher_model {want!r}, settings.ini names {role.model!r}: '
+                'make them agree'
+            ); continue
         out += role_problems(role, r in served, check_endpoints, why)
     if 'synth' in todo:
         for f in INPUT_FIELDS[paper]: out += input_problems(f, getattr(p, f))
@@ -235,6 +305,7 @@ def preflight(paper: str, scale: str = 'paper', stages=None, params: str | Path 
     if 'eval' in todo: out += eval_problems(paper, check_endpoints, s)
     return out
 
+# %% ../../nbs/repro.ipynb #35a79ac3
 def one_line_error(e: BaseException) -> str:
     return ' '.join(str(e).split())[:400]
 
@@ -246,8 +317,10 @@ def mcp_problems(p) -> list[str]:
     b = reference_servers_bin(p.mcp_servers_bin)
     missing = [n for n in p.deployed_servers if b is None or not (b / f'mcp-server-{n}').exists()]
     if not missing: return []
-    return [f'real MCP servers {", ".join(missing)} are not installed (no mcp-server-* in {b or ".venv-mcp-servers/bin"}): '
-            'install them into .venv-mcp-servers (or set mcp_servers_bin), or drop them from deployed_servers']
+    return [
+        f'real MCP servers {", ".join(missing)} are not installed (no mcp-server-* in {b or ".venv-mcp-servers/bin"}): '
+        'install them into .venv-mcp-servers (or set mcp_servers_bin), or drop them from deployed_servers'
+    ]
 
 # %% ../../nbs/repro.ipynb #b475b25d
 def eval_problems(paper: str, check_endpoints: bool = True, settings=None) -> list[str]:
@@ -256,21 +329,32 @@ def eval_problems(paper: str, check_endpoints: bool = True, settings=None) -> li
     cfg, out = read_yaml(parameter_file(paper, 'eval')), []
     for b in ('bfcl', 'tau2'):
         if b in cfg and not harness_ready(b):
-            out.append(f'venv {harness_spec(b).venv} of the {b} harness is missing or stale: build it with `make eval-venvs`')
+            out.append(
+                f'venv {harness_spec(b).venv} of the {b} harness is missing or stale: build it with `make eval-venvs`'
+            )
     if 'tau2' in cfg:
         user = eval_user(cfg['tau2'], settings)
         if user is None:
-            out.append(f'tau2 needs a user simulator: papers_repro/{paper}/eval.yaml names no user_model and settings.ini '
-                       'no [llm.user_simulator] model (the trained policy would play its own user)')
-        else: out += role_problems(user, False, check_endpoints, 'tau2 user simulator',
-                                   f'set [llm.user_simulator] endpoint (or tau2 user_base_url in eval.yaml) to a server of {user.model}')
+            out.append(
+                f'tau2 needs a user simulator: papers_repro/{paper}/eval.yaml names no user_model and settings.ini '
+                'no [llm.user_simulator] model (the trained policy would play its own user)'
+            )
+        else:
+            out += role_problems(
+                user,
+                False,
+                check_endpoints,
+                'tau2 user simulator',
+                f'set [llm.user_simulator] endpoint (or tau2 user_base_url in eval.yaml) to a server of {user.model}',
+            )
     return out
 
 # %% ../../nbs/repro.ipynb #4c2dbd01
 def run_synth(run: RunFolder, paper: str, scale: str, overrides: dict | None = None, params: str | Path | None = None,
               recipe_stages: Sequence[str] | None = None, shard: str | None = None) -> dict:
-    """Stage synth: the paper's recipe with `params` (default `papers_repro/<paper>/<scale>.yaml`) into `01_synth/`; returns
-    its summary. `recipe_stages` and `shard`: one Slurm array task's share of a per-item stage (no summary is recorded)."""
+    """Stage synth: the paper's recipe with `params` (default `papers_repro/<paper>/<scale>.yaml`) into `01_synth/`;
+    returns its summary. `recipe_stages` and `shard`: one Slurm array task's share of a per-item stage (no summary is
+    recorded)."""
     pr, t0 = paper_recipe(paper), time.perf_counter()
     params_path = Path(params) if params else parameter_file(paper, scale)
     p = synth_params(paper, scale, params_path, overrides)
@@ -278,9 +362,18 @@ def run_synth(run: RunFolder, paper: str, scale: str, overrides: dict | None = N
     if recipe_stages or shard: return {'partial': True}
     sft = [str(run.dir('synth') / f) for f in pr.sft_data]
     missing = [f for f in sft if not Path(f).exists()]
-    if missing: raise RuntimeError(f'{paper} recipe finished without its SFT data {missing}: see {run.dir("synth")}/data_card.*')
-    return {'params': str(params_path), 'overrides': overrides or {}, 'sft_data': sft, 'roles': model_roles(),
-            'status': card.get('status', 'ok') if isinstance(card, dict) else 'ok', 'wall_s': round(time.perf_counter() - t0, 1)}
+    if missing:
+        raise RuntimeError(
+            f'{paper} recipe finished without its SFT data {missing}: see {run.dir("synth")}/data_card.*'
+        )
+    return {
+        'params': str(params_path),
+        'overrides': overrides or {},
+        'sft_data': sft,
+        'roles': model_roles(),
+        'status': card.get('status', 'ok') if isinstance(card, dict) else 'ok',
+        'wall_s': round(time.perf_counter() - t0, 1),
+    }
 
 # %% ../../nbs/repro.ipynb #ec251215
 def sft_trajectories(path: str | Path) -> list:
@@ -294,7 +387,12 @@ def sft_trajectories(path: str | Path) -> list:
     elif path.is_dir(): recs = read_records(path)
     else: raise FileNotFoundError(f'no SFT data at {path}')
     def as_traj(r: dict):
-        if 'messages_json' in r: return Trajectory(id=r.get('id', ''), messages=json.loads(r['messages_json']), tools=json.loads(r.get('tools_json') or '[]'))
+        if 'messages_json' in r:
+            return Trajectory(
+                id=r.get('id', ''),
+                messages=json.loads(r['messages_json']),
+                tools=json.loads(r.get('tools_json') or '[]'),
+            )
         if 'messages' in r: return Trajectory.model_validate(r)
         raise ValueError(f'{path}: not a trajectory or an SFT row with messages_json: {str(r)[:120]}')
     return [as_traj(r) for r in recs]
@@ -303,23 +401,43 @@ def sft_trajectories(path: str | Path) -> list:
 SMOKE_SFT = dict(vocab_size=1024, hidden_size=64, layers=1, heads=2, max_positions=8192, max_length=4096, max_steps=8)
 
 def run_sft_smoke(run: RunFolder, paper: str) -> dict:
-    """Stage sft at smoke scale: a tiny random Qwen3 (tokenizer trained on the run's SFT texts) fine-tuned for a few steps on
-    each SFT split in turn (AgentScaler: stage 1, then stage 2 from stage 1's weights). Checks the data trains, nothing more."""
+    """Stage sft at smoke scale: a tiny random Qwen3 (tokenizer trained on the run's SFT texts) fine-tuned for a few
+    steps on each SFT split in turn (AgentScaler: stage 1, then stage 2 from stage 1's weights). Checks the data trains,
+    nothing more."""
     from envsynth.data import build_sft_rows, sft_text
     from envsynth.train.sft import build_tiny_qwen3_on, train_sft
     from transformers import AutoTokenizer
     done = stage_done(run, 'synth') or {}
-    splits = [sft_trajectories(p) for p in done.get('sft_data') or [run.dir('synth') / p for p in paper_recipe(paper).sft_data]]
+    splits = [
+        sft_trajectories(p)
+        for p in done.get('sft_data') or [run.dir('synth') / p for p in paper_recipe(paper).sft_data]
+    ]
     if not any(splits): raise ValueError(f'{paper}: the synthesis kept no SFT trajectory: nothing to train on')
     c = SMOKE_SFT
-    tiny = build_tiny_qwen3_on([sft_text(t).text for s in splits for t in s], run.dir('sft') / 'tiny_model', vocab_size=c['vocab_size'],
-                               hidden_size=c['hidden_size'], layers=c['layers'], heads=c['heads'], max_positions=c['max_positions'])
+    tiny = build_tiny_qwen3_on(
+        [sft_text(t).text for s in splits for t in s],
+        run.dir('sft') / 'tiny_model',
+        vocab_size=c['vocab_size'],
+        hidden_size=c['hidden_size'],
+        layers=c['layers'],
+        heads=c['heads'],
+        max_positions=c['max_positions'],
+    )
     tok, model, results = AutoTokenizer.from_pretrained(tiny), tiny, []
     for i, trajs in enumerate(splits, 1):
         rows, counts = build_sft_rows(trajs, tok, max_length=c['max_length'], overflow='drop', invalid='skip')
-        res = train_sft([{k: getattr(r, k) for k in ('id', 'input_ids', 'labels', 'attention_mask')} for r in rows], model,
-                        run.dir('sft') / f'stage{i}', 'tiny-cpu', max_steps=c['max_steps'], tokenizer=tok, resume=True)
-        results.append({'split': i, 'rows': counts, 'steps': res.steps, 'first_loss': res.first_loss, 'last_loss': res.last_loss})
+        res = train_sft(
+            [{k: getattr(r, k) for k in ('id', 'input_ids', 'labels', 'attention_mask')} for r in rows],
+            model,
+            run.dir('sft') / f'stage{i}',
+            'tiny-cpu',
+            max_steps=c['max_steps'],
+            tokenizer=tok,
+            resume=True,
+        )
+        results.append(
+            {'split': i, 'rows': counts, 'steps': res.steps, 'first_loss': res.first_loss, 'last_loss': res.last_loss}
+        )
         model = res.final_dir
     return {'model': str(model), 'base': 'tiny random Qwen3 built here (ours)', 'preset': 'tiny-cpu', 'splits': results}
 
@@ -329,15 +447,19 @@ def write_trajectories(trajs: Sequence, path: Path) -> Path:
     path.write_text(''.join(t.model_dump_json() + '\n' for t in trajs))
     return path
 
+# %% ../../nbs/repro.ipynb #61f2d719
 def gpus_here() -> int:
     "GPUs this process may use (`CUDA_VISIBLE_DEVICES`, as Slurm sets it for a job's GPUs); 0 without."
     v = os.environ.get('CUDA_VISIBLE_DEVICES', '').strip()
     return 0 if not v or v == '-1' else len(v.split(','))
 
+# %% ../../nbs/repro.ipynb #55103a01
 def sft_command(paper: str, run: RunFolder, sft_cfg: dict) -> list[str]:
-    "The `python -m envsynth.train.sft` command (torchrun over this job's GPUs when it has several) of the paper-scale SFT (`sft.yaml`: model, preset; two stages for AgentScaler)."
+    ("The `python -m envsynth.train.sft` command (torchrun over this job's GPUs when it has several) of the "
+     "paper-scale SFT (`sft.yaml`: model, preset; two stages for AgentScaler).")
     pr = paper_recipe(paper)
-    if not sft_cfg.get('model'): raise ValueError(f'papers_repro/{paper}/sft.yaml names no model (the backbone to fine-tune)')
+    if not sft_cfg.get('model'):
+        raise ValueError(f'papers_repro/{paper}/sft.yaml names no model (the backbone to fine-tune)')
     done = stage_done(run, 'synth') or {}
     data = [write_trajectories(sft_trajectories(p), run.dir('sft') / f'data/split{i}/trajectories.jsonl').parent
             for i, p in enumerate(done.get('sft_data') or [run.dir('synth') / p for p in pr.sft_data], 1)]
@@ -348,6 +470,7 @@ def sft_command(paper: str, run: RunFolder, sft_cfg: dict) -> list[str]:
             '--out', str(run.dir('sft') / 'model'), '--preset', str(sft_cfg.get('preset') or pr.sft_preset), '--resume']
     return argv + (['--stage2-data', str(data[1])] if len(data) > 1 else [])
 
+# %% ../../nbs/repro.ipynb #b174d530
 def run_sft(run: RunFolder, paper: str, scale: str) -> dict:
     "Stage sft: the tiny smoke run, or the paper's SFT (`sft.yaml`) through `envsynth.train.sft`."
     if scale == 'smoke': return run_sft_smoke(run, paper)
@@ -364,6 +487,7 @@ def verl_python() -> Path | None:
     p = papers_repro_dir().parent / '.venv-verl' / 'bin' / 'python'
     return p if p.exists() else None
 
+# %% ../../nbs/repro.ipynb #b913a258
 VALIDATE_VERL = '''import json, sys
 from envsynth.train.rl import compose_verl_config, validate_verl_config
 a = json.loads(sys.argv[1])
@@ -373,7 +497,8 @@ print(json.dumps(validate_verl_config(cfg)))'''
 
 @dataclass(frozen=True)
 class RLFiles:
-    "What the RL job reads from the recipe: training parquets, validation rows, the folder the rows' environments are in."
+    ("What the RL job reads from the recipe: training parquets, validation rows, the folder the rows' environments are "
+     "in.")
     train: tuple[Path, ...]
     val: Path
     env_root: Path
@@ -391,6 +516,7 @@ class RLFiles:
         "`data.train_files` as Hydra reads it: one path, or a list."
         return str(self.train[0]) if len(self.train) == 1 else '[' + ','.join(map(str, self.train)) + ']'
 
+# %% ../../nbs/repro.ipynb #45b1f1d7
 def rl_files(run: RunFolder, paper: str, scale: str) -> RLFiles:
     """The RL rows of the run: the recipe's own, or (ASTRA) those of its RL-environment recipe run into `03_rl/data`. A
     missing training or validation file is an error that says why (no RL task kept, or too few to hold one out)."""
@@ -404,14 +530,17 @@ def rl_files(run: RunFolder, paper: str, scale: str) -> RLFiles:
     if not first.exists(): raise FileNotFoundError(f'{paper}: no RL rows at {first}: the recipe kept no RL task')
     val = root / pr.rl_val
     if not val.exists():
-        raise FileNotFoundError(f'{paper}: no validation rows at {val}: the recipe held out no RL task (it needs at least '
-                                'two RL tasks; raise the scale or the held-out fraction)')
+        raise FileNotFoundError(
+            f'{paper}: no validation rows at {val}: the recipe held out no RL task (it needs at least '
+            'two RL tasks; raise the scale or the held-out fraction)'
+        )
     return RLFiles((first, *[f for f in more if f.exists()]), val, root)
 
 # %% ../../nbs/repro.ipynb #443d9ec4
 def run_rl(run: RunFolder, paper: str, scale: str) -> dict:
-    """Stage rl: the verl GRPO job of the paper's preset on the run's RL rows. At smoke scale (no GPU) a dry run: the job files
-    and the `main_ppo` command are written and the composed config is checked by verl's own `validate_config` in `.venv-verl`."""
+    """Stage rl: the verl GRPO job of the paper's preset on the run's RL rows. At smoke scale (no GPU) a dry run: the
+    job files and the `main_ppo` command are written and the composed config is checked by verl's own `validate_config`
+    in `.venv-verl`."""
     from envsynth.train.rl import get_rl_preset, main_ppo_command, write_job_files
     pr = paper_recipe(paper)
     if pr.rl_preset is None: return {'skipped': f'{pr.paper} trains with SFT only: no RL stage'}
@@ -423,29 +552,58 @@ def run_rl(run: RunFolder, paper: str, scale: str) -> dict:
         tiny = run.dir('sft') / 'tiny_model'
         model = str(tiny) if tiny.exists() else ''
     else: model = str(cfg.get('model') or '')
-    if not model: raise ValueError(f'{paper}: no model to start RL from: run the sft stage first or name `model` in rl.yaml')
+    if not model:
+        raise ValueError(f'{paper}: no model to start RL from: run the sft stage first or name `model` in rl.yaml')
     job = run.dir('rl') / 'job'
-    argv = main_ppo_command(pr.rl_preset, job, model=model, train_files=files.hydra_train(), val_files=str(files.val),
-                            n_gpus=1 if scale == 'smoke' else int(cfg.get('n_gpus', 8)), nnodes=1 if scale == 'smoke' else int(cfg.get('nnodes', 1)),
-                            python=str(verl_python() or 'python'), env_root=files.env_root) + files.overrides()
+    argv = (
+        main_ppo_command(
+            pr.rl_preset,
+            job,
+            model=model,
+            train_files=files.hydra_train(),
+            val_files=str(files.val),
+            n_gpus=1 if scale == 'smoke' else int(cfg.get('n_gpus', 8)),
+            nnodes=1 if scale == 'smoke' else int(cfg.get('nnodes', 1)),
+            python=str(verl_python() or 'python'),
+            env_root=files.env_root,
+        )
+        + files.overrides()
+    )
     (job / 'command.sh').write_text('#!/usr/bin/env bash\nset -euo pipefail\n' + shlex.join(argv) + '\n')
     out = {'preset': pr.rl_preset, 'rows': [str(f) for f in files.train], 'val_rows': str(files.val), 'model': model,
            'command': str(job / 'command.sh')}
     if scale == 'paper': subprocess.run(argv, check=True, cwd=job); return {**out, 'status': 'trained'}
     py = verl_python()
-    if py is None: return {**out, 'status': 'dry run: command written; config not validated (no .venv-verl: tools/make_verl_venv.sh)'}
-    arg = json.dumps({'preset': pr.rl_preset, 'model': model, 'train': files.hydra_train(), 'val': str(files.val),
-                      'extra': files.overrides(), 'files': write_job_files(job, files.env_root, not get_rl_preset(pr.rl_preset).enable_thinking)})
+    if py is None:
+        return {
+            **out,
+            'status': 'dry run: command written; config not validated (no .venv-verl: tools/make_verl_venv.sh)',
+        }
+    arg = json.dumps(
+        {
+            'preset': pr.rl_preset,
+            'model': model,
+            'train': files.hydra_train(),
+            'val': str(files.val),
+            'extra': files.overrides(),
+            'files': write_job_files(job, files.env_root, not get_rl_preset(pr.rl_preset).enable_thinking),
+        }
+    )
     r = subprocess.run([str(py), '-c', VALIDATE_VERL, arg], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0: raise RuntimeError(f'verl rejected the {pr.rl_preset} config: {r.stderr.strip().splitlines()[-1:]}')
-    return {**out, 'status': 'dry run: config validated by verl (no GPU here: no GRPO step ran)', 'verl': json.loads(r.stdout.splitlines()[-1])}
+    if r.returncode != 0:
+        raise RuntimeError(f'verl rejected the {pr.rl_preset} config: {r.stderr.strip().splitlines()[-1:]}')
+    return {
+        **out,
+        'status': 'dry run: config validated by verl (no GPU here: no GRPO step ran)',
+        'verl': json.loads(r.stdout.splitlines()[-1]),
+    }
 
 # %% ../../nbs/repro.ipynb #add30cf4
 SMOKE_EVAL = dict(max_tasks=3, max_turns=4, max_new_tokens=48)
 
 async def smoke_heldout(model_dir: str | None) -> list[dict]:
-    """Held-out evaluation at smoke scale: the curated environments kept out of training, a few tasks each, scored for the
-    oracle and do-nothing policies (the harness's ceiling and floor) and for the SFT model (greedy, in process)."""
+    """Held-out evaluation at smoke scale: the curated environments kept out of training, a few tasks each, scored for
+    the oracle and do-nothing policies (the harness's ceiling and floor) and for the SFT model (greedy, in process)."""
     from envsynth.env_library import list_environments, load_curated
     from envsynth.eval.heldout import evaluate_env, summary_rows, tasks_revision
     from envsynth.rollout import DoNothingPolicy, EpisodeLimits, OraclePolicy
@@ -463,11 +621,18 @@ async def smoke_heldout(model_dir: str | None) -> list[dict]:
         eps = []
         for env in envs:
             tasks = sorted(env.tasks)[:c['max_tasks']]
-            eps += (await evaluate_env(env, make, model=name, tasks=tasks, limits=EpisodeLimits(max_turns=c['max_turns']), concurrency=1)).episodes
+            eps += (
+                await evaluate_env(
+                    env, make, model=name, tasks=tasks, limits=EpisodeLimits(max_turns=c['max_turns']), concurrency=1
+                )
+            ).episodes
         pooled = [dict(e, task_id=f"{e['env']}/{e['task_id']}") for e in eps]
-        rows += summary_rows(pooled, 'heldout', name, 1, tasks_revision([t for env in envs for t in env.tasks.values()]))
+        rows += summary_rows(
+            pooled, 'heldout', name, 1, tasks_revision([t for env in envs for t in env.tasks.values()])
+        )
     return rows
 
+# %% ../../nbs/repro.ipynb #37c9afe7
 def heldout_names() -> list[str]:
     "The curated environments held out of training (`envsynth.eval.heldout.heldout_split`)."
     from envsynth.env_library import list_environments
@@ -477,54 +642,106 @@ def heldout_names() -> list[str]:
 # %% ../../nbs/repro.ipynb #ca476b83
 def _sampling_args(protocol: dict) -> list[str]:
     "`--top-p` / `--top-k` of a benchmark's protocol in `eval.yaml`, when it names them."
-    return [a for k in ('top_p', 'top_k') if protocol.get(k) is not None for a in (f"--{k.replace('_', '-')}", str(protocol[k]))]
+    return [
+        a
+        for k in ('top_p', 'top_k')
+        if protocol.get(k) is not None
+        for a in (f"--{k.replace('_', '-')}", str(protocol[k]))
+    ]
 
-def eval_commands(eval_cfg: dict, out: Path, base_url: str, model: str, user=None, api_key_env: str | None = None) -> dict[str, list[str]]:
-    """The `envsynth eval bfcl|tau2` command lines of a paper's protocol (`eval.yaml`) against a served model. `user`: the tau2
-    user simulator (`eval_user`); keys travel as the names of the environment variables that hold them, never on the command line."""
+# %% ../../nbs/repro.ipynb #8637658d
+def eval_commands(
+    eval_cfg: dict, out: Path, base_url: str, model: str, user=None, api_key_env: str | None = None
+) -> dict[str, list[str]]:
+    """The `envsynth eval bfcl|tau2` command lines of a paper's protocol (`eval.yaml`) against a served model. `user`:
+    the tau2 user simulator (`eval_user`); keys travel as the names of the environment variables that hold them, never
+    on the command line."""
     cmds, envsynth_cli = {}, [sys.executable, '-m', 'envsynth.cli', 'eval']
     key = ['--api-key-env', api_key_env] if api_key_env else []
     if b := eval_cfg.get('bfcl'):
-        cmds['bfcl'] = [*envsynth_cli, 'bfcl', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'bfcl'), *key,
-                        '--temperature', str(b.get('temperature', 0.0)), *_sampling_args(b), *(['--categories', ','.join(b['categories'])] if b.get('categories') else [])]
+        cmds['bfcl'] = [
+            *envsynth_cli,
+            'bfcl',
+            '--base-url',
+            base_url,
+            '--model',
+            model,
+            '--run-dir',
+            str(out / 'bfcl'),
+            *key,
+            '--temperature',
+            str(b.get('temperature', 0.0)),
+            *_sampling_args(b),
+            *(['--categories', ','.join(b['categories'])] if b.get('categories') else []),
+        ]
     if t := eval_cfg.get('tau2'):
-        cmds['tau2'] = [*envsynth_cli, 'tau2', '--base-url', base_url, '--model', model, '--run-dir', str(out / 'tau2'), *key,
-                        '--domains', ','.join(t.get('domains') or ['all']), '--num-trials', str(t.get('num_trials', 1)),
-                        '--temperature', str(t.get('temperature', 0.0)), *_sampling_args(t),
-                        *(['--user-model', user.model, '--user-base-url', user.endpoint or base_url] if user else []),
-                        *(['--user-api-key-env', user.api_key_env] if user and user.api_key_env else []),
-                        *(['--user-temperature', str(t['user_temperature'])] if t.get('user_temperature') is not None else [])]
+        cmds['tau2'] = [
+            *envsynth_cli,
+            'tau2',
+            '--base-url',
+            base_url,
+            '--model',
+            model,
+            '--run-dir',
+            str(out / 'tau2'),
+            *key,
+            '--domains',
+            ','.join(t.get('domains') or ['all']),
+            '--num-trials',
+            str(t.get('num_trials', 1)),
+            '--temperature',
+            str(t.get('temperature', 0.0)),
+            *_sampling_args(t),
+            *(['--user-model', user.model, '--user-base-url', user.endpoint or base_url] if user else []),
+            *(['--user-api-key-env', user.api_key_env] if user and user.api_key_env else []),
+            *(['--user-temperature', str(t['user_temperature'])] if t.get('user_temperature') is not None else []),
+        ]
     return cmds
 
+# %% ../../nbs/repro.ipynb #961c6f88
 def eval_target(run: RunFolder, paper: str, label: str | None):
     """The served model an evaluation measures: `label` (base, sft, rl) served by the chain (its address in
     `serve/<paper>-<label>/`), or the `[llm.policy]` endpoint of settings.ini."""
     from envsynth.settings import get_settings
     role = get_settings().llm.role('policy')
     if label is None:
-        if role.offline: raise ValueError('paper-scale evaluation needs the trained model served: set [llm.policy] endpoint and model in settings.ini')
+        if role.offline: raise ValueError('paper-scale evaluation needs the trained model served: set [llm.policy] '
+                                          'endpoint and model in settings.ini')
         return role.endpoint, role.model, role.api_key_env, run.dir('eval')
     state = run.root / 'serve' / f'{paper}-{label}'
     url = served_address(state, time.monotonic() + float(os.environ.get('SERVER_WAIT_S', 3600)))
     return url, (state / 'vllm_model').read_text().strip(), None, run.dir('eval') / label
 
+# %% ../../nbs/repro.ipynb #fa333719
 def run_eval(run: RunFolder, paper: str, scale: str, label: str | None = None) -> dict:
-    """Stage eval. Smoke: `smoke_heldout` (tidy rows in `04_eval/rows.jsonl`). Paper: BFCL and tau2 with the paper's protocol
-    (`eval.yaml`) against the served model: `label` (base, sft, rl) as the chain serves it, else [llm.policy] of settings.ini."""
+    """Stage eval. Smoke: `smoke_heldout` (tidy rows in `04_eval/rows.jsonl`). Paper: BFCL and tau2 with the paper's
+    protocol (`eval.yaml`) against the served model: `label` (base, sft, rl) as the chain serves it, else [llm.policy]
+    of settings.ini."""
     from envsynth.eval.results import read_rows, write_rows
     cfg = read_yaml(parameter_file(paper, 'eval'))
     if scale == 'smoke':
         rows = asyncio.run(smoke_heldout((stage_done(run, 'sft') or {}).get('model')))
         write_rows(rows, run.file('eval', 'rows.jsonl'))
-        return {'ran': f'held-out curated environments {heldout_names()} ({SMOKE_EVAL["max_tasks"]} tasks each), policies oracle, do-nothing, sft-smoke',
-                'not_ran': 'BFCL and tau2 (they need a served model; `--scale paper` runs them)', 'rows': len(rows), 'protocol': cfg}
+        return {
+            'ran': f'held-out curated environments {heldout_names()} ({SMOKE_EVAL["max_tasks"]} tasks each), policies '
+                   f'oracle, do-nothing, sft-smoke',
+            'not_ran': 'BFCL and tau2 (they need a served model; `--scale paper` runs them)',
+            'rows': len(rows),
+            'protocol': cfg,
+        }
     if problems := eval_problems(paper): raise ValueError(problems[0])
     url, model, key_env, out = eval_target(run, paper, label)
     cmds = eval_commands(cfg, out, url, model, eval_user(cfg.get('tau2') or {}) if 'tau2' in cfg else None, key_env)
     for argv in cmds.values(): subprocess.run(argv, check=True)
     rows = read_rows([out / b for b in cmds])
     write_rows(rows, out / 'rows.jsonl')
-    return {'ran': sorted(cmds), 'model': model, 'commands': {k: shlex.join(v) for k, v in cmds.items()}, 'rows': len(rows), 'protocol': cfg}
+    return {
+        'ran': sorted(cmds),
+        'model': model,
+        'commands': {k: shlex.join(v) for k, v in cmds.items()},
+        'rows': len(rows),
+        'protocol': cfg,
+    }
 
 # %% ../../nbs/repro.ipynb #056bd8b5
 def paper_numbers(paper: str) -> list[dict]:
@@ -533,6 +750,7 @@ def paper_numbers(paper: str) -> list[dict]:
     name = paper_recipe(paper).paper
     return [e for e in reported_numbers(other_tables=True) if e['paper'] == name]
 
+# %% ../../nbs/repro.ipynb #4acc8354
 def paper_notes(paper: str) -> dict:
     "reported_numbers.json on `paper` beside its cells: tables, notes, plot-only ablations."
     name = paper_recipe(paper).paper
@@ -541,8 +759,10 @@ def paper_notes(paper: str) -> dict:
     return {'tables': d.get('tables', {}).get(name, {}), 'notes': d.get('notes', {}).get(name, ''),
             'ablations_without_numbers': figures}
 
+# %% ../../nbs/repro.ipynb #506454ca
 def table_order(table: str) -> tuple: return (len(table), table)      # Table 2 before Table 10
 
+# %% ../../nbs/repro.ipynb #29a903b7
 def not_reproducible(theirs: list[dict]) -> dict[str, str]:
     "`{'<benchmark> (<tables>)': reason}` for the paper's cells that carry `not_reproducible_here`."
     tables: dict[tuple, set] = {}
@@ -551,19 +771,28 @@ def not_reproducible(theirs: list[dict]) -> dict[str, str]:
             tables.setdefault((e['benchmark'], why), set()).add(e['table'])
     return {f"{b} ({', '.join(sorted(t, key=table_order))})": why for (b, why), t in tables.items()}
 
+# %% ../../nbs/repro.ipynb #3b7eb60f
 def pct(v) -> str: return '' if v is None else f'{100 * v:.2f}'
 
 # %% ../../nbs/repro.ipynb #13d70041
 def _md_row(cells) -> str: return '| ' + ' | '.join(str(c).replace('|', '/') for c in cells) + ' |'
+
+# %% ../../nbs/repro.ipynb #e3c7e0e2
 def _row(e: dict) -> str: return e.get('row', e['model'])
+
+# %% ../../nbs/repro.ipynb #ca103b3e
 def _column(e: dict) -> str:
     return e.get('column') or f"{e['benchmark']} {e['category']} ({e['metric']})"
 
+# %% ../../nbs/repro.ipynb #70ba899d
 def our_category(benchmark: str, category: str) -> str:
     """The paper's name of one of our categories: BFCL's harness writes `multi_turn_base` where the tables say `base`
     (`multi_turn_overall` is written only when all four categories ran, so it is never a subset's mean)."""
-    return category.removeprefix('multi_turn_') if benchmark == 'bfcl' and category != 'multi_turn_overall' else category
+    return (
+        category.removeprefix('multi_turn_') if benchmark == 'bfcl' and category != 'multi_turn_overall' else category
+    )
 
+# %% ../../nbs/repro.ipynb #def5e6e6
 def our_value(ours: list[dict], model: str, cell: dict) -> float | None:
     """Our `model`'s number (a fraction) for a paper cell: our row of the same benchmark, category
     and metric, or of the metric the cell's `ours` names, averaged over its `mean_of` categories."""
@@ -583,11 +812,13 @@ def why_blank(cell: dict) -> str:
     if where := cell.get('compared_in'): return f'ours is in {where}'
     return NOT_RUN
 
+# %% ../../nbs/repro.ipynb #8025c603
 def _table_head(table: str, about: dict, header: list) -> list[str]:
     return ['', f'### {table}', '', *([f"*{about['caption']}*", ''] if 'caption' in about else []),
             *([f"reproduced by: {about['reproduced_by']}", ''] if 'reproduced_by' in about else []),
             _md_row(header), '|---' * len(header) + '|']
 
+# %% ../../nbs/repro.ipynb #e3ed783c
 def comparison_lines(ours: list[dict], theirs: list[dict], tables: dict | None = None) -> list[str]:
     "Markdown: per paper table (caption, what reproduces it) its rows, then ours, in percent."
     lines = []
@@ -636,7 +867,7 @@ def build_report(run: RunFolder, paper: str, scale: str) -> dict:
     stages = {s: stage_done(run, s) for s in STAGES[:-1]}
     roles = (stages['synth'] or {}).get('roles') or model_roles()
     offline = sorted(r for r, m in roles.items() if m == 'offline teacher')
-    ours = read_rows(sorted(run.dir('eval').glob('**/rows.jsonl')))      # smoke: 04_eval/; paper: 04_eval/<base|sft|rl>/
+    ours = read_rows(sorted(run.dir('eval').glob('**/rows.jsonl')))  # smoke: 04_eval/; paper: 04_eval/<base|sft|rl>/
     if stages['rl'] is None and (final := run.dir('rl') / 'train' / 'final').exists():
         stages['rl'] = {'model': str(final), 'status': 'trained by the Slurm rl job (slurm/rl.sbatch)'}
     if stages['eval'] is None and ours: stages['eval'] = {'ran': sorted({r['model'] for r in ours}),
@@ -644,31 +875,70 @@ def build_report(run: RunFolder, paper: str, scale: str) -> dict:
     try: needs = preflight(paper, 'paper', check_endpoints=False)
     except Exception as e: needs = [f'the preflight could not run: {one_line_error(e)}']
     theirs, notes = paper_numbers(paper), paper_notes(paper)
-    rep = {'paper': pr.paper, 'scale': scale, 'run_dir': str(run.root), 'stages': stages, 'roles': roles, 'offline_teacher_roles': offline,
-           'ours': ours, 'paper_numbers': theirs, 'harnesses': sorted({f"{r['harness']} {r['harness_version']}" for r in ours}),
-           'data_revisions': sorted({r['data_revision'] for r in ours if r['data_revision']}),
-           'protocol': (stages['eval'] or {}).get('protocol'),
-           'not_reproducible': not_reproducible(theirs),
-           'paper_tables': notes['tables'], 'paper_notes': notes['notes'],
-           'ablations_without_numbers': notes['ablations_without_numbers'], 'paper_scale_needs': needs}
+    rep = {
+        'paper': pr.paper,
+        'scale': scale,
+        'run_dir': str(run.root),
+        'stages': stages,
+        'roles': roles,
+        'offline_teacher_roles': offline,
+        'ours': ours,
+        'paper_numbers': theirs,
+        'harnesses': sorted({f"{r['harness']} {r['harness_version']}" for r in ours}),
+        'data_revisions': sorted({r['data_revision'] for r in ours if r['data_revision']}),
+        'protocol': (stages['eval'] or {}).get('protocol'),
+        'not_reproducible': not_reproducible(theirs),
+        'paper_tables': notes['tables'],
+        'paper_notes': notes['notes'],
+        'ablations_without_numbers': notes['ablations_without_numbers'],
+        'paper_scale_needs': needs,
+    }
     run.write_json(None, 'report.json', rep, indent=1)
     (run.root / 'report.md').write_text('\n'.join(report_markdown(rep)) + '\n')
     return rep
 
+# %% ../../nbs/repro.ipynb #1b59d5e1
 def report_markdown(rep: dict) -> list[str]:
     "The lines of `report.md`."
     off = rep['offline_teacher_roles']
-    lines = [f"# {rep['paper']} reproduction, {rep['scale']} scale", '',
-             (f"**Offline teacher**: the roles {', '.join(off)} were answered by envsynth's deterministic offline teacher, so every number "
-              'measured on this run\'s data (SFT rows, the SFT model, its held-out scores) comes from offline-teacher data, not from the paper\'s models.')
-             if off else 'Every role was answered by a real model endpoint (settings.ini).', '',
-             '| role | model |', '|---|---|', *(f'| {r} | {m} |' for r, m in rep['roles'].items()), '', '## Stages', '', '| stage | result |', '|---|---|']
+    lines = [
+        f"# {rep['paper']} reproduction, {rep['scale']} scale",
+        '',
+        (
+            f"**Offline teacher**: the roles {', '.join(off)} were answered by envsynth's deterministic offline "
+            f"teacher, so every number "
+            'measured on this run\'s data (SFT rows, the SFT model, its held-out scores) comes from offline-teacher '
+            'data, not from the paper\'s models.'
+        )
+        if off
+        else 'Every role was answered by a real model endpoint (settings.ini).',
+        '',
+        '| role | model |',
+        '|---|---|',
+        *(f'| {r} | {m} |' for r, m in rep['roles'].items()),
+        '',
+        '## Stages',
+        '',
+        '| stage | result |',
+        '|---|---|',
+    ]
     for s, d in rep['stages'].items():
         lines.append(f"| {s} | {'not run' if d is None else one_line_summary(d)} |")
-    lines += ['', '## Our numbers', '', f"harnesses: {', '.join(rep['harnesses']) or 'none'}; data revisions: {', '.join(rep['data_revisions']) or 'none'}",
-              f"decoding protocol of the paper (eval.yaml): `{json.dumps(rep['protocol'])}`", '',
-              '| benchmark | category | model | metric | value (%) | n |', '|---|---|---|---|---|---|',
-              *(f"| {r['benchmark']} | {r['category']} | {r['model']} | {r['metric']} | {pct(r['value'])} | {r['n']} |" for r in rep['ours'])]
+    lines += [
+        '',
+        '## Our numbers',
+        '',
+        f"harnesses: {', '.join(rep['harnesses']) or 'none'}; data revisions: "
+        f"{', '.join(rep['data_revisions']) or 'none'}",
+        f"decoding protocol of the paper (eval.yaml): `{json.dumps(rep['protocol'])}`",
+        '',
+        '| benchmark | category | model | metric | value (%) | n |',
+        '|---|---|---|---|---|---|',
+        *(
+            f"| {r['benchmark']} | {r['category']} | {r['model']} | {r['metric']} | {pct(r['value'])} | {r['n']} |"
+            for r in rep['ours']
+        ),
+    ]
     theirs = rep['paper_numbers']
     lines += ['', "## The paper's numbers beside ours",
               *comparison_lines(rep['ours'], theirs, rep.get('paper_tables'))]
@@ -677,12 +947,21 @@ def report_markdown(rep: dict) -> list[str]:
               *ablation_lines(theirs, rep.get('ablations_without_numbers', []))]
     lines += ['', '## Not reproducible here', '', *(f'- **{b}**: {why}' for b, why in rep['not_reproducible'].items())]
     needs = rep.get('paper_scale_needs') or []
-    lines += ['', '## What paper scale needs here', '',
-              *([f'- {x}' for x in needs] or ['- nothing missing (endpoints are checked by `envsynth repro --preflight`)'])]
+    lines += [
+        '',
+        '## What paper scale needs here',
+        '',
+        *([f'- {x}' for x in needs] or ['- nothing missing (endpoints are checked by `envsynth repro --preflight`)']),
+    ]
     return lines
 
+# %% ../../nbs/repro.ipynb #e32f5d10
 def one_line_summary(d: dict) -> str:
-    keep = {k: v for k, v in d.items() if k in ('status', 'skipped', 'ran', 'not_ran', 'model', 'rows', 'preset', 'wall_s', 'splits', 'base')}
+    keep = {
+        k: v
+        for k, v in d.items()
+        if k in ('status', 'skipped', 'ran', 'not_ran', 'model', 'rows', 'preset', 'wall_s', 'splits', 'base')
+    }
     return json.dumps(keep, default=str).replace('|', '/')
 
 # %% ../../nbs/repro.ipynb #c5cc5256
@@ -694,7 +973,10 @@ class PreflightError(ValueError):
         self.problems = problems
         super().__init__('; '.join(problems))
 
-def run_rl_data(run: RunFolder, paper: str, scale: str, recipe_stages: Sequence[str] | None = None, shard: str | None = None) -> dict:
+# %% ../../nbs/repro.ipynb #0a4fcee1
+def run_rl_data(
+    run: RunFolder, paper: str, scale: str, recipe_stages: Sequence[str] | None = None, shard: str | None = None
+) -> dict:
     "ASTRA's RL-environment recipe (§2.2) into `03_rl/data`, or one array task's shard of its per-item `recipe_stages`."
     pr = paper_recipe(paper)
     if pr.rl_runner is None: raise ValueError(f'{paper} has no RL-environment recipe (--rl-data is for astra)')
@@ -702,17 +984,27 @@ def run_rl_data(run: RunFolder, paper: str, scale: str, recipe_stages: Sequence[
     asyncio.run(_load(pr.rl_runner)(p, run.dir('rl') / 'data', stages=recipe_stages or None, shard=shard))
     return {'rl_data': str(run.dir('rl') / 'data')}
 
-def reproduce(paper: str, scale: str = 'smoke', stages: str | Sequence[str] | None = None, run_dir: str | Path | None = None,
-              overrides: dict | None = None, params: str | Path | None = None, eval_model: str | None = None) -> dict:
-    """Run `stages` of `paper` at `scale` into `run_dir` (finished stages are skipped: re-running resumes); returns {stage: summary}.
-    `params` replaces `papers_repro/<paper>/<scale>.yaml`; at paper scale the `preflight` must pass first (`PreflightError`).
-    `eval_model`: evaluate the chain's served `base`, `sft` or `rl` model (rows in `04_eval/<label>/`)."""
+# %% ../../nbs/repro.ipynb #ef8957cd
+def reproduce(
+    paper: str,
+    scale: str = 'smoke',
+    stages: str | Sequence[str] | None = None,
+    run_dir: str | Path | None = None,
+    overrides: dict | None = None,
+    params: str | Path | None = None,
+    eval_model: str | None = None,
+) -> dict:
+    """Run `stages` of `paper` at `scale` into `run_dir` (finished stages are skipped: re-running resumes); returns
+    {stage: summary}. `params` replaces `papers_repro/<paper>/<scale>.yaml`; at paper scale the `preflight` must pass
+    first (`PreflightError`). `eval_model`: evaluate the chain's served `base`, `sft` or `rl` model (rows in
+    `04_eval/<label>/`)."""
     pr = paper_recipe(paper)
     if scale not in SCALES: raise ValueError(f'unknown scale {scale!r}; the scales are {", ".join(SCALES)}')
     todo, run = parse_stages(stages), repro_run_folder(run_dir or f'runs/repro-{paper}-{scale}')
     seen = run.read_json(None, 'repro.json', None)
     if seen and (seen['paper'], seen['scale']) != (paper, scale):
-        raise ValueError(f"{run.root} holds a {seen['paper']} {seen['scale']} reproduction, not {paper} {scale}: use another --run-dir")
+        raise ValueError(f"{run.root} holds a {seen['paper']} {seen['scale']} reproduction, not {paper} {scale}: use "
+                         f"another --run-dir")
     if scale == 'paper':
         if {'synth', 'rl'} & set(todo): use_served_roles(run.root)     # the other stages call no role
         if problems := preflight(paper, scale, todo, params, overrides): raise PreflightError(problems)
@@ -724,7 +1016,11 @@ def reproduce(paper: str, scale: str = 'smoke', stages: str | Sequence[str] | No
             run.write_json('eval', f'{eval_model}/done.json', out[stage], indent=1); continue
         if stage != 'report' and (done := stage_done(run, stage)) is not None: out[stage] = done; continue
         t0 = time.perf_counter()
-        res = run_synth(run, paper, scale, overrides, params) if stage == 'synth' else STAGE_RUNNERS[stage](run, paper, scale)
+        res = (
+            run_synth(run, paper, scale, overrides, params)
+            if stage == 'synth'
+            else STAGE_RUNNERS[stage](run, paper, scale)
+        )
         if stage == 'report': out[stage] = {'report': str(run.root / 'report.md')}; continue
         out[stage] = {**res, 'wall_s': round(time.perf_counter() - t0, 1)}
         run.write_json(stage, 'done.json', out[stage], indent=1)
@@ -742,6 +1038,7 @@ class ChainSizes:
     eval_cpus: int = 4; eval_mem: str = '16G'
     small_time: str = '01:00:00'
 
+# %% ../../nbs/repro.ipynb #1e6f2eb0
 def _slug(text: str) -> str: return re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')[:40]
 
 # %% ../../nbs/repro.ipynb #c5dcbfff
@@ -759,7 +1056,8 @@ def trained_models(paper: str, run_dir: Path) -> dict[str, str]:
 
 # %% ../../nbs/repro.ipynb #91d5ebef
 def role_servers(paper: str, stages, p=None, settings=None) -> dict[str, dict]:
-    "{server: {'model': M, 'roles': [...]}} the chain starts for the roles of `stages` that name a model but no endpoint."
+    ("{server: {'model': M, 'roles': [...]}} the chain starts for the roles of `stages` that name a model but no "
+     "endpoint.")
     from envsynth.settings import get_settings
     llm, out = (settings or get_settings()).llm, {}
     roles = dict.fromkeys(r for st in ('synth', 'rl') if st in stages for r in stage_roles(paper, st, p))
@@ -771,7 +1069,8 @@ def role_servers(paper: str, stages, p=None, settings=None) -> dict[str, dict]:
 
 # %% ../../nbs/repro.ipynb #dd9c1aed
 def use_served_roles(run_dir: str | Path, wait_s: float | None = None, poll_s: float = 5) -> dict[str, str]:
-    "Point each role of `<run_dir>/serve/roles.json` at its server's address (waiting up to `wait_s`); returns {role: url}."
+    ("Point each role of `<run_dir>/serve/roles.json` at its server's address (waiting up to `wait_s`); returns {role: "
+     "url}.")
     from envsynth.settings import get_settings
     path = Path(run_dir) / 'serve' / 'roles.json'
     if not path.exists(): return {}
@@ -784,13 +1083,16 @@ def use_served_roles(run_dir: str | Path, wait_s: float | None = None, poll_s: f
     get_settings.cache_clear()
     return out
 
+# %% ../../nbs/repro.ipynb #8af2b1fc
 def served_address(state: Path, deadline: float, poll_s: float = 5) -> str:
     "The address a serve job wrote into `state` (`vllm_address`); `RuntimeError` if it failed or never answered."
     while not (state / 'vllm_address').exists():
         if (state / 'vllm_failed').exists():
             raise RuntimeError(f'the server of {state.name} failed: {(state / "vllm_failed").read_text().strip()}')
-        if (state / 'stop_server').exists(): raise RuntimeError(f'the server of {state.name} was already released ({state})')
-        if time.monotonic() > deadline: raise RuntimeError(f'the server of {state.name} did not answer in time ({state})')
+        if (state / 'stop_server').exists():
+            raise RuntimeError(f'the server of {state.name} was already released ({state})')
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'the server of {state.name} did not answer in time ({state})')
         time.sleep(poll_s)
     return (state / 'vllm_address').read_text().strip()
 
@@ -799,9 +1101,18 @@ def _opts(s, run_dir: Path, repo: Path, gpus: int, cpus: int, mem: str, time_lim
           array: int | None = None) -> list[str]:
     from envsynth.slurm import site_options
     log = '%x-%A_%a.out' if array else '%x-%j.out'
-    return [f'--chdir={repo}', f'--output={run_dir}/logs/{log}', *site_options(s, gpus, time_limit), f'--nodes={nodes}',
-            '--ntasks-per-node=1', f'--cpus-per-task={cpus}', f'--mem={mem}', *([f'--array=0-{array - 1}'] if array else [])]
+    return [
+        f'--chdir={repo}',
+        f'--output={run_dir}/logs/{log}',
+        *site_options(s, gpus, time_limit),
+        f'--nodes={nodes}',
+        '--ntasks-per-node=1',
+        f'--cpus-per-task={cpus}',
+        f'--mem={mem}',
+        *([f'--array=0-{array - 1}'] if array else []),
+    ]
 
+# %% ../../nbs/repro.ipynb #83228ccc
 def repro_argv(paper: str, run_dir: Path, params: str | Path | None, overrides: dict | None, *extra: str) -> list[str]:
     "`python -m envsynth.repro <paper> --scale paper ...` with the run's parameter file and `--set` values."
     sets = [a for k, v in (overrides or {}).items() for a in ('--set', f'{k}={json.dumps(v)}')]
@@ -824,8 +1135,15 @@ def _synth_jobs(ref: str, name: str, base: list[str], opts, after: list, sizes: 
     return jobs
 
 # %% ../../nbs/repro.ipynb #2fdd62a0
-def paper_chain(paper: str, run_dir: str | Path, stages=None, params: str | Path | None = None, overrides: dict | None = None,
-                sizes: ChainSizes = ChainSizes(), settings=None) -> list:
+def paper_chain(
+    paper: str,
+    run_dir: str | Path,
+    stages=None,
+    params: str | Path | None = None,
+    overrides: dict | None = None,
+    sizes: ChainSizes = ChainSizes(),
+    settings=None,
+) -> list:
     "The paper-scale jobs of `stages` of `paper` (`envsynth.slurm.Job`s in submission order); see the list above."
     from envsynth.settings import get_settings
     from envsynth.slurm import Job, repo_root, site_options
@@ -839,23 +1157,57 @@ def paper_chain(paper: str, run_dir: str | Path, stages=None, params: str | Path
     argv = lambda *extra: repro_argv(paper, run_dir, params, overrides, *extra)
     env = {'RUN_DIR': str(run_dir), 'ENVSYNTH_SLURM_VENV': s.venv}
     def serve(step, model, state, dp, after):
-        jobs.append(Job(step, 'slurm/serve_vllm.sbatch', opts(s.gpus_per_node, sizes.serve_cpus, sizes.serve_mem),
-                        {**env, 'SERVE_MODEL': model, 'SERVE_NAME': state.name if dp else model, 'SERVE_DIR': str(state),
-                         **({'SERVE_DP': str(s.gpus_per_node)} if dp else {})}, after))
+        jobs.append(
+            Job(
+                step,
+                'slurm/serve_vllm.sbatch',
+                opts(s.gpus_per_node, sizes.serve_cpus, sizes.serve_mem),
+                {
+                    **env,
+                    'SERVE_MODEL': model,
+                    'SERVE_NAME': state.name if dp else model,
+                    'SERVE_DIR': str(state),
+                    **({'SERVE_DP': str(s.gpus_per_node)} if dp else {}),
+                },
+                after,
+            )
+        )
     def release(step, states, users):
-        jobs.append(Job(step, wrap='touch ' + ' '.join(shlex.quote(str(d / 'stop_server')) for d in states), options=small(),
-                        after=[('afterany', u) for u in users]))
+        jobs.append(
+            Job(
+                step,
+                wrap='touch ' + ' '.join(shlex.quote(str(d / 'stop_server')) for d in states),
+                options=small(),
+                after=[('afterany', u) for u in users],
+            )
+        )
     servers = role_servers(paper, todo, p, S)
-    for name, srv in servers.items(): serve(f'serve_{name.replace("-", "_")}', srv['model'], run_dir / 'serve' / name, 0, [])
-    jobs.append(Job('preflight', wrap=shlex.join(argv('--preflight', '--stages', ','.join(todo))), options=opts(0, 1, '4G', sizes.small_time),
-                    after=[('after', j.step) for j in jobs]))
+    for name, srv in servers.items():
+        serve(f'serve_{name.replace("-", "_")}', srv['model'], run_dir / 'serve' / name, 0, [])
+    jobs.append(
+        Job(
+            'preflight',
+            wrap=shlex.join(argv('--preflight', '--stages', ','.join(todo))),
+            options=opts(0, 1, '4G', sizes.small_time),
+            after=[('after', j.step) for j in jobs],
+        )
+    )
     role_users = ['preflight']
     if 'synth' in todo:
-        jobs += _synth_jobs(pr.runner, 'synth', argv('--stages', 'synth'), opts, [('afterok', 'preflight')], sizes, 'synthesis')
+        jobs += _synth_jobs(
+            pr.runner, 'synth', argv('--stages', 'synth'), opts, [('afterok', 'preflight')], sizes, 'synthesis'
+        )
         role_users += [j.step for j in jobs if j.step.startswith('synth')]
     if 'rl' in todo and pr.rl_runner:
-        jobs += _synth_jobs(pr.rl_runner, 'rl_data', argv('--stages', 'rl', '--rl-data'), opts, [('afterok', 'preflight')], sizes,
-                            'RL environments')
+        jobs += _synth_jobs(
+            pr.rl_runner,
+            'rl_data',
+            argv('--stages', 'rl', '--rl-data'),
+            opts,
+            [('afterok', 'preflight')],
+            sizes,
+            'RL environments',
+        )
         role_users += [j.step for j in jobs if j.step.startswith('rl_data')]
     if servers: release('release_roles', [run_dir / 'serve' / n for n in servers], role_users)
     have = lambda step: any(j.step == step for j in jobs)
@@ -868,13 +1220,30 @@ def paper_chain(paper: str, run_dir: str | Path, stages=None, params: str | Path
         cfg, files = read_yaml(parameter_file(paper, 'rl')), _rl_paths(paper, run)
         start = models['sft'] if cfg.get('from_sft', True) and 'sft' in models else str(cfg.get('model') or '')
         preset, rl_args = getattr(p, 'rl_preset', None) or pr.rl_preset, chain_rl_args(p)
-        jobs.append(Job('rl', 'slurm/rl.sbatch', opts(int(cfg.get('n_gpus', s.gpus_per_node)), sizes.train_cpus, sizes.train_mem,
-                                                     nodes=int(cfg.get('nnodes', 1))),
-                        {**env, 'RL_PRESET': preset, 'RL_MODEL': start, 'RL_TRAIN_FILES': files['train'],
-                         'RL_VAL_FILES': files['val'], 'RL_ENV_ROOT': files['root'], 'RL_OUT': str(run.dir('rl') / 'train'),
-                         **({} if get_rl_preset(preset).enable_thinking else {'RL_EMPTY_THINK': '1'}),
-                         **({'RL_ARGS': ' '.join(rl_args)} if rl_args else {})},
-                        ok('synth', 'rl_data', 'sft' if cfg.get('from_sft', True) else '')))
+        jobs.append(
+            Job(
+                'rl',
+                'slurm/rl.sbatch',
+                opts(
+                    int(cfg.get('n_gpus', s.gpus_per_node)),
+                    sizes.train_cpus,
+                    sizes.train_mem,
+                    nodes=int(cfg.get('nnodes', 1)),
+                ),
+                {
+                    **env,
+                    'RL_PRESET': preset,
+                    'RL_MODEL': start,
+                    'RL_TRAIN_FILES': files['train'],
+                    'RL_VAL_FILES': files['val'],
+                    'RL_ENV_ROOT': files['root'],
+                    'RL_OUT': str(run.dir('rl') / 'train'),
+                    **({} if get_rl_preset(preset).enable_thinking else {'RL_EMPTY_THINK': '1'}),
+                    **({'RL_ARGS': ' '.join(rl_args)} if rl_args else {}),
+                },
+                ok('synth', 'rl_data', 'sft' if cfg.get('from_sft', True) else ''),
+            )
+        )
     if 'eval' in todo:
         trained = {'base': ['preflight'], 'sft': ['sft'], 'rl': ['rl']}
         for label, model in models.items():
@@ -884,17 +1253,25 @@ def paper_chain(paper: str, run_dir: str | Path, stages=None, params: str | Path
                             options=opts(0, sizes.eval_cpus, sizes.eval_mem), after=[('after', step)]))
             release(f'release_{label}', [state], [f'eval_{label}'])
     if 'report' in todo:
-        jobs.append(Job('report', wrap=shlex.join(argv('--stages', 'report')), options=small(),
-                        after=[('afterany', j.step) for j in jobs if j.step.startswith('eval_')] or ok('sft', 'rl', 'synth')))
+        jobs.append(
+            Job(
+                'report',
+                wrap=shlex.join(argv('--stages', 'report')),
+                options=small(),
+                after=[('afterany', j.step) for j in jobs if j.step.startswith('eval_')] or ok('sft', 'rl', 'synth'),
+            )
+        )
     return jobs
 
 # %% ../../nbs/repro.ipynb #a810b176
 def chain_rl_args(p) -> list[str]:
-    """verl overrides of the chain's RL job that the parameters decide before any row exists (`RL_ARGS`): with a scheduled α
-    (`alpha_end` set, by `--params` or `--set`) the recipe writes the rows in training order, so the job reads them
-    unshuffled, as one epoch (what `RLFiles.overrides` reads from the rows when the rl stage runs without Slurm)."""
+    """verl overrides of the chain's RL job that the parameters decide before any row exists (`RL_ARGS`): with a
+    scheduled α (`alpha_end` set, by `--params` or `--set`) the recipe writes the rows in training order, so the job
+    reads them unshuffled, as one epoch (what `RLFiles.overrides` reads from the rows when the rl stage runs without
+    Slurm)."""
     return ['data.shuffle=False', 'trainer.total_epochs=1'] if getattr(p, 'alpha_end', None) is not None else []
 
+# %% ../../nbs/repro.ipynb #46de394e
 def _rl_paths(paper: str, run: RunFolder) -> dict[str, str]:
     pr = paper_recipe(paper)
     root = run.dir('rl') / 'data' if pr.rl_runner else run.dir('synth')
@@ -912,13 +1289,24 @@ def job_resources(job) -> dict[str, str]:
             'mem': 'all' if o.get('mem') == '0' else o.get('mem', '(default)'), 'time': o.get('time', ''),
             'array': o.get('array', '')}
 
+# %% ../../nbs/repro.ipynb #edd0aeb9
 def _job_command(job) -> str:
     if job.wrap: return job.wrap
-    return ' '.join(f'{k}={shlex.quote(v)}' for k, v in job.env.items() if k not in ('RUN_DIR', 'ENVSYNTH_SLURM_VENV')) + f' {job.script}'
+    return (
+        ' '.join(f'{k}={shlex.quote(v)}' for k, v in job.env.items() if k not in ('RUN_DIR', 'ENVSYNTH_SLURM_VENV'))
+        + f' {job.script}'
+    )
 
 # %% ../../nbs/repro.ipynb #e69e29f6
-def plan_text(paper: str, run_dir: str | Path, stages=None, params: str | Path | None = None, overrides: dict | None = None,
-              sizes: ChainSizes = ChainSizes(), settings=None) -> str:
+def plan_text(
+    paper: str,
+    run_dir: str | Path,
+    stages=None,
+    params: str | Path | None = None,
+    overrides: dict | None = None,
+    sizes: ChainSizes = ChainSizes(),
+    settings=None,
+) -> str:
     "The readable plan of the paper-scale chain (what `--slurm --dry-run` prints); submits nothing, contacts nothing."
     from envsynth.settings import get_settings
     from envsynth.slurm import render_script
@@ -931,7 +1319,8 @@ def plan_text(paper: str, run_dir: str | Path, stages=None, params: str | Path |
     L = [f'# envsynth repro {paper} --scale paper --slurm: the plan (dry run: nothing submitted)', '',
          f'run folder:  {run_dir}', f'parameters:  {params or parameter_file(paper, "paper")} {sets}'.rstrip(),
          f'stages:      {",".join(todo)}',
-         f'partitions:  GPU jobs {S.slurm.partition or "(default)"}, CPU jobs {S.slurm.cpu_partition or S.slurm.partition or "(default)"}'
+         f'partitions:  GPU jobs {S.slurm.partition or "(default)"}, CPU jobs '
+         f'{S.slurm.cpu_partition or S.slurm.partition or "(default)"}'
          ' (settings.ini [slurm] partition, cpu_partition)', '', '## Who answers each LLM role', '']
     for st in ('synth', 'rl'):
         for r in (stage_roles(paper, st, p) if st in todo else ()):
@@ -942,8 +1331,15 @@ def plan_text(paper: str, run_dir: str | Path, stages=None, params: str | Path |
             L.append(f'- {st:<5} {r:<15} {role.model:<40} {how}')
     L += ['', '## Inputs', '']
     L += [f'- {f}: {getattr(p, f) or "(empty)"}' for f in INPUT_FIELDS[paper]] or ['- (none beyond the parameters)']
-    L += ['', '## Models trained and evaluated', '', *(f'- {k}: {v}' for k, v in trained_models(paper, run_dir).items())]
-    problems = preflight(paper, 'paper', todo, params, overrides, served=list(servers), check_endpoints=False, settings=S)
+    L += [
+        '',
+        '## Models trained and evaluated',
+        '',
+        *(f'- {k}: {v}' for k, v in trained_models(paper, run_dir).items()),
+    ]
+    problems = preflight(
+        paper, 'paper', todo, params, overrides, served=list(servers), check_endpoints=False, settings=S
+    )
     L += ['', '## Preflight here (endpoints are contacted by the preflight job, not by a dry run)', '',
           *([f'- {x}' for x in problems] or ['- nothing missing'])]
     cols = ('partition', 'nodes', 'gpus', 'cpus', 'mem', 'time', 'array')
@@ -956,11 +1352,20 @@ def plan_text(paper: str, run_dir: str | Path, stages=None, params: str | Path |
     return '\n'.join(L) + '\n'
 
 # %% ../../nbs/repro.ipynb #9b0c0570
-def slurm_jobs(paper: str, scale: str, run_dir: str | Path, stages: str | Sequence[str] | None = None, settings=None,
-               params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes | None = None) -> list:
-    """The stages as Slurm jobs (`envsynth.slurm.Job`s). Paper scale: `paper_chain`. Smoke (a CPU stand-in): small CPU jobs,
-    each `afterok` the one before, running `python -m envsynth.repro <paper> --stages <stage>` in the same run folder; the
-    synthesis runs as at paper scale, an array per per-item stage (`sizes.shards` tasks) and the finishing run."""
+def slurm_jobs(
+    paper: str,
+    scale: str,
+    run_dir: str | Path,
+    stages: str | Sequence[str] | None = None,
+    settings=None,
+    params: str | Path | None = None,
+    overrides: dict | None = None,
+    sizes: ChainSizes | None = None,
+) -> list:
+    """The stages as Slurm jobs (`envsynth.slurm.Job`s). Paper scale: `paper_chain`. Smoke (a CPU stand-in): small CPU
+    jobs, each `afterok` the one before, running `python -m envsynth.repro <paper> --stages <stage>` in the same run
+    folder; the synthesis runs as at paper scale, an array per per-item stage (`sizes.shards` tasks) and the finishing
+    run."""
     from envsynth.settings import get_settings
     from envsynth.slurm import Job, repo_root, site_options
     paper_recipe(paper)
@@ -974,23 +1379,37 @@ def slurm_jobs(paper: str, scale: str, run_dir: str | Path, stages: str | Sequen
     jobs: list = []
     for stage in parse_stages(stages):
         after = [('afterok', jobs[-1].step)] if jobs else []
-        if stage == 'synth':        # arrays per per-item stage (`shards` tasks each) and the finishing run, as at paper scale
-            jobs += _synth_jobs(paper_recipe(paper).runner, 'synth', argv('--stages', 'synth'), opts, after, sizes, 'synthesis')
+        if stage == 'synth':  # arrays per per-item stage (`shards` tasks each) and the finishing run, as at paper scale
+            jobs += _synth_jobs(
+                paper_recipe(paper).runner, 'synth', argv('--stages', 'synth'), opts, after, sizes, 'synthesis'
+            )
         else: jobs.append(Job(stage, wrap=shlex.join(argv('--stages', stage)), options=opts(0, 1, '4G'), after=after))
     return jobs
 
-def submit_repro(paper: str, scale: str, run_dir: str | Path, stages=None, wait: bool = False, timeout_s: float = 3600,
-                 params: str | Path | None = None, overrides: dict | None = None, sizes: ChainSizes | None = None) -> dict:
-    """Submit `slurm_jobs` (ids written to `<run_dir>/chain.json`); with `wait`, follow them to the end and return their states.
-    At paper scale the preflight runs here first (endpoints of the roles the chain does not serve included): a
-    `PreflightError` submits nothing. The roles the chain serves are written to `<run_dir>/serve/roles.json` for its jobs."""
+# %% ../../nbs/repro.ipynb #ed085966
+def submit_repro(
+    paper: str,
+    scale: str,
+    run_dir: str | Path,
+    stages=None,
+    wait: bool = False,
+    timeout_s: float = 3600,
+    params: str | Path | None = None,
+    overrides: dict | None = None,
+    sizes: ChainSizes | None = None,
+) -> dict:
+    """Submit `slurm_jobs` (ids written to `<run_dir>/chain.json`); with `wait`, follow them to the end and return their
+    states. At paper scale the preflight runs here first (endpoints of the roles the chain does not serve included): a
+    `PreflightError` submits nothing. The roles the chain serves are written to `<run_dir>/serve/roles.json` for its
+    jobs."""
     from envsynth.slurm import submit_chain, wait_chain
     run_dir = Path(run_dir)
     jobs = slurm_jobs(paper, scale, run_dir, stages, params=params, overrides=overrides, sizes=sizes)
     if scale == 'paper':
         servers = role_servers(paper, parse_stages(stages), synth_params(paper, scale, params, overrides))
         served = {r: {'server': n, 'model': srv['model']} for n, srv in servers.items() for r in srv['roles']}
-        if problems := preflight(paper, scale, stages, params, overrides, served=list(served)): raise PreflightError(problems)
+        if problems := preflight(paper, scale, stages, params, overrides, served=list(served)):
+            raise PreflightError(problems)
         (run_dir / 'serve').mkdir(parents=True, exist_ok=True)
         (run_dir / 'serve' / 'roles.json').write_text(json.dumps(served, indent=1) + '\n')
     (run_dir / 'logs').mkdir(parents=True, exist_ok=True)
@@ -1002,29 +1421,57 @@ def submit_repro(paper: str, scale: str, run_dir: str | Path, stages=None, wait:
 class ReproArgumentError(ValueError):
     "A bad `envsynth repro` command line."
 
+# %% ../../nbs/repro.ipynb #9f2faa6b
 class _Parser(argparse.ArgumentParser):
     def error(self, message): raise ReproArgumentError(message)
 
+# %% ../../nbs/repro.ipynb #a6d7bf1a
 def repro_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog='envsynth repro', description='Reproduce a paper: synthesis, SFT, RL, evaluation and a report beside its tables.')
+    ap = _Parser(
+        prog='envsynth repro',
+        description='Reproduce a paper: synthesis, SFT, RL, evaluation and a report beside its tables.',
+    )
     ap.add_argument('paper', help=f'one of {", ".join(PAPERS)}')
-    ap.add_argument('--scale', required=True, help='smoke (offline, minutes, CPU) or paper (endpoints and GPUs from settings.ini)')
+    ap.add_argument(
+        '--scale', required=True, help='smoke (offline, minutes, CPU) or paper (endpoints and GPUs from settings.ini)'
+    )
     ap.add_argument('--stages', default='', help=f'comma-separated subset of {",".join(STAGES)} (default: all)')
-    ap.add_argument('--run-dir', default=None, help='the run folder (default runs/repro-<paper>-<scale>); re-running resumes')
-    ap.add_argument('--params', default=None, help="the synthesis recipe's parameter file (default papers_repro/<paper>/<scale>.yaml)")
+    ap.add_argument(
+        '--run-dir', default=None, help='the run folder (default runs/repro-<paper>-<scale>); re-running resumes'
+    )
+    ap.add_argument(
+        '--params',
+        default=None,
+        help="the synthesis recipe's parameter file (default papers_repro/<paper>/<scale>.yaml)",
+    )
     ap.add_argument('--set', dest='overrides', action='append', default=[], metavar='FIELD=VALUE',
                     help='override a recipe parameter (synth stage; VALUE as JSON, else text); repeatable')
-    ap.add_argument('--slurm', action='store_true', help='submit the stages as a Slurm chain instead of running them here')
-    ap.add_argument('--dry-run', action='store_true', help='with --slurm: print the plan (jobs, resources, commands), submit nothing')
-    ap.add_argument('--wait', action='store_true', help='with --slurm: wait for the chain and exit 1 unless every job completed')
-    ap.add_argument('--shards', type=int, default=None, help='with --slurm: array tasks per per-item stage (default 8; smoke 2)')
+    ap.add_argument(
+        '--slurm', action='store_true', help='submit the stages as a Slurm chain instead of running them here'
+    )
+    ap.add_argument(
+        '--dry-run',
+        action='store_true',
+        help='with --slurm: print the plan (jobs, resources, commands), submit nothing',
+    )
+    ap.add_argument(
+        '--wait', action='store_true', help='with --slurm: wait for the chain and exit 1 unless every job completed'
+    )
+    ap.add_argument(
+        '--shards', type=int, default=None, help='with --slurm: array tasks per per-item stage (default 8; smoke 2)'
+    )
     ap.add_argument('--preflight', action='store_true',
-                    help='check what a paper-scale run of --stages needs (endpoints, inputs, venvs, MCP servers); exit 1 if anything is missing')
+                    help='check what a paper-scale run of --stages needs (endpoints, inputs, venvs, MCP servers); exit '
+                         '1 if anything is missing')
     g = ap.add_argument_group('used by the jobs of a Slurm chain')
     g.add_argument('--recipe-stages', default='', help='the per-item recipe stages this array task runs (with --shard)')
     g.add_argument('--shard', default=None, metavar='I/N', help="this array task's share of --recipe-stages")
-    g.add_argument('--rl-data', action='store_true', help="run ASTRA's RL-environment recipe (its arrays and finishing run)")
-    g.add_argument('--eval-model', default=None, choices=['base', 'sft', 'rl'], help='evaluate the model the chain serves')
+    g.add_argument(
+        '--rl-data', action='store_true', help="run ASTRA's RL-environment recipe (its arrays and finishing run)"
+    )
+    g.add_argument(
+        '--eval-model', default=None, choices=['base', 'sft', 'rl'], help='evaluate the model the chain serves'
+    )
     return ap
 
 # %% ../../nbs/repro.ipynb #4b026f01
@@ -1032,15 +1479,22 @@ def _check_args(a) -> tuple[list[str], str, dict]:
     paper_recipe(a.paper)
     if a.scale not in SCALES: raise ValueError(f'unknown scale {a.scale!r}; the scales are {", ".join(SCALES)}')
     from envsynth.cli import parse_set_options
-    stages, run_dir, overrides = parse_stages(a.stages), a.run_dir or f'runs/repro-{a.paper}-{a.scale}', parse_set_options(a.overrides)
+
+    stages, run_dir, overrides = (
+        parse_stages(a.stages),
+        a.run_dir or f'runs/repro-{a.paper}-{a.scale}',
+        parse_set_options(a.overrides),
+    )
     if a.wait and not a.slurm: raise ValueError('--wait only goes with --slurm')
     if a.dry_run and not a.slurm: raise ValueError('--dry-run only goes with --slurm (the local check is --preflight)')
     if a.params and not Path(a.params).is_file(): raise ValueError(f'--params {a.params}: no such file')
     if a.shards is not None and a.shards < 1: raise ValueError(f'--shards must be >= 1, got {a.shards}')
     if a.shard is not None and not a.recipe_stages: raise ValueError('--shard needs --recipe-stages')
-    if a.params or overrides: synth_params(a.paper, a.scale, a.params, overrides)    # a bad field fails here, not in a job
+    if a.params or overrides:
+        synth_params(a.paper, a.scale, a.params, overrides)  # a bad field fails here, not in a job
     return stages, run_dir, overrides
 
+# %% ../../nbs/repro.ipynb #18361258
 def main(argv: Sequence[str] | None = None) -> int:
     """Reproduce a paper end to end (synthesis, SFT, RL, evaluation, report) locally or as a Slurm chain.
     `envsynth repro <paper> --scale smoke|paper [--stages ...] [--run-dir D] [--params F] [--set k=v] [--preflight]
@@ -1062,26 +1516,47 @@ def _run(a, stages: list[str], run_dir: str, overrides: dict) -> int:
     if a.preflight:
         if a.scale == 'paper' and {'synth', 'rl'} & set(stages): use_served_roles(run_dir)
         if problems := preflight(a.paper, a.scale, stages, a.params, overrides): raise PreflightError(problems)
-        print(f'envsynth repro: preflight of {a.paper} {",".join(stages)} at {a.scale} scale: nothing missing'); return 0
+        print(f'envsynth repro: preflight of {a.paper} {",".join(stages)} at {a.scale} scale: nothing missing')
+        return 0
     if a.slurm and a.dry_run:
         if a.scale != 'paper':
             from envsynth.slurm import render_script
-            print(render_script(slurm_jobs(a.paper, a.scale, run_dir, stages, params=a.params, overrides=overrides, sizes=sizes)), end='')
+
+            print(
+                render_script(
+                    slurm_jobs(a.paper, a.scale, run_dir, stages, params=a.params, overrides=overrides, sizes=sizes)
+                ),
+                end='',
+            )
         else: print(plan_text(a.paper, run_dir, stages, a.params, overrides, sizes or ChainSizes()), end='')
         return 0
     if a.slurm:
-        out = submit_repro(a.paper, a.scale, run_dir, stages, wait=a.wait, params=a.params, overrides=overrides, sizes=sizes)
+        out = submit_repro(
+            a.paper, a.scale, run_dir, stages, wait=a.wait, params=a.params, overrides=overrides, sizes=sizes
+        )
         print(json.dumps(out))
         return 0 if not a.wait or all(s == 'COMPLETED' for s in out['states'].values()) else 1
     if a.rl_data or rs:
         if a.scale == 'paper': use_served_roles(run_dir)
         run = repro_run_folder(run_dir)
-        out = run_rl_data(run, a.paper, a.scale, rs, a.shard) if a.rl_data else run_synth(run, a.paper, a.scale, overrides, a.params, rs, a.shard)
+        out = (
+            run_rl_data(run, a.paper, a.scale, rs, a.shard)
+            if a.rl_data
+            else run_synth(run, a.paper, a.scale, overrides, a.params, rs, a.shard)
+        )
         print(json.dumps({'run_dir': str(run_dir), **out})); return 0
     out = reproduce(a.paper, a.scale, stages, run_dir, overrides, a.params, a.eval_model)
-    print(json.dumps({'run_dir': str(run_dir), 'stages': {k: v.get('status') or v.get('skipped') or 'done' for k, v in out.items()},
-                      **({'report': out['report']['report']} if 'report' in out else {})}))
+    print(
+        json.dumps(
+            {
+                'run_dir': str(run_dir),
+                'stages': {k: v.get('status') or v.get('skipped') or 'done' for k, v in out.items()},
+                **({'report': out['report']['report']} if 'report' in out else {}),
+            }
+        )
+    )
     return 0
 
 # %% ../../nbs/repro.ipynb #a80529d7
-if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # `python -m envsynth.repro` (the Slurm jobs)
+if __name__ == '__main__' and '__file__' in globals():
+    sys.exit(main())  # `python -m envsynth.repro` (the Slurm jobs)

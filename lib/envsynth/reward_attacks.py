@@ -52,7 +52,7 @@ def _fn(name: str, description: str, **params: str) -> Tool:
         }
     )
 
-
+# %% ../../nbs/core/05a_reward_attacks.ipynb #ca165786
 TOOLS = [
     _fn('find_flights', 'Flights on a route, cheapest first.', origin='city', destination='city'),
     _fn(
@@ -82,7 +82,7 @@ def initial_state() -> dict:
 class ToolFailure(Exception):
     "A tool's refusal: the harness turns it into an error result (`execution_error`)."
 
-
+# %% ../../nbs/core/05a_reward_attacks.ipynb #301d1370
 class BookingWorld:
     "One episode of the world: each tool is a method on the state; `state_hash()` hashes it."
 
@@ -291,7 +291,7 @@ def _tool_of(item: str) -> str | None:
     parts = item.split('`')
     return parts[1] if len(parts) >= 3 else None
 
-
+# %% ../../nbs/core/05a_reward_attacks.ipynb #ff83425d
 def record_judge(rubric: Rubric) -> Callable[[ChatRequest], RubricVerdict]:
     "A rubric judge that reads the transcript's records only."
 
@@ -355,12 +355,12 @@ def cell_class(score: float, oracle: float, floor: float, tol: float = 1e-9) -> 
         return 'blind'
     return 'floor' if score <= floor + tol else 'below'
 
-
+# %% ../../nbs/core/05a_reward_attacks.ipynb #b9a62c4a
 async def _score(f: Score, task: Task, traj: Trajectory) -> float:
     out = f(task, traj)
     return round(float(await out if inspect.isawaitable(out) else out), 6)
 
-
+# %% ../../nbs/core/05a_reward_attacks.ipynb #0ef0e7ec
 async def attack_table(
     scores: Mapping[str, Score], attacks: Mapping[str, list[Turn]] | None = None
 ) -> dict:

@@ -31,11 +31,13 @@ class RewardInputError(ValueError):
     """Inputs a reward or filter cannot be computed from: no gold state, zero sub-tasks, k > n
     trials, a weight out of range."""
 
+# %% ../../nbs/core/05_rewards.ipynb #550c813a
 def _count(name: str, v) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise RewardInputError(f'{name} must be a non-negative int, got {v!r}')
     return v
 
+# %% ../../nbs/core/05_rewards.ipynb #e6ef1faa
 def _fraction(name: str, v) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
         raise RewardInputError(f'{name} must be a number in [0, 1], got {v!r}')
@@ -94,6 +96,7 @@ def failed_call_ids(trajectory: Trajectory) -> set[str]:
     "Ids of the tool calls whose tool message is flagged `error=True`."
     return {m.tool_call_id for m in trajectory.messages if m.role == 'tool' and m.error}
 
+# %% ../../nbs/core/05_rewards.ipynb #d4296aaa
 def count_tool_calls(trajectory: Trajectory, include_failed: bool = True) -> int:
     "c in ASTRA's reward: the number of tool calls in the assistant messages of `trajectory`."
     failed = set() if include_failed else failed_call_ids(trajectory)
@@ -147,6 +150,7 @@ class Rubric(BaseModel):
         if not self.subgoals: raise ValueError('a rubric needs at least one sub-goal')
         return self
 
+# %% ../../nbs/core/05_rewards.ipynb #ef9ecdad
 class RubricVerdict(BaseModel):
     """An LLM judge's reading of a trajectory against a `Rubric`: one boolean per item, in the
     rubric's order (no other key)."""
@@ -176,6 +180,7 @@ def verdict_problems(rubric: Rubric, verdict: RubricVerdict) -> list[str]:
         if want != got: out.append(f'{field} has {got} answers for {want} {section} items')
     return out
 
+# %% ../../nbs/core/05_rewards.ipynb #34041187
 def score_verdict(rubric: Rubric, verdict: RubricVerdict) -> float:
     "Eq. 5 on a judge's verdict; `RewardInputError` if the verdict does not fit the rubric."
     if problems := verdict_problems(rubric, verdict): raise RewardInputError('; '.join(problems))
@@ -188,6 +193,7 @@ def _outcomes(messages: Sequence[Message]) -> dict[str, str]:
     "Each tool call id → 'ok' or 'error', from the tool messages the harness wrote."
     return {m.tool_call_id: 'error' if m.error else 'ok' for m in messages if m.role == 'tool'}
 
+# %% ../../nbs/core/05_rewards.ipynb #06a22737
 def transcript_records(messages: Sequence[Message], max_output_chars: int = 500) -> list[dict]:
     """One plain dict per message, built from its fields only: `i`, `role`, `content`, the
     assistant's `tool_calls` (`name`, raw `arguments`, `outcome`), a tool message's `name` and
@@ -215,12 +221,14 @@ def _record_line(rec: dict) -> str:
     line = json.dumps(rec, ensure_ascii=True, sort_keys=False)
     return re.sub(r'[<>&]', lambda m: _ESCAPES[m.group()], line)
 
+# %% ../../nbs/core/05_rewards.ipynb #0117fa44
 def render_records(records: Sequence[dict]) -> str:
     "The records as lines of JSON between `<transcript-H>` and `</transcript-H>`, H a hash of them."
     lines = [_record_line(r) for r in records]
     tag = 'transcript-' + hashlib.sha256('\n'.join(lines).encode()).hexdigest()[:16]
     return '\n'.join([f'<{tag}>', *lines, f'</{tag}>'])
 
+# %% ../../nbs/core/05_rewards.ipynb #c1b0e66f
 def render_transcript(trajectory: Trajectory | Sequence[Message],
                       max_output_chars: int = 500) -> str:
     """The conversation of `trajectory` (or of a list of messages) for a judge: one JSON record per
@@ -236,6 +244,7 @@ def read_transcripts(text: str) -> list[list[dict]]:
     return [[json.loads(l) for l in body.splitlines() if l.strip()]
             for _, body in _TRANSCRIPT.findall(text)]
 
+# %% ../../nbs/core/05_rewards.ipynb #de26b2a1
 def read_transcript(text: str) -> list[dict]:
     """The records of the one rendered transcript in `text` (`ValueError` if there is none or
     several)."""
@@ -257,6 +266,7 @@ def transcript_contract(transcript: str) -> str:
     tag = _TRANSCRIPT.search(transcript).group(1)
     return TRANSCRIPT_CONTRACT.format(tag=tag)
 
+# %% ../../nbs/core/05_rewards.ipynb #1e915915
 _FORGERY = re.compile(r'(?im)^\s*\[(user|assistant|tool|system)\b|<\|im_(start|end)\|>'
                       r'|"role"\s*:|</?transcript-|<\|[a-z_]+\|>')
 
@@ -300,6 +310,7 @@ _ONE_FENCE = re.compile(r'```(?:json)?[ \t]*\n(.*?)\n?```', re.S)
 
 def _no_constant(name): raise ValueError(f'{name} is not JSON')
 
+# %% ../../nbs/core/05_rewards.ipynb #8075453f
 def _json_object(body: str) -> tuple[object, str | None]:
     "`(value, None)` for a reply holding exactly one JSON value, else `(None, reason)`."
     dup = []
@@ -349,6 +360,7 @@ async def ask_judge(client: LLMClient, messages: list[Message], model: type[Base
     except LLMError as e: return None, e.kind
     return strict_verdict(res.message.content, model)
 
+# %% ../../nbs/core/05_rewards.ipynb #b2a3cb01
 class RubricScore(BaseModel):
     """A judged trajectory: status 'scored' with a score in [0, 1], or 'unknown' with no score and
     the reason; `forged`: the forgery detector's hits on the trajectory."""
@@ -426,6 +438,7 @@ def _same_value(a, b, rel_tol: float = 1e-6) -> bool:
         return len(a) == len(b) and all(_same_value(x, y, rel_tol) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
 
+# %% ../../nbs/core/05_rewards.ipynb #ffa5e159
 def call_matches(name: str, args: dict, gold: Action, masked: Iterable[str] = (),
                  rel_tol: float = 1e-6) -> bool:
     """Whether a call `name(**args)` matches the gold action: same name, same arguments apart from
@@ -442,6 +455,7 @@ def _parsed_calls(trajectory: Trajectory) -> list[tuple[str, dict | None]]:
         except ToolCallError: out.append((c.name, None))
     return out
 
+# %% ../../nbs/core/05_rewards.ipynb #535ca081
 def _max_matching(edges: list[list[int]], n_right: int) -> int:
     "Size of a maximum matching; `edges[i]` lists the right nodes left node i may take."
     owner = [-1] * n_right
@@ -453,6 +467,7 @@ def _max_matching(edges: list[list[int]], n_right: int) -> int:
         return False
     return sum(take(i, set()) for i in range(len(edges)))
 
+# %% ../../nbs/core/05_rewards.ipynb #6d7493cc
 def matched_gold_actions(trajectory: Trajectory, gold_actions: Sequence[Action],
                          masked: Sequence[Iterable[str]] | None = None, rel_tol: float = 1e-6,
                          skip_failed: bool = False) -> int:
@@ -493,6 +508,7 @@ def state_fraction(final_hashes: Mapping[str, str], gold_hashes: Mapping[str, st
     if not gold_hashes: raise RewardInputError('no gold state hashes to compare with')
     return sum(final_hashes.get(k) == h for k, h in gold_hashes.items()) / len(gold_hashes)
 
+# %% ../../nbs/core/05_rewards.ipynb #d952b527
 def length_penalty(n_calls: int, n_gold: int, per_extra: float = 0.05, cap: float = 0.5,
                    n_malformed: int = 0) -> float:
     """P_length as EnvFactory's code computes it: `per_extra` per call beyond the gold count, capped
@@ -509,6 +525,7 @@ def _error_type(content: str | None) -> str | None:
     except ValueError: return None
     return out.get('error') if isinstance(out, dict) else None
 
+# %% ../../nbs/core/05_rewards.ipynb #90153a3d
 def malformed_calls(trajectory: Trajectory) -> list[str]:
     """Ids of the calls the environment could not try: unparsable arguments, a tool the episode
     does not have (when its tools are recorded), or a tool message saying so."""
@@ -553,6 +570,7 @@ def repetition_ratio(text: str, n: int = 8) -> float:
     grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
     return 1 - len(set(grams)) / len(grams) if grams else 0.0
 
+# %% ../../nbs/core/05_rewards.ipynb #ab994de3
 def max_repetition(trajectory: Trajectory, n: int = 8) -> tuple[int | None, float]:
     """`(message index, ratio)` of the most repetitive assistant text or reasoning in `trajectory`
     (`(None, 0.0)` if none)."""
@@ -576,11 +594,13 @@ def _is_write(write_tools: WriteTools) -> Callable[[str], bool]:
     names = frozenset(write_tools)
     return names.__contains__
 
+# %% ../../nbs/core/05_rewards.ipynb #06810a8c
 def is_read_only(actions: Sequence[Action], write_tools: WriteTools) -> bool:
     "Whether no action of `actions` calls a write tool."
     is_write = _is_write(write_tools)
     return not any(is_write(a.name) for a in actions)
 
+# %% ../../nbs/core/05_rewards.ipynb #79811a6c
 def exact_match_problem(trajectory: Trajectory, gold_actions: Sequence[Action],
                         skip_failed: bool = True) -> str | None:
     """Where the agent's call sequence first differs from the gold one (name, arguments, order), or
@@ -605,6 +625,7 @@ class FilterResult(BaseModel):
     stage: FilterStage | None = None
     reason: str | None = None
 
+# %% ../../nbs/core/05_rewards.ipynb #35bd9b4e
 def _drop(stage: str, reason: str) -> FilterResult:
     return FilterResult(kept=False, stage=stage, reason=reason)
 
@@ -678,6 +699,7 @@ def pass_hat_k_task(n: int, c: int, k: int) -> float:
         raise RewardInputError(f'k = {k} > n = {n} trials: pass^k needs at least k trials per task')
     return math.comb(c, k) / math.comb(n, k)
 
+# %% ../../nbs/core/05_rewards.ipynb #20a32e74
 def _successes(task_id, rewards, tol: float) -> int:
     if isinstance(rewards, (str, bytes)) or not isinstance(rewards, Sequence):
         raise RewardInputError(f'task {task_id}: trials must be a sequence of rewards')
@@ -697,6 +719,7 @@ def pass_hat_k(trials: Mapping[str, Sequence[float | bool]], k: int, tol: float 
     return sum(pass_hat_k_task(len(rs), _successes(t, rs, tol), k)
                for t, rs in trials.items()) / len(trials)
 
+# %% ../../nbs/core/05_rewards.ipynb #f214901f
 def pass_hat_k_table(trials: Mapping[str, Sequence[float | bool]], max_k: int | None = None,
                      tol: float = 1e-6) -> dict[int, float]:
     """pass^1 .. pass^max_k (`max_k` defaults to the smallest number of trials of a task, as tau2
@@ -713,6 +736,7 @@ def pass_hat_k_table(trials: Mapping[str, Sequence[float | bool]], max_k: int | 
 class RewardSpecError(ValueError):
     "A reward spec that cannot be used (missing, unknown paper, bad field): the message says why."
 
+# %% ../../nbs/core/05_rewards.ipynb #0bdeaebc
 class RewardSpec(BaseModel):
     "The parameters of one paper's reward; `paper` names its function. Subclasses fix `paper`."
     model_config = ConfigDict(extra='forbid', frozen=True)
@@ -722,6 +746,7 @@ class RewardSpec(BaseModel):
         "Canonical JSON (sorted keys, no spaces), as an RL row carries it."
         return canonical_json(self.model_dump(mode='json'))
 
+# %% ../../nbs/core/05_rewards.ipynb #6a1f34f7
 class RewardResult(BaseModel):
     "A trajectory's reward: `score` (what the trainer optimises) and the `parts` it was made of."
     score: float
@@ -751,6 +776,7 @@ def _call_key(call) -> str:
     try: return call.name + canonical_json(call.args)
     except ToolCallError: return call.name + call.function.arguments
 
+# %% ../../nbs/core/05_rewards.ipynb #e52775d4
 def conduct_counts(task: Task, episode: Trajectory) -> dict[str, int]:
     """What `episode` did that a guard charges for, counted on its recorded calls:
     `failed_calls` (an error result, or a call that could not be tried), `extra_calls`
@@ -775,6 +801,7 @@ def conduct_score(term: ConductTerm, task: Task, episode: Trajectory,
     if term.forbidden_voids and n['forbidden_calls']: return min(score, 0.0), n
     return (max(0.0, score - cost) if score > 0 else score), n
 
+# %% ../../nbs/core/05_rewards.ipynb #6b6009ac
 def with_conduct(spec: RewardSpec, task: Task, episode: Trajectory,
                  result: RewardResult) -> RewardResult:
     """`result` (a paper's reward of `episode`) under `spec.conduct` (a `ConductTerm`, or None for
@@ -791,6 +818,7 @@ class StateHashReward(RewardSpec):
     paper: Literal['state_hash'] = 'state_hash'
     conduct: ConductTerm | None = ConductTerm()    # ours: None = tau2's reward as it is
 
+# %% ../../nbs/core/05_rewards.ipynb #0d33337d
 STATE_HASH_PARTS = ('r_state', 'n_calls', *CONDUCT_PARTS)
 
 def state_hash_score(spec: StateHashReward, task: Task, episode: Trajectory,
@@ -808,6 +836,7 @@ class GoldActionF1Reward(RewardSpec):
     eps: float = Field(1e-8, gt=0)
     conduct: ConductTerm | None = None      # F1's precision already charges every call
 
+# %% ../../nbs/core/05_rewards.ipynb #8d60913a
 GOLD_ACTION_F1_PARTS = ('f1', 'recall', 'precision', 'n_target', 'n_solved', 'n_calls',
                         *CONDUCT_PARTS)
 

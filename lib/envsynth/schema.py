@@ -36,6 +36,7 @@ def _normalize(obj: Any) -> Any:
     if isinstance(obj, BaseModel): return _normalize(obj.model_dump(mode='json', exclude_none=True))
     raise TypeError(f'{type(obj).__name__} is not JSON-serializable: {obj!r:.80}')
 
+# %% ../../nbs/core/00_schema.ipynb #3c3c57ff
 def _translation(groups: dict[str, bytes]) -> bytes:
     """A `bytes.translate` table: each character of a key becomes that key's byte, everything else a
     space."""
@@ -60,11 +61,13 @@ def _numbers_plain(raw: bytes) -> bool:
     return (b'.0D' not in shape and b'1e+' not in shape and b'0e+' not in shape
             and b'0.0000' not in shape and b'1' * 14 not in raw.translate(_DIGIT_OR_DOT))
 
+# %% ../../nbs/core/00_schema.ipynb #8e52640a
 def _floats_normal(obj: Any) -> bool:
     "Whether `_normalize` would leave every number of `obj` as it is, and the rest is plain JSON."
     try: return _numbers_plain(orjson.dumps(obj))
     except (TypeError, orjson.JSONEncodeError): return False
 
+# %% ../../nbs/core/00_schema.ipynb #2debebf0
 _CANONICAL = dict(sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
 
 def canonical_json(obj: Any, split_levels: int = 2) -> str:
@@ -102,6 +105,7 @@ def canonical_bytes(obj: Any, split_levels: int = 2) -> bytes:
         return b'[' + b','.join(canonical_bytes(v, split_levels - 1) for v in obj) + b']'
     return json.dumps(_normalize(obj), **_CANONICAL).encode()
 
+# %% ../../nbs/core/00_schema.ipynb #100827e3
 # pickle writes each float as b'G' and its 8 big-endian bytes; a float is NaN or infinite exactly
 # when its 11 exponent bits are all ones
 _NON_FINITE_PICKLED = re.compile(rb'G[\x7f\xff][\xf0-\xff]')
@@ -114,6 +118,7 @@ def _all_finite(obj: Any) -> bool:
     except Exception: pass      # not picklable: walk
     return _walk_finite(obj)
 
+# %% ../../nbs/core/00_schema.ipynb #72407a8c
 def _walk_finite(obj: Any) -> bool:
     if isinstance(obj, float): return math.isfinite(obj)
     if isinstance(obj, dict): return all(map(_walk_finite, obj.values()))
@@ -129,6 +134,7 @@ def content_hash(obj: Any, n: int = 16) -> str:
 class ToolSchemaError(ValueError):
     "A tool description that is not a usable OpenAI function schema."
 
+# %% ../../nbs/core/00_schema.ipynb #093718c2
 _TOOL_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$')
 
 @lru_cache(maxsize=65536)
@@ -139,6 +145,7 @@ def _metaschema_problem(params_json: str) -> str | None:
     except SchemaError as e: return f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}"
     return None
 
+# %% ../../nbs/core/00_schema.ipynb #c2d6f07e
 def check_parameters_schema(params: Any, tool_name: str = '?') -> dict:
     "Validate a function's `parameters`: a JSON Schema (draft 2020-12) describing an object."
     if params is None: return {'type': 'object', 'properties': {}}
@@ -288,10 +295,12 @@ class ArgumentError(BaseModel):
     message: str
     def __str__(self): return f'{self.path}: {self.message}' if self.path else self.message
 
+# %% ../../nbs/core/00_schema.ipynb #d3f1bf8f
 @lru_cache(maxsize=4096)
 def _validator(schema_json: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(schema_json))
 
+# %% ../../nbs/core/00_schema.ipynb #905c93f0
 def _json_path(parts) -> str:
     return ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in parts).lstrip('.')
 
@@ -417,6 +426,7 @@ def validate_output(tool: Tool, output: Any) -> list[ArgumentError]:
 class ToolCallError(ValueError):
     "A tool call whose arguments cannot be parsed."
 
+# %% ../../nbs/core/00_schema.ipynb #120aaee8
 class FunctionCall(BaseModel):
     name: str
     arguments: str = '{}'   # JSON text, as in the OpenAI API
@@ -488,11 +498,17 @@ class Message(BaseModel):
 
 # %% ../../nbs/core/00_schema.ipynb #8800c6cb
 def system(content: str) -> Message: return Message(role='system', content=content)
+
+# %% ../../nbs/core/00_schema.ipynb #f75062c3
 def user(content: str) -> Message: return Message(role='user', content=content)
+
+# %% ../../nbs/core/00_schema.ipynb #44898875
 def assistant(content: str | None = None, tool_calls: list[ToolCall] | None = None,
               reasoning: str | None = None) -> Message:
     return Message(role='assistant', content=content, tool_calls=tool_calls,
                    reasoning_content=reasoning)
+
+# %% ../../nbs/core/00_schema.ipynb #e3f3c5d9
 def tool_message(call: ToolCall, content: str) -> Message:
     return Message(role='tool', tool_call_id=call.id, name=call.name, content=content)
 
@@ -506,6 +522,7 @@ class ToolError(BaseModel):
     type: ErrorType
     message: str
 
+# %% ../../nbs/core/00_schema.ipynb #78a2d008
 class ToolResult(BaseModel):
     "The outcome of one tool call: `output` if it succeeded, `error` if not."
     call_id: str
@@ -545,6 +562,7 @@ def _nonblank(what: str, v: str) -> str:
     if not v.strip(): raise ValueError(f'{what} is empty')
     return v
 
+# %% ../../nbs/core/00_schema.ipynb #df38b1c9
 class SubQuestion(BaseModel):
     """One step of an ASTRA question decomposition: the sub-question, its hop, its dependencies and
     its gold answer."""
@@ -574,6 +592,7 @@ class RubricItem(BaseModel):
     @model_validator(mode='after')
     def _text(self): _nonblank(f'{self.kind} rubric item', self.text); return self
 
+# %% ../../nbs/core/00_schema.ipynb #4ece967f
 class MaskedArgument(BaseModel):
     """An argument of gold call `call_index` whose exact value does not matter: the trace reward
     does not compare it."""

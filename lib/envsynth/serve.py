@@ -21,6 +21,7 @@ __all__ = ['SERVABLE', 'MAX_BODY_BYTES', 'READ_TIMEOUT_S', 'PolicyError', 'as_po
 class PolicyError(TypeError):
     "An object the policy server cannot serve; raised when the server starts, never per request."
 
+# %% ../../nbs/core/15_serve.ipynb #49d58c2d
 SERVABLE = (
     'an object with `async act(messages, tools) -> PolicyTurn` (envsynth.rollout.Policy), an'
     ' LLMClient, an LLM backend (async `complete(ChatRequest)` and an `id`), or a class or'
@@ -30,6 +31,7 @@ SERVABLE = (
 def _has_async(obj, name: str) -> bool:
     return not inspect.isclass(obj) and inspect.iscoroutinefunction(getattr(obj, name, None))
 
+# %% ../../nbs/core/15_serve.ipynb #248477c7
 def _is_backend(obj) -> bool:
     return (
         not isinstance(obj, LLMClient)
@@ -136,6 +138,7 @@ class RequestBodyError(ValueError):
     "A request body the server will not read: its size is missing, malformed or over the cap."
     def __init__(self, status: int, message: str): super().__init__(message); self.status = status
 
+# %% ../../nbs/core/15_serve.ipynb #d2c72d0a
 def read_body(handler: BaseHTTPRequestHandler, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     "The body of `handler`'s request, read only if `Content-Length` says it fits in `max_bytes`."
     length = handler.headers.get('Content-Length')
@@ -154,6 +157,7 @@ def read_body(handler: BaseHTTPRequestHandler, max_bytes: int = MAX_BODY_BYTES) 
         )
     return handler.rfile.read(n)
 
+# %% ../../nbs/core/15_serve.ipynb #ef712fab
 def is_loopback(host: str) -> bool:
     "Whether `host` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."
     import ipaddress
@@ -253,6 +257,7 @@ def _for_request(self: PolicyServer, sampling: dict) -> Policy:
         else p
     )
 
+# %% ../../nbs/core/15_serve.ipynb #153f9926
 @patch
 def _answer(self: PolicyServer, messages, tools, sampling, model) -> tuple[int, dict]:
     try:
@@ -279,18 +284,22 @@ def base_url(self: PolicyServer) -> str:
     host, port = self.httpd.server_address[:2]
     return f'http://{host}:{port}/v1'
 
+# %% ../../nbs/core/15_serve.ipynb #af797595
 @patch
 def start(self: PolicyServer) -> PolicyServer:
     self.loop_thread.start(); self.http_thread.start(); return self
 
+# %% ../../nbs/core/15_serve.ipynb #cb6a2201
 @patch
 def stop(self: PolicyServer):
     self.httpd.shutdown(); self.httpd.server_close()
     self.loop.call_soon_threadsafe(self.loop.stop); self.loop_thread.join(timeout=5)
 
+# %% ../../nbs/core/15_serve.ipynb #1db3c911
 @patch
 def __enter__(self: PolicyServer): return self.start()
 
+# %% ../../nbs/core/15_serve.ipynb #e4617942
 @patch
 def __exit__(self: PolicyServer, *exc): self.stop()
 
@@ -346,6 +355,7 @@ def serve_policy_parser() -> argparse.ArgumentParser:
     )
     return ap
 
+# %% ../../nbs/core/15_serve.ipynb #fd72c18c
 def _stop_on_sigterm(*_): raise KeyboardInterrupt
 
 # %% ../../nbs/core/15_serve.ipynb #a770d57d

@@ -19,6 +19,7 @@ __all__ = ['LLM_ROLES', 'SECTIONS', 'LLM_SHORT_FORMS', 'LLMRoleSettings', 'LLMRo
 class _Section(BaseModel):
     model_config = ConfigDict(extra='forbid', validate_assignment=True)
 
+# %% ../../nbs/core/16_settings.ipynb #0c9be355
 def _check_endpoint(url: str) -> str:
     """`url` if empty (not set) or an http(s) URL with a host; else a `ValueError` that shows the
     expected form."""
@@ -108,6 +109,7 @@ class EmbedSettings(_Section):
     device: str = 'cpu'
     batch_size: int = 64
 
+# %% ../../nbs/core/16_settings.ipynb #94cb34b9
 class SlurmSettings(_Section):
     partition: str = 'gpu'
     account: str = ''
@@ -119,6 +121,7 @@ class SlurmSettings(_Section):
     container: str = ''                 # Apptainer image the jobs run in; '' = the venv below
     venv: str = '.venv'                 # venv the jobs run from (relative to the repository)
 
+# %% ../../nbs/core/16_settings.ipynb #ad1e4ec8
 class PathSettings(_Section):
     data_dir: Path = Path('data')
     runs_dir: Path = Path('runs')
@@ -141,6 +144,7 @@ LLM_SHORT_FORMS = {f'{r}_model': r for r in LLM_ROLES}
 class SettingsError(ValueError):
     "A settings file or environment variable that cannot be used, with where it came from."
 
+# %% ../../nbs/core/16_settings.ipynb #19ec489f
 def section_keys(section: str) -> list[str]:
     """The keys `[section]` accepts (the `[llm.<role>]` sections are sections of their own, not keys
     of `[llm]`)."""
@@ -181,6 +185,7 @@ def _read_ini(path: Path) -> dict[str, dict[str, str]]:
         out[sec] = {k: v.strip() for k, v in cp[sec].items()}
     return _expand_short_forms(out, path)
 
+# %% ../../nbs/core/16_settings.ipynb #ce674d6c
 def _expand_short_forms(sections: dict[str, dict[str, str]], where) -> dict[str, dict[str, str]]:
     "`[llm] <role>_model = M` becomes `[llm.<role>] model = M`; an empty short form is dropped."
     for key, role in LLM_SHORT_FORMS.items():
@@ -201,6 +206,7 @@ def env_var(section: str, key: str) -> str:
         raise SettingsError(f'no setting [{section}] {key}')
     return f"ENVSYNTH_{section.replace('.', '_')}_{key}".upper()
 
+# %% ../../nbs/core/16_settings.ipynb #1cbcd5f1
 def _env_overrides(environ: dict) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     longest_first = sorted(SECTIONS, key=len, reverse=True)
@@ -227,6 +233,7 @@ def _nest(sections: dict[str, dict[str, str]]) -> dict[str, dict]:
          else out.setdefault(head, {})).update(kv)
     return out
 
+# %% ../../nbs/core/16_settings.ipynb #d19a4bce
 def _describe_error(err: dict) -> str:
     "One pydantic error as `[section] key = value: problem (variable NAME)`."
     loc = [str(part) for part in err['loc']]
@@ -257,6 +264,7 @@ def load_settings(path: str | Path | None = None, environ: dict | None = None) -
         if not p.is_absolute(): setattr(s.paths, name, base / p)
     return s
 
+# %% ../../nbs/core/16_settings.ipynb #ee62d9d6
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     "The process-wide settings (read once; call `get_settings.cache_clear()` after changing them)."

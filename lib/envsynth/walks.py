@@ -23,6 +23,7 @@ def derived_seed(*parts: Any) -> int:
     "A 64-bit seed from the content hash of `parts` (JSON data)."
     return int(content_hash(list(parts), 16), 16)
 
+# %% ../../nbs/core/17b_walks.ipynb #82367107
 def compact(value: Any, max_items: int = 5, max_str: int = 160, depth: int = 4) -> Any:
     """A size-bounded copy of JSON data for a prompt: lists cut to `max_items` (plus a note), long
     strings cut, deep nesting summarized."""
@@ -51,6 +52,7 @@ def string_leaves(obj: Any) -> Iterable[str]:
     elif isinstance(obj, (list, tuple)):
         for v in obj: yield from string_leaves(v)
 
+# %% ../../nbs/core/17b_walks.ipynb #004d183e
 def check_patch(env: Environment, patch: dict | None) -> str | None:
     "Why `patch` does not load as an initial state of `env`; None if it loads."
     try:
@@ -72,11 +74,13 @@ def row_noun(word: str) -> str:
     if w.endswith(('sses', 'uses', 'xes', 'ches', 'shes')): return w[:-2]
     return w[:-1] if w.endswith('s') and not w.endswith('ss') else w
 
+# %% ../../nbs/core/17b_walks.ipynb #5e7e8d44
 def _table_mentioned(table: str, text: str) -> bool:
     "Whether `text` (lower case) names `table` or one of its rows ('standing order', 'loans')."
     return any(re.search(rf'\b{re.escape(w)}', text)
                for w in {table.replace('_', ' '), row_noun(table).replace('_', ' ')})
 
+# %% ../../nbs/core/17b_walks.ipynb #82a51467
 def tables_for_parameter(param: str, tables: Iterable[str]) -> list[str]:
     """The tables whose row ids (or keys) a parameter names, best first: `member_id` → members,
     `from_account_id` → accounts, `order_id` → standing_orders, `issue_key` → issues."""
@@ -90,11 +94,13 @@ def tables_for_parameter(param: str, tables: Iterable[str]) -> list[str]:
         elif s.endswith('_' + stem): scored.append((2, t))
     return [t for _, t in sorted(scored)]
 
+# %% ../../nbs/core/17b_walks.ipynb #713f6f58
 def _shape(s: str) -> str:
     """The shape of an id: upper-case letters kept, digit runs and lower-case runs collapsed
     ('P0042' → 'P9', 'lena.quist' → 'a.a')."""
     return re.sub(r'9+', '9', re.sub(r'[a-z]+', 'a', re.sub(r'\d', '9', s)))
 
+# %% ../../nbs/core/17b_walks.ipynb #0a9d8d11
 def parameter_tables(param: str, schema: dict, ids: dict[str, Iterable[str]]) -> list[str]:
     """The tables (of `ids`: table → row ids) whose row ids a parameter takes: by its name
     (`member_id`), else, for an id-like parameter, by the tables its description names, nearest
@@ -114,6 +120,7 @@ def parameter_tables(param: str, schema: dict, ids: dict[str, Iterable[str]]) ->
         found = [t for t in sorted(ids) if any(_shape(k) in shapes for k in ids[t])]
     return found
 
+# %% ../../nbs/core/17b_walks.ipynb #3bb55917
 def tables_for_tool(tool: Tool, state: dict[str, dict], writes: Iterable[str] = ()) -> list[str]:
     """The tables of `state` a tool is about: those it writes, those its parameters take ids of,
     those its name or description mentions."""
@@ -129,6 +136,7 @@ def tables_for_tool(tool: Tool, state: dict[str, dict], writes: Iterable[str] = 
     out += [t for t in ids if _table_mentioned(t, text)]
     return list(dict.fromkeys(out))
 
+# %% ../../nbs/core/17b_walks.ipynb #fba32c5c
 def plain_schema(schema: dict) -> dict:
     "The non-null branch of an Optional (`anyOf: [X, null]`) schema."
     for k in ('anyOf', 'oneOf'):
@@ -162,6 +170,7 @@ class ArgumentChoice(BaseModel):
     "The model's arguments for the next call of a walk."
     arguments: dict = Field(description='the arguments of the call, as a JSON object')
 
+# %% ../../nbs/core/17b_walks.ipynb #ae6bc440
 def fill_request(env: Environment, tool_name: str, state: dict, history: list[tuple[Action, Any]],
                  *, seed: int = 0,
                  max_rows: int = 6, max_chars: int = 6000, previous: dict | None = None) -> dict:
@@ -177,12 +186,12 @@ def fill_request(env: Environment, tool_name: str, state: dict, history: list[tu
                               for a, out in history],
             'previous_attempt': previous}
 
+# %% ../../nbs/core/17b_walks.ipynb #1c31fbe1
 def fill_messages(request: dict) -> list:
     """The argument filler's prompt (`prompts/agentscaler/fill_arguments.md`) with the request as a
     ```json block."""
     return [user(fill_prompt('agentscaler', 'fill_arguments', tool_name=request['tool']['name'],
                              request=json.dumps(request, indent=1, ensure_ascii=False)))]
-
 
 # %% ../../nbs/core/17b_walks.ipynb #30e3cc86
 class StepOutcome(BaseModel):
@@ -200,6 +209,7 @@ class StepOutcome(BaseModel):
         "The failed attempt as the next request's `previous_attempt`."
         return {'arguments': self.arguments, 'error': self.error}
 
+# %% ../../nbs/core/17b_walks.ipynb #43ae079a
 async def fill_and_call(env: Environment, ep: Episode, client: LLMClient, tool_name: str,
                         history: list[tuple[Action, Any]],
                         *, previous: dict | None = None, seed: int = 0, max_rows: int = 6,
@@ -222,7 +232,6 @@ async def fill_and_call(env: Environment, ep: Episode, client: LLMClient, tool_n
     return StepOutcome(arguments=args, reason=res.error.type,
                        error=f'{res.error.type}: {res.error.message}')
 
-
 # %% ../../nbs/core/17b_walks.ipynb #9975cf38
 def json_leaves(obj: Any, key: str | None = None) -> Iterable[tuple[str | None, Any]]:
     "(key, scalar) pairs of nested JSON data, depth first, in order."
@@ -232,6 +241,7 @@ def json_leaves(obj: Any, key: str | None = None) -> Iterable[tuple[str | None, 
         for v in obj: yield from json_leaves(v, key)
     else: yield key, obj
 
+# %% ../../nbs/core/17b_walks.ipynb #86fb2681
 def _produced(param: str, value: Any, outputs: list[Any]) -> bool:
     """Whether an earlier output holds `value`: under the same key, or (a string of 3+ characters)
     anywhere."""
@@ -243,6 +253,7 @@ def _produced(param: str, value: Any, outputs: list[Any]) -> bool:
             elif v == value and (k == param or (isinstance(v, str) and len(v) >= 3)): return True
     return False
 
+# %% ../../nbs/core/17b_walks.ipynb #fa1af136
 def user_facts(actions: list[Action], outputs: list[Any]) -> dict:
     "The argument values the user must supply: those that no earlier call's output produced."
     facts = {}
@@ -274,10 +285,12 @@ class WalkResult(BaseModel):
     errors: list[str] = Field(default_factory=list)   # every failed attempt's error, in order
     reason: str | None = None       # set when the walk yields no task
 
+# %% ../../nbs/core/17b_walks.ipynb #05713f71
 def _probe(task_id: str, env: Environment, patch: dict | None) -> Task:
     return Task(id=task_id, env_id=env.name, instruction='(under construction)',
                 initial_state=patch)
 
+# %% ../../nbs/core/17b_walks.ipynb #be6d3296
 async def run_walk(env: Environment, client: LLMClient, walk: list[str], patch: dict | None, *,
                    task_id: str, state_index: int = 0,
                    min_len: int = 2, seed: int = 0, max_rows: int = 6,

@@ -23,46 +23,74 @@ def write_tools(env: Environment) -> set[str]:
     "Names of the environment's write tools, from the runtime's read/write tags."
     return {n for n, i in env.tool_info.items() if i.kind == 'write'}
 
+# %% ../../../nbs/agentscaler/03_interplay.ipynb #f59866a4
 def task_kind(task: Task, env: Environment) -> str:
     "`metadata['kind']` if the task carries one, else 'write' if a gold action writes and 'read' if none does."
-    return task.metadata.get('kind') or ('write' if any(a.name in write_tools(env) for a in task.gold_actions) else 'read')
+    return task.metadata.get('kind') or (
+        'write' if any(a.name in write_tools(env) for a in task.gold_actions) else 'read'
+    )
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #8fb243fb
 def agent_system_prompt(env: Environment) -> str:
-    "The agent's system prompt for `env`: `prompts/agentscaler/agent_system.md` around the environment's description and policy."
+    ("The agent's system prompt for `env`: `prompts/agentscaler/agent_system.md` around the environment's description "
+     "and policy.")
     return load_prompt('agent_system', environment=env.name, context=env_system_prompt(env) or '(no description)')
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #36df2bbd
 AGENT_TAG, USER_TAG = 'agentscaler.agent', 'user_simulator'
 
 def _check_task(env: Environment, task: Task):
-    if not isinstance(env, Environment): raise TypeError(f'env must be an envsynth Environment, got {type(env).__name__}')
+    if not isinstance(env, Environment):
+        raise TypeError(f'env must be an envsynth Environment, got {type(env).__name__}')
     if not isinstance(task, Task): raise TypeError(f'task must be an envsynth Task, got {type(task).__name__}')
     if task.env_id is not None and task.env_id != env.name:
         raise ValueError(f'task {task.id} belongs to environment {task.env_id!r}, not {env.name!r}')
-    if not task.instruction.strip(): raise ValueError(f'task {task.id} has an empty instruction: the simulated user has no intent')
+    if not task.instruction.strip():
+        raise ValueError(f'task {task.id} has an empty instruction: the simulated user has no intent')
     if unknown := sorted({a.name for a in task.gold_actions} - set(env.tool_info)):
         raise ValueError(f'task {task.id}: gold actions call {unknown}, which environment {env.name!r} does not have')
 
-async def interplay(env: Environment, task: Task, client: LLMClient, *, user_client: LLMClient | None = None, attempts: int = 2,
-                    limits: EpisodeLimits = EpisodeLimits(max_turns=20), temperature: float = 0.6,
-                    system_prompt: str | None = None, **sampling) -> list[Trajectory]:
+# %% ../../../nbs/agentscaler/03_interplay.ipynb #b6523f21
+async def interplay(
+    env: Environment,
+    task: Task,
+    client: LLMClient,
+    *,
+    user_client: LLMClient | None = None,
+    attempts: int = 2,
+    limits: EpisodeLimits = EpisodeLimits(max_turns=20),
+    temperature: float = 0.6,
+    system_prompt: str | None = None,
+    **sampling,
+) -> list[Trajectory]:
     """AgentScaler stage 5: `attempts` episodes of simulated user ↔ agent ↔ environment for `task`, in attempt order.
     `client` plays the agent, `user_client` the user (default: `client`).
     Attempt i samples user and agent with `seed=i` (and `temperature`, `sampling`, e.g. `top_p`, `max_tokens`).
     Model failures end an episode with a recorded reason, never raise."""
     _check_task(env, task)
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1: raise ValueError(f'attempts must be an int >= 1, got {attempts!r}')
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ValueError(f'attempts must be an int >= 1, got {attempts!r}')
     if not temperature >= 0: raise ValueError(f'temperature must be >= 0, got {temperature!r}')
     if 'seed' in sampling: raise ValueError('seed is set per attempt (seed=i): pass attempts, not seed')
     prompt = agent_system_prompt(env) if system_prompt is None else system_prompt
     info = {'env': env.name, 'domain': task_domain(task, env), 'task_kind': task_kind(task, env)}
 
     async def attempt(i: int) -> Trajectory:
-        user_sim = LLMUser(user_client or client, task.instruction, task.user_context, tag=USER_TAG, **sampling, temperature=temperature, seed=i)
+        user_sim = LLMUser(
+            user_client or client,
+            task.instruction,
+            task.user_context,
+            tag=USER_TAG,
+            **sampling,
+            temperature=temperature,
+            seed=i,
+        )
         policy = LLMPolicy(client, tag=AGENT_TAG, **sampling, temperature=temperature, seed=i)
         ex = EnvExecutor(env.reset(task))
-        try: return await run_episode(policy, ex, user_sim, task=task, system_prompt=prompt, limits=limits, info=info | {'attempt': i})
+        try:
+            return await run_episode(
+                policy, ex, user_sim, task=task, system_prompt=prompt, limits=limits, info=info | {'attempt': i}
+            )
         finally: ex.close()
     return list(await asyncio.gather(*(attempt(i) for i in range(attempts))))
 
@@ -70,17 +98,27 @@ async def interplay(env: Environment, task: Task, client: LLMClient, *, user_cli
 def filter_trajectory(traj: Trajectory, task: Task, env: Environment, exact_match: str = 'read_only') -> FilterResult:
     """AgentScaler stage 6: the three-stage funnel (`envsynth.rewards.agentscaler_filter`) with `env`'s write tools;
     `exact_match` says which tasks the last stage checks ('read_only', 'all' or 'none')."""
-    if (e := traj.info.get('env')) is not None and e != env.name: raise ValueError(f'trajectory {traj.id} ran in {e!r}, not in {env.name!r}')
+    if (e := traj.info.get('env')) is not None and e != env.name:
+        raise ValueError(f'trajectory {traj.id} ran in {e!r}, not in {env.name!r}')
     return agentscaler_filter(traj, task, write_tools(env), exact_match=exact_match)
 
 # %% ../../../nbs/agentscaler/03_interplay.ipynb #f3830781
-async def interplay_and_filter(env: Environment, tasks: Iterable[Task], client: LLMClient, *, attempts: int = 2,
-                               limits: EpisodeLimits = EpisodeLimits(max_turns=20), temperature: float = 0.6,
-                               concurrency: int = 8, exact_match: str = 'read_only') -> list[tuple[Task, Trajectory, FilterResult]]:
+async def interplay_and_filter(
+    env: Environment,
+    tasks: Iterable[Task],
+    client: LLMClient,
+    *,
+    attempts: int = 2,
+    limits: EpisodeLimits = EpisodeLimits(max_turns=20),
+    temperature: float = 0.6,
+    concurrency: int = 8,
+    exact_match: str = 'read_only',
+) -> list[tuple[Task, Trajectory, FilterResult]]:
     "Stages 5 and 6 for `tasks` of `env`: `(task, trajectory, verdict)` in task order, then attempt order."
     tasks, sem = list(tasks), asyncio.Semaphore(concurrency)
     async def one(task: Task):
-        async with sem: trajs = await interplay(env, task, client, attempts=attempts, limits=limits, temperature=temperature)
+        async with sem:
+            trajs = await interplay(env, task, client, attempts=attempts, limits=limits, temperature=temperature)
         out = []
         for tr in trajs:
             verdict = filter_trajectory(tr, task, env, exact_match)

@@ -12,7 +12,8 @@ from .tasks import INITIAL_STATE_TAG, INTENT_TAG, UserIntent
 from ..graph import EdgeReview
 from ..llm import ChatRequest, OfflineTeacher
 from ..materialize import TAGS, ToolCode
-from ..offline_envs import offline_agent, offline_code, offline_db_design, offline_fill_arguments, offline_seed, request_json
+from ..offline_envs import (offline_agent, offline_code, offline_db_design, offline_fill_arguments, offline_seed,
+                                   request_json)
 from ..rollout import offline_teacher, offline_user_simulator
 from ..schema import Task, Tool, canonical_json, content_hash
 from ..walks import FILL_TAG
@@ -23,26 +24,64 @@ __all__ = ['SLIP_EVERY', 'EDGE_REVIEW_TAG', 'OFFLINE_RESPONDERS', 'offline_edge_
            'offline_recipe_teacher']
 
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #5aa1dede
-_LOOKUP_VERBS = {'get', 'find', 'search', 'list', 'lookup', 'check', 'show', 'view', 'query', 'fetch', 'read', 'browse', 'describe'}
-_STOP_WORDS = {'a', 'an', 'the', 'of', 'for', 'by', 'to', 'in', 'on', 'and', 'or', 'with', 'from', 'all', 'my', 'new', 'details', 'info'}
+_LOOKUP_VERBS = {
+    'get',
+    'find',
+    'search',
+    'list',
+    'lookup',
+    'check',
+    'show',
+    'view',
+    'query',
+    'fetch',
+    'read',
+    'browse',
+    'describe',
+}
+_STOP_WORDS = {
+    'a',
+    'an',
+    'the',
+    'of',
+    'for',
+    'by',
+    'to',
+    'in',
+    'on',
+    'and',
+    'or',
+    'with',
+    'from',
+    'all',
+    'my',
+    'new',
+    'details',
+    'info',
+}
 
 def _review_words(name: str) -> list[str]:
     return [w for w in re.split(r'[_\-.\s]+|(?<=[a-z])(?=[A-Z])', name.lower()) if w]
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #425417ee
 def _review_nouns(name: str) -> set[str]:
     words = _review_words(name)[1:]
     return {w.rstrip('s') for w in words if w not in _STOP_WORDS and len(w) > 2}
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #db8f9045
 def offline_edge_reviewer(req) -> EdgeReview:
     "Offline-teacher responder for `graph.refine_edges`: add lookup → user edges between tools that share a noun."
     text = req.messages[-1].content or ''
     tools = re.findall(r'^- (\S+): (\S+)$', text, re.M)
-    edges = {tuple(e) for e in json.loads(re.search(r'Current dependency edges \(A feeds B\): (\[.*\])', text).group(1))}
+    edges = {
+        tuple(e) for e in json.loads(re.search(r'Current dependency edges \(A feeds B\): (\[.*\])', text).group(1))
+    }
     add = []
     for key_a, name_a in tools:
         if _review_words(name_a)[:1] and _review_words(name_a)[0] not in _LOOKUP_VERBS: continue
         for key_b, name_b in tools:
-            if key_a != key_b and (key_a, key_b) not in edges and _review_nouns(name_a) & _review_nouns(name_b): add.append((key_a, key_b))
+            if key_a != key_b and (key_a, key_b) not in edges and _review_nouns(name_a) & _review_nouns(name_b):
+                add.append((key_a, key_b))
     return EdgeReview(add=sorted(add), remove=[])
 
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #c138e58f
@@ -50,36 +89,59 @@ def _spec_type(schema: dict) -> str:
     t = schema.get('type', 'any')
     return '/'.join(t) if isinstance(t, list) else t
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #102d6d49
 def offline_io_spec(req: ChatRequest) -> IOSpec:
-    "Offline-teacher responder for `agentscaler.io_spec`: the description, then its parameters and output as listed in the document."
+    ("Offline-teacher responder for `agentscaler.io_spec`: the description, then its parameters and output as listed "
+     "in the document.")
     fn = request_json(req)['tool']
-    props, required = (fn.get('parameters') or {}).get('properties') or {}, set((fn.get('parameters') or {}).get('required') or [])
-    inputs = '; '.join(f"{p} ({_spec_type(s)}, {'required' if p in required else 'optional'})" + (f": {s['description']}" if s.get('description') else '')
-                       for p, s in props.items()) or 'none'
+    props, required = (
+        (fn.get('parameters') or {}).get('properties') or {},
+        set((fn.get('parameters') or {}).get('required') or []),
+    )
+    inputs = (
+        '; '.join(
+            f"{p} ({_spec_type(s)}, {'required' if p in required else 'optional'})"
+            + (f": {s['description']}" if s.get('description') else '')
+            for p, s in props.items()
+        )
+        or 'none'
+    )
     out = fn.get('output_schema')
     fields = sorted((out or {}).get('properties') or {})
-    output = f"an object with {', '.join(fields)}" if fields else (f'a {_spec_type(out)} value' if out else 'the result of the call as JSON')
+    output = (
+        f"an object with {', '.join(fields)}"
+        if fields
+        else (f'a {_spec_type(out)} value' if out else 'the result of the call as JSON')
+    )
     return IOSpec(description=f"{(fn.get('description') or '').strip()} Input: {inputs}. Output: {output}.".strip())
 
 # %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #68862f1d
 _NOUN_START = re.compile(r"^(a|an|the|all|one|every|each|any|some|\w+'s|\w+(ing|ity|ion|ness|ment|ails|ory))$", re.I)
 
 def _verb_phrase(description: str) -> str:
-    "A tool description's first sentence as a verb phrase: 'Lend a copy…' → 'lend a copy…', 'A member's account…' → 'look up a member's account'."
+    ("A tool description's first sentence as a verb phrase: 'Lend a copy…' → 'lend a copy…', 'A member's account…' → "
+     "'look up a member's account'.")
     s = re.split(r'(?<=[.!?])\s|\n', (description or '').strip(), maxsplit=1)[0].split(':')[0].split(';')[0]
     s = re.sub(r'\s*\([^)]*(\)|$)', '', s).rstrip('.!?;, ').strip() or 'get help'
     words = s.split()
-    if _NOUN_START.match(words[0]): return 'look up ' + (s if len(words[0]) > 1 and words[0].isupper() else s[0].lower() + s[1:])
-    if len(words) > 1 and re.fullmatch(r'[A-Z][a-z]+[^s]s', words[0]) and words[1].lower() in ('a', 'an', 'the', 'all', 'one', 'every'):
+    if _NOUN_START.match(words[0]):
+        return 'look up ' + (s if len(words[0]) > 1 and words[0].isupper() else s[0].lower() + s[1:])
+    if (
+        len(words) > 1
+        and re.fullmatch(r'[A-Z][a-z]+[^s]s', words[0])
+        and words[1].lower() in ('a', 'an', 'the', 'all', 'one', 'every')
+    ):
         return words[0][:-1].lower() + s[len(words[0]):]                       # 'Returns the …' → 'return the …'
     return s if len(words[0]) > 1 and words[0].isupper() else s[0].lower() + s[1:]
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #bd0e20f0
 def _say(v: Any) -> str:
     if isinstance(v, bool): return 'yes' if v else 'no'
     if isinstance(v, str): return f"'{v}'" if ' ' in v else v
     if isinstance(v, list): return ', '.join(_say(x) for x in v)
     return json.dumps(v, ensure_ascii=False)
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #adcadd43
 def offline_user_intent(req: ChatRequest) -> UserIntent:
     "Offline-teacher responder for `agentscaler.intent`: 'You want to <step 1> (facts), then you intend to <step 2> …'."
     data = request_json(req)
@@ -87,7 +149,14 @@ def offline_user_intent(req: ChatRequest) -> UserIntent:
     for step in data['steps']:
         said = []
         for k, v in step['arguments'].items():
-            fk = next((fk for fk, fv in facts.items() if re.fullmatch(rf'{re.escape(k)}(_\d+)?', fk) and canonical_json(fv) == canonical_json(v)), None)
+            fk = next(
+                (
+                    fk
+                    for fk, fv in facts.items()
+                    if re.fullmatch(rf'{re.escape(k)}(_\d+)?', fk) and canonical_json(fv) == canonical_json(v)
+                ),
+                None,
+            )
             if fk is not None and fk not in used: used.add(fk); said.append(f'{k.replace("_", " ")} {_say(v)}')
         clauses.append(_verb_phrase(step['description']) + (f' ({", ".join(said)})' if said else ''))
     rest = [f'{k.replace("_", " ")} {_say(v)}' for k, v in facts.items() if k not in used]
@@ -113,20 +182,26 @@ OFFLINE_RESPONDERS: dict[str, Callable[[ChatRequest], Any]] = {
     FILL_TAG: offline_fill_arguments, INTENT_TAG: offline_user_intent}
 
 def _check_teacher(teacher) -> OfflineTeacher:
-    if not isinstance(teacher, OfflineTeacher): raise TypeError(f'teacher must be an envsynth.llm.OfflineTeacher, got {type(teacher).__name__}')
+    if not isinstance(teacher, OfflineTeacher):
+        raise TypeError(f'teacher must be an envsynth.llm.OfflineTeacher, got {type(teacher).__name__}')
     return teacher
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #18120569
 def register_offline_teacher(teacher: OfflineTeacher) -> OfflineTeacher:
-    "Register every responder of `OFFLINE_RESPONDERS` on `teacher` (the agent's needs the tasks: `register_offline_agent`); returns it."
+    ("Register every responder of `OFFLINE_RESPONDERS` on `teacher` (the agent's needs the tasks: "
+     "`register_offline_agent`); returns it.")
     for tag, responder in OFFLINE_RESPONDERS.items(): _check_teacher(teacher).register(tag, responder)
     return teacher
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #0dc10ca7
 def register_offline_agent(teacher: OfflineTeacher, tasks: Iterable[Task], noise: float = 0.3) -> OfflineTeacher:
-    "Register `offline_agent(tasks, noise)` for the agent's tag and, unless one is there, the offline user simulator; returns `teacher`."
+    ("Register `offline_agent(tasks, noise)` for the agent's tag and, unless one is there, the offline user simulator; "
+     "returns `teacher`.")
     _check_teacher(teacher).register(AGENT_TAG, offline_agent(tasks, noise))
     teacher.responders.setdefault(USER_TAG, offline_user_simulator)
     return teacher
 
+# %% ../../../nbs/agentscaler/99_offline_teacher.ipynb #d3bbae11
 def offline_recipe_teacher() -> OfflineTeacher:
     "An offline teacher that answers every AgentScaler request except the agent's (registered once tasks exist)."
     return register_offline_teacher(offline_teacher())

@@ -20,6 +20,7 @@ def prompts_dir() -> Path:
     "The `prompts/agentscaler/` folder of this checkout."
     return prompt_folder('agentscaler')
 
+# %% ../../../nbs/agentscaler/00_pool.ipynb #0e3674bb
 def load_prompt(name: str, **fields) -> str:
     "The prompt `prompts/agentscaler/{name}.md` with `{field}`s filled in (other braces are left alone)."
     return fill_prompt('agentscaler', name, **fields)
@@ -30,8 +31,15 @@ from typing import Iterable
 from ..corpora import ToolCorpus, corpus_from_environments, corpus_from_file, filter_corpus, synthetic_corpus
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #fa08552c
-def api_pool(corpus: ToolCorpus | None = None, files: Iterable[str | Path] = (), synthetic_tools: int = 0, seed: int = 0,
-             min_server_tools: int = 3, min_description_words: int = 4, exclude_servers: Iterable[str] = ()) -> ToolCorpus:
+def api_pool(
+    corpus: ToolCorpus | None = None,
+    files: Iterable[str | Path] = (),
+    synthetic_tools: int = 0,
+    seed: int = 0,
+    min_server_tools: int = 3,
+    min_description_words: int = 4,
+    exclude_servers: Iterable[str] = (),
+) -> ToolCorpus:
     """The filtered API pool: `corpus` (default: the curated environments' tools) plus tool files and, if asked,
     `synthetic_tools` generated tool documents; benchmark tools are dropped, ASTRA's filters applied, and the tools of
     `exclude_servers` (e.g. held-out environments) left out, each reason counted."""
@@ -39,11 +47,16 @@ def api_pool(corpus: ToolCorpus | None = None, files: Iterable[str | Path] = (),
     for f in files: pool = pool + corpus_from_file(f)
     if synthetic_tools: pool = pool + synthetic_corpus(synthetic_tools, seed=seed)
     bench = [t for t in pool if t.benchmark]
-    clean = ToolCorpus([t for t in pool if not t.benchmark], Counter(pool.dropped) + Counter({'benchmark_tool': len(bench)} if bench else {}))
+    clean = ToolCorpus(
+        [t for t in pool if not t.benchmark],
+        Counter(pool.dropped) + Counter({'benchmark_tool': len(bench)} if bench else {}),
+    )
     kept, excluded = filter_corpus(clean, min_server_tools, min_description_words), set(exclude_servers)
     if not excluded: return kept
     out = [t for t in kept if t.server in excluded]
-    return ToolCorpus([t for t in kept if t.server not in excluded], kept.dropped + Counter({'excluded_server': len(out)}))
+    return ToolCorpus(
+        [t for t in kept if t.server not in excluded], kept.dropped + Counter({'excluded_server': len(out)})
+    )
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #447e8009
 import asyncio, json
@@ -55,8 +68,12 @@ SPEC_TAG = 'agentscaler.io_spec'
 
 class IOSpec(BaseModel):
     "A tool description rewritten to state its inputs and its output explicitly."
-    description: str = Field(description='what the tool does, then "Input:" each parameter, then "Output:" what it returns')
 
+    description: str = Field(
+        description='what the tool does, then "Input:" each parameter, then "Output:" what it returns'
+    )
+
+# %% ../../../nbs/agentscaler/00_pool.ipynb #e3beebc2
 def spec_request(tool: Tool) -> dict:
     "The JSON the rewriter sees: the tool's function document (output schema included when it has one)."
     return {'tool': tool.to_openai()['function']}
@@ -65,12 +82,16 @@ def spec_request(tool: Tool) -> dict:
 def spec_problems(description: str, tool: Tool) -> list[str]:
     "What a rewritten description lacks: text, an output part, or the name of one of the tool's parameters."
     if not description.strip(): return ['the description is empty']
-    problems = [] if re.search(r'\boutput|\breturns?\b', description, re.I) else ['it does not say what the tool returns']
+    problems = (
+        [] if re.search(r'\boutput|\breturns?\b', description, re.I) else ['it does not say what the tool returns']
+    )
     params = tool.function.parameters.get('properties') or {}
     return problems + [f'it does not mention the parameter {p!r}' for p in params if p not in description]
 
+# %% ../../../nbs/agentscaler/00_pool.ipynb #08be663e
 async def rewrite_descriptions(pool: ToolCorpus, client) -> tuple[ToolCorpus, Counter]:
-    "Each tool of `pool` with its description rewritten by the teacher (`io_spec` prompt); counts of rewritten and kept-as-is."
+    ("Each tool of `pool` with its description rewritten by the teacher (`io_spec` prompt); counts of rewritten and "
+     "kept-as-is.")
     async def one(t: CorpusTool) -> tuple[CorpusTool, str]:
         text = load_prompt('io_spec', request=json.dumps(spec_request(t.tool), indent=1, ensure_ascii=False))
         try: new = (await client.chat([user(text)], response_model=IOSpec, tag=SPEC_TAG)).parsed.description.strip()
@@ -101,6 +122,7 @@ class DomainSplit(BaseModel):
     labels: dict[str, int] = Field(default_factory=dict)          # tool key -> domain index
     graph: nx.DiGraph | None = Field(default=None, exclude=True)
 
+# %% ../../../nbs/agentscaler/00_pool.ipynb #da177d6e
 async def review_domain_edges(g: nx.DiGraph, groups: list[list[str]], client, max_tools: int = 12) -> Counter:
     """The teacher's review of each domain's edges (`envsynth.graph.llm_refine_edges`), applied to `g`. Each domain is
     reviewed on its own graph with nodes and edges inserted in sorted order, so the prompt lists the edges in the same
@@ -118,8 +140,19 @@ async def review_domain_edges(g: nx.DiGraph, groups: list[list[str]], client, ma
         refined.update(counts)
     return refined
 
-async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: float = 0.5, k: int = 8, resolution: float = 1.0,
-                        min_tools: int = 3, max_tools: int = 12, seed: int = 0) -> DomainSplit:
+# %% ../../../nbs/agentscaler/00_pool.ipynb #a3db0b75
+async def build_domains(
+    pool: ToolCorpus,
+    embedder,
+    client=None,
+    *,
+    threshold: float = 0.5,
+    k: int = 8,
+    resolution: float = 1.0,
+    min_tools: int = 3,
+    max_tools: int = 12,
+    seed: int = 0,
+) -> DomainSplit:
     """Parameter-similarity graph (AgentScaler Eq. 1) → Louvain domains of `min_tools`..`max_tools`
     tools (`envsynth.graph.bounded_domains`) → LLM edge review inside each domain (skipped when
     `client` is None). Tool names are unique inside a domain: a repeated name is dropped, and so is
@@ -146,7 +179,9 @@ async def build_domains(pool: ToolCorpus, embedder, client=None, *, threshold: f
         edges = sorted((by_key[a].name, by_key[b].name, round(float(d.get('weight', 1.0)), 6))
                        for a, b, d in g.subgraph(members).edges(data=True) if a in inside and b in inside)
         tools = sorted((by_key[m].tool for m in members), key=lambda t: t.name)
-        domains.append(Domain(name=_domain_name(i, servers), index=i, tools=tools, edges=edges, servers=sorted(set(servers))))
+        domains.append(
+            Domain(name=_domain_name(i, servers), index=i, tools=tools, edges=edges, servers=sorted(set(servers)))
+        )
     return DomainSplit(domains=domains, dropped=dict(dropped), refined=dict(refined), labels=labels, graph=g)
 
 # %% ../../../nbs/agentscaler/00_pool.ipynb #43d9d22b
@@ -155,7 +190,8 @@ def plot_domains(split: DomainSplit, domain: int = 0):
     from matplotlib.figure import Figure
     fig = Figure(figsize=(12, 4)); ax = fig.subplots(1, 2)   # returned, not shown: the caller displays it
     ax[0].bar([d.name for d in split.domains], [len(d.tools) for d in split.domains], color='tab:green')
-    ax[0].set(title=f'{len(split.domains)} domains', ylabel='tools'); ax[0].tick_params(axis='x', rotation=60, labelsize=7)
+    ax[0].set(title=f'{len(split.domains)} domains', ylabel='tools')
+    ax[0].tick_params(axis='x', rotation=60, labelsize=7)
     d = split.domains[domain]
     g = nx.DiGraph(); g.add_nodes_from(d.tool_names); g.add_edges_from((a, b) for a, b, _ in d.edges)
     nx.draw_networkx(g, pos=nx.spring_layout(g, seed=0), ax=ax[1], node_size=80, font_size=7, arrowsize=8)

@@ -15,14 +15,16 @@ from ..materialize import materialize_domain
 from .offline import offline_recipe_teacher, register_offline_agent
 from .pool import api_pool, build_domains, rewrite_descriptions
 from ..materialize import Domain
-from .sft_data import (SFTSplitError, contaminated_domains, data_card, data_card_markdown, domain_profile,
-                                           match_target_domains, plot_data_card, sft_splits, write_sft_splits)
+from .sft_data import (SFTSplitError, contaminated_domains, data_card, data_card_markdown,
+                                           domain_profile, match_target_domains, plot_data_card, sft_splits,
+                                           write_sft_splits)
 from .tasks import synthesize_tasks
 from ..envs import Environment, load_environment
 from ..corpora import CorpusTool, ToolCorpus
 from ..llm import LLMClient, OfflineTeacher
 from ..pipeline import Drop, RunFolder, Step, without_timing
-from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params, recipe_command, write_data_card
+from ..recipe_frame import (Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params,
+                                   recipe_command, write_data_card)
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
@@ -35,16 +37,19 @@ class AgentScalerParams(BaseModel):
     "Every knob of the recipe, with the smoke-scale defaults."
     model_config = ConfigDict(extra='forbid')
     # 1. API pool
-    corpus_files: list[str] = Field(default_factory=list)   # OpenAI / ToolBench / MCP tool files, added to the curated tools
+
+    # OpenAI / ToolBench / MCP tool files, added to the curated tools
+    corpus_files: list[str] = Field(default_factory=list)
     curated_tools: bool = True                               # start from the curated environments' tool documents
-    exclude_servers: list[str] = Field(default_factory=list)  # servers (curated environments) kept out, e.g. held-out ones
-    synthetic_tools: int = 0                                 # generated tool documents added (envsynth.corpora.synthetic_corpus)
+    # servers (curated environments) kept out, e.g. held-out ones
+    exclude_servers: list[str] = Field(default_factory=list)
+    synthetic_tools: int = 0  # generated tool documents added (envsynth.corpora.synthetic_corpus)
     min_server_tools: int = 3
     min_description_words: int = 4
-    rewrite_descriptions: bool = False                       # the teacher rewrites each description into an input/output spec
+    rewrite_descriptions: bool = False  # the teacher rewrites each description into an input/output spec
     # 2. domains
     threshold: float = 0.5
-    edge_top_k: int | None = 8                               # neighbours kept per tool above threshold; None = every pair (Eq. 1)
+    edge_top_k: int | None = 8  # neighbours kept per tool above threshold; None = every pair (Eq. 1)
     resolution: float = 1.0
     min_tools: int = 3
     max_tools: int = 12
@@ -66,21 +71,21 @@ class AgentScalerParams(BaseModel):
     # 6. filter
     exact_match_filter: Literal['read_only', 'all', 'none'] = 'read_only'   # tasks held to the gold call sequence
     # 7. SFT data
-    vertical_domains: list[str] = Field(default_factory=list)    # stage-2 domains by name (overrides stage2_target)
-    stage2_target: str = 'largest'                           # 'largest' domain, or a benchmark's domains, e.g. 'tau2:retail,airline'
-    tokenizer: str | None = None                             # a tokenizer folder (None = a tiny one trained on the data)
+    vertical_domains: list[str] = Field(default_factory=list)  # stage-2 domains by name (overrides stage2_target)
+    stage2_target: str = 'largest'  # 'largest' domain, or a benchmark's domains, e.g. 'tau2:retail,airline'
+    tokenizer: str | None = None  # a tokenizer folder (None = a tiny one trained on the data)
     max_length: int | None = None
     # 8. data card
-    decontamination: bool = True                             # check tools and tasks against BFCL and tau2 (envsynth.eval.decontam)
+    decontamination: bool = True  # check tools and tasks against BFCL and tau2 (envsynth.eval.decontam)
     # running
-    teacher_model: str | None = None                         # the teacher's model name on the settings' [llm.teacher] endpoint
-    allow_offline_roles: bool | None = None                  # ours. None: refuse a run where some roles have endpoints and a used
-                                                             # role has none; False: refuse any offline role; True: allow mixing
+    teacher_model: str | None = None  # the teacher's model name on the settings' [llm.teacher] endpoint
+    allow_offline_roles: bool | None = None  # ours. None: refuse a run where some roles have endpoints and a used
+    # role has none; False: refuse any offline role; True: allow mixing
     concurrency: int = 4
     sandbox_workers: int = 2
     seed: int = 0
 
-read_params = partial(read_recipe_params, AgentScalerParams)   # read_params(path, **overrides): the file, then overrides
+read_params = partial(read_recipe_params, AgentScalerParams)  # read_params(path, **overrides): the file, then overrides
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #649abfa4
 def teacher_models(p: AgentScalerParams, settings=None) -> dict[str, str] | None:
@@ -90,12 +95,15 @@ def teacher_models(p: AgentScalerParams, settings=None) -> dict[str, str] | None
     from envsynth.settings import get_settings
     cfg = (settings or get_settings()).llm.role('teacher')
     if not cfg.offline and cfg.model not in (p.teacher_model, 'offline-teacher'):
-        raise ValueError(f'settings name the teacher model {cfg.model!r}, the parameters {p.teacher_model!r}: set one of them')
+        raise ValueError(
+            f'settings name the teacher model {cfg.model!r}, the parameters {p.teacher_model!r}: set one of them'
+        )
     return {'teacher': p.teacher_model}
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d6164f28
 def _register_offline_agent(client: LLMClient, tasks: list[Task], noise: float):
-    "Offline, the teacher agent replays the run's tasks (a responder the caller registered for the agent is left alone)."
+    ("Offline, the teacher agent replays the run's tasks (a responder the caller registered for the agent is left "
+     "alone).")
     t = client.backend
     if not isinstance(t, OfflineTeacher) or not tasks: return
     mine = t.responders.get(AGENT_TAG)
@@ -108,12 +116,19 @@ STEPS = (Step('pool', '01_pool'), Step('domains', '02_domains'),
          Step('materialize', '03_materialize', per_item=True), Step('tasks', '04_tasks', per_item=True),
          Step('interplay', '05_interplay', per_item=True), Step('filter', '06_filter', per_item=True),
          Step('sft', '07_sft'), Step('envs', 'envs'))
-RECIPE = Recipe('agentscaler', STEPS, AgentScalerParams, roles=('teacher', 'user_simulator'), offline_teacher=offline_recipe_teacher,
-                description='Run the AgentScaler recipe into a run folder (resumable).')
+RECIPE = Recipe(
+    'agentscaler',
+    STEPS,
+    AgentScalerParams,
+    roles=('teacher', 'user_simulator'),
+    offline_teacher=offline_recipe_teacher,
+    description='Run the AgentScaler recipe into a run folder (resumable).',
+)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #045c45bc
 class AgentScalerRun(RecipeRun):
-    "The frame's run, plus the sandbox, the loaded environments and the embedding model (loaded once when a stage needs it)."
+    ("The frame's run, plus the sandbox, the loaded environments and the embedding model (loaded once when a stage "
+     "needs it).")
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.sandbox, self.embedder = None, None
@@ -122,7 +137,8 @@ class AgentScalerRun(RecipeRun):
     def env(self, name: str) -> Environment:
         "A materialized environment by name; its generated code runs in the sandbox."
         with self._lock:
-            if name not in self._envs: self._envs[name] = load_environment(self.run.dir('envs') / name, sandbox=self.sandbox)
+            if name not in self._envs:
+                self._envs[name] = load_environment(self.run.dir('envs') / name, sandbox=self.sandbox)
             return self._envs[name]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #4ea1d801
@@ -130,18 +146,35 @@ def _pool_inputs(p: AgentScalerParams) -> dict:
     "Hashes of the tool documents the pool is made from: the curated environments' and each corpus file's."
     from envsynth.corpora import corpus_from_environments
     if not (p.curated_tools or p.corpus_files or p.synthetic_tools):
-        raise ValueError('the API pool would be empty: set corpus_files to your tool files (ToolBench / API-Gen / MCP JSON, '
-                         'e.g. data/agentscaler/tools.jsonl), or curated_tools: true for the shipped environments\' tools')
+        raise ValueError(
+            'the API pool would be empty: set corpus_files to your tool files (ToolBench / API-Gen / MCP JSON, '
+            'e.g. data/agentscaler/tools.jsonl), or curated_tools: true for the shipped environments\' tools'
+        )
     if missing := [f for f in p.corpus_files if not Path(f).is_file()]:
-        raise FileNotFoundError(f'corpus_files: no file {", ".join(missing)}: put your tool corpus there (paper.yaml expects '
-                                'data/agentscaler/tools.jsonl) or --set corpus_files=\'["path/to/tools.jsonl"]\'')
+        raise FileNotFoundError(
+            f'corpus_files: no file {", ".join(missing)}: put your tool corpus there (paper.yaml expects '
+            'data/agentscaler/tools.jsonl) or --set corpus_files=\'["path/to/tools.jsonl"]\''
+        )
     curated = content_hash([t.model_dump(mode='json') for t in corpus_from_environments()]) if p.curated_tools else None
     return {'curated': curated, 'files': [content_hash(Path(f).read_text()) for f in p.corpus_files]}
 
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #0019c426
 async def stage_pool(r: AgentScalerRun) -> ToolCorpus:
-    "Stage 1: the API pool, and the tools dropped by reason; with `rewrite_descriptions`, each description as an input/output spec."
+    ("Stage 1: the API pool, and the tools dropped by reason; with `rewrite_descriptions`, each description as an "
+     "input/output spec.")
     p, run = r.p, r.run
-    cfg = p.model_dump(include={'corpus_files', 'curated_tools', 'exclude_servers', 'synthetic_tools', 'min_server_tools', 'min_description_words', 'rewrite_descriptions', 'seed'})
+    cfg = p.model_dump(
+        include={
+            'corpus_files',
+            'curated_tools',
+            'exclude_servers',
+            'synthetic_tools',
+            'min_server_tools',
+            'min_description_words',
+            'rewrite_descriptions',
+            'seed',
+        }
+    )
     cfg['read'] = _pool_inputs(p)             # the content of what the pool reads: an edited file makes a new pool
     recs = run.cached('pool', cfg)
     if recs is None:
@@ -154,44 +187,91 @@ async def stage_pool(r: AgentScalerRun) -> ToolCorpus:
         recs = run.save('pool', cfg, [t.model_dump(mode='json') for t in pool])
     return ToolCorpus([CorpusTool.model_validate(x) for x in recs], Counter(run.read_json('pool', 'dropped.json')))
 
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #22e97f56
 async def stage_domains(r: AgentScalerRun, pool: ToolCorpus, embedder=None) -> list[Domain]:
     "Stage 2: Louvain domains of the parameter graph, reviewed by the teacher; the largest `max_domains` kept."
     p, run = r.p, r.run
-    cfg = {'pool': content_hash([t.model_dump(mode='json') for t in pool], 16),     # the tools' content, not only their keys
-           **p.model_dump(include={'threshold', 'edge_top_k', 'resolution', 'min_tools', 'max_tools', 'max_domains', 'seed'})}
+    cfg = {
+        'pool': content_hash([t.model_dump(mode='json') for t in pool], 16),  # the tools' content, not only their keys
+        **p.model_dump(
+            include={'threshold', 'edge_top_k', 'resolution', 'min_tools', 'max_tools', 'max_domains', 'seed'}
+        ),
+    }
     recs = run.cached('domains', cfg)
     if recs is None:
         from envsynth.embed import Embedder
         r.embedder = r.embedder or embedder or Embedder()
-        split = await build_domains(pool, r.embedder, r.client('teacher'), threshold=p.threshold, k=p.edge_top_k, resolution=p.resolution,
-                                          min_tools=p.min_tools, max_tools=p.max_tools, seed=p.seed)
+        split = await build_domains(
+            pool,
+            r.embedder,
+            r.client('teacher'),
+            threshold=p.threshold,
+            k=p.edge_top_k,
+            resolution=p.resolution,
+            min_tools=p.min_tools,
+            max_tools=p.max_tools,
+            seed=p.seed,
+        )
         doms = split.domains[:p.max_domains] if p.max_domains else split.domains
-        beyond = {'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms):])} if len(doms) < len(split.domains) else {}
-        recs = run.save('domains', cfg, [d.model_dump(mode='json') for d in doms])   # not if the review failed: StepFailedError
-        run.write_json('domains', 'stats.json', {'domains': len(doms), 'refined': split.refined, 'dropped': {**split.dropped, **beyond}})
+        beyond = (
+            {'beyond_max_domains': sum(len(d.tools) for d in split.domains[len(doms) :])}
+            if len(doms) < len(split.domains)
+            else {}
+        )
+        recs = run.save(
+            'domains', cfg, [d.model_dump(mode='json') for d in doms]
+        )  # not if the review failed: StepFailedError
+        run.write_json(
+            'domains',
+            'stats.json',
+            {'domains': len(doms), 'refined': split.refined, 'dropped': {**split.dropped, **beyond}},
+        )
     return [Domain.model_validate(x) for x in recs]
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #cbd5c904
 async def stage_materialize(r: AgentScalerRun, domains: list[Domain], shard=None):
     "Stage 3 → `envs/<domain>/` and the journal of `EnvBuild` records."
     async def materialize(rec: dict):
-        return await materialize_domain(Domain.model_validate(rec), r.client('teacher'), r.run.dir('envs'), r.sandbox,
-                                                     max_repairs=r.p.max_repairs, rows_per_table=r.p.rows_per_table, seed=r.p.seed)
+        return await materialize_domain(
+            Domain.model_validate(rec),
+            r.client('teacher'),
+            r.run.dir('envs'),
+            r.sandbox,
+            max_repairs=r.p.max_repairs,
+            rows_per_table=r.p.rows_per_table,
+            seed=r.p.seed,
+        )
     cfg = r.p.model_dump(include={'max_repairs', 'rows_per_table', 'seed'})
-    return await r.run.run_items('materialize', materialize, [d.model_dump(mode='json') for d in domains], config=cfg, shard=shard)
+    return await r.run.run_items(
+        'materialize', materialize, [d.model_dump(mode='json') for d in domains], config=cfg, shard=shard
+    )
 
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #a6b85989
 async def stage_tasks(r: AgentScalerRun, domains: list[Domain], builds: list[dict], shard=None):
-    "Stage 4 → the journal of tasks (gold actions, gold hash, intent) and `drops/<env>.json` (drop counts inside an environment)."
+    ("Stage 4 → the journal of tasks (gold actions, gold hash, intent) and `drops/<env>.json` (drop counts inside an "
+     "environment).")
     by_name = {d.name: d for d in domains}
     async def synthesize(build: dict):
         env = r.env(build['domain'])
-        batch = await synthesize_tasks(env, by_name[build['domain']], r.client('teacher'), n_states=r.p.n_states, walks_per_state=r.p.walks_per_state,
-                                              min_len=r.p.min_len, max_len=r.p.max_len, seed=r.p.seed,
-                                              initial_states=r.p.initial_states, walk_stop=r.p.walk_stop)
+        batch = await synthesize_tasks(
+            env,
+            by_name[build['domain']],
+            r.client('teacher'),
+            n_states=r.p.n_states,
+            walks_per_state=r.p.walks_per_state,
+            min_len=r.p.min_len,
+            max_len=r.p.max_len,
+            seed=r.p.seed,
+            initial_states=r.p.initial_states,
+            walk_stop=r.p.walk_stop,
+        )
         r.run.write_json('tasks', f'drops/{env.name}.json', {'dropped': batch.dropped, 'counts': batch.counts})
         if not batch.tasks: return Drop('no_tasks', json.dumps(batch.dropped, sort_keys=True))
         return [t.model_dump(mode='json', exclude_none=True) for t in batch.tasks]
-    cfg = r.p.model_dump(include={'n_states', 'walks_per_state', 'min_len', 'max_len', 'initial_states', 'walk_stop', 'seed'})
+
+    cfg = r.p.model_dump(
+        include={'n_states', 'walks_per_state', 'min_len', 'max_len', 'initial_states', 'walk_stop', 'seed'}
+    )
     return await r.run.run_items('tasks', synthesize, builds, config=cfg, shard=shard)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #0fb20bc6
@@ -204,17 +284,26 @@ async def stage_interplay(r: AgentScalerRun, tasks: list[Task], shard=None):
                                  attempts=r.p.attempts, limits=EpisodeLimits(max_turns=r.p.max_turns))
         return [t.model_dump(mode='json', exclude_none=True) for t in trajs]
     cfg = r.p.model_dump(include={'attempts', 'agent_noise', 'max_turns', 'seed'})
-    return await r.run.run_items('interplay', converse, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
+    return await r.run.run_items(
+        'interplay', converse, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard
+    )
 
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #0aa2e21c
 async def stage_filter(r: AgentScalerRun, tasks: list[Task], trajectories: list[dict], shard=None):
-    "Stage 6 → the journal of kept trajectories; drops named by filter stage (validity, state_alignment, exact_match); items keyed without timings."
+    ("Stage 6 → the journal of kept trajectories; drops named by filter stage (validity, state_alignment, "
+     "exact_match); items keyed without timings.")
     by_id = {t.id: t for t in tasks}
     def keep(rec: dict):
         traj = Trajectory.model_validate(rec); task = by_id[traj.task_id]
         res = filter_trajectory(traj, task, r.env(task.env_id), r.p.exact_match_filter)
         return rec if res.kept else Drop(res.stage, res.reason)
-    cfg = {} if r.p.exact_match_filter == 'read_only' else {'exact_match_filter': r.p.exact_match_filter}   # the old key when unchanged
-    return await r.run.run_items('filter', keep, trajectories, config=cfg, shard=shard, keyed_on=without_timing)   # timings differ run to run
+
+    cfg = (
+        {} if r.p.exact_match_filter == 'read_only' else {'exact_match_filter': r.p.exact_match_filter}
+    )  # the old key when unchanged
+    return await r.run.run_items(
+        'filter', keep, trajectories, config=cfg, shard=shard, keyed_on=without_timing
+    )  # timings differ run to run
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #24da0c81
 async def oracle_check(r: AgentScalerRun, tasks: list[Task]) -> dict:
@@ -223,18 +312,29 @@ async def oracle_check(r: AgentScalerRun, tasks: list[Task]) -> dict:
     failed, by_env = [], {}
     for t in tasks: by_env.setdefault(t.env_id, []).append(t)
     for name, ts in sorted(by_env.items()):
-        trajs = await rollout_env(r.env(name), ts, make_policy=OraclePolicy, make_user=lambda t: ScriptedUser([t.instruction]))
+        trajs = await rollout_env(
+            r.env(name), ts, make_policy=OraclePolicy, make_user=lambda t: ScriptedUser([t.instruction])
+        )
         failed += [t.id for t, tr in zip(ts, trajs) if tr.final_state_hash != t.gold_state_hash]
     return {'tasks': len(tasks), 'passed': len(tasks) - len(failed), 'failed': failed}
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #1813321b
 def _tasks_of(run: RunFolder) -> list[Task]: return [Task.model_validate(x) for x in run.records('tasks')]
 
-async def run_agentscaler(params: AgentScalerParams | None = None, run_dir: str | Path = 'runs/agentscaler', client: LLMClient | None = None, *,
-                          embedder=None, stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #97946519
+async def run_agentscaler(
+    params: AgentScalerParams | None = None,
+    run_dir: str | Path = 'runs/agentscaler',
+    client: LLMClient | None = None,
+    *,
+    embedder=None,
+    stages: Sequence[str] | None = None,
+    shard: str | None = None,
+    progress: bool = False,
+) -> dict:
     "Run the recipe (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
     p = params or AgentScalerParams()
-    models = teacher_models(p) if client is None else None      # settings are read (and checked) before anything is written
+    models = teacher_models(p) if client is None else None  # settings are read (and checked) before anything is written
     async with open_run(RECIPE, p, run_dir, client, stages=stages, shard=shard, progress=progress, models=models,
                         run_class=AgentScalerRun) as r:
         r.embedder = embedder
@@ -266,17 +366,35 @@ def _tokenizer(r: AgentScalerRun, trajectories: list[Trajectory]):
     from envsynth.train.sft import build_tiny_qwen3_on
     folder = r.run.dir('sft') / 'tiny_tokenizer'
     if not (folder / 'tokenizer.json').exists():
-        build_tiny_qwen3_on([sft_text(t).text for t in trajectories], folder, vocab_size=1024, hidden_size=32, layers=1, heads=2,
-                            max_positions=65536)
+        build_tiny_qwen3_on(
+            [sft_text(t).text for t in trajectories],
+            folder,
+            vocab_size=1024,
+            hidden_size=32,
+            layers=1,
+            heads=2,
+            max_positions=65536,
+        )
     return AutoTokenizer.from_pretrained(folder)
 
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #3f813f62
 def _filter_results(run: RunFolder) -> list:
-    "The filter stage's verdicts, from its journal (kept, or dropped with the filter stage as reason and its message as detail)."
+    ("The filter stage's verdicts, from its journal (kept, or dropped with the filter stage as reason and its message "
+     "as detail).")
     from envsynth.rewards import FilterResult
-    return [FilterResult(kept=True) if e['status'] == 'kept' else FilterResult(kept=False, stage=e['reason'], reason=e.get('detail'))
-            for e in run.entries('filter') if e['status'] in ('kept', 'dropped')]
 
-def vertical_choice(r: AgentScalerRun, kept: list[Trajectory], tasks: list[Task], envs: dict[str, Environment], index) -> dict:
+    return [
+        FilterResult(kept=True)
+        if e['status'] == 'kept'
+        else FilterResult(kept=False, stage=e['reason'], reason=e.get('detail'))
+        for e in run.entries('filter')
+        if e['status'] in ('kept', 'dropped')
+    ]
+
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #169fa222
+def vertical_choice(
+    r: AgentScalerRun, kept: list[Trajectory], tasks: list[Task], envs: dict[str, Environment], index
+) -> dict:
     """How stage 2's domains are chosen: `vertical_domains` by name, the `stage2_target`'s nearest clean domains
     (`match_target_domains`, never one `contaminated_domains` flags), or None (the largest domain)."""
     p = r.p
@@ -288,9 +406,12 @@ def vertical_choice(r: AgentScalerRun, kept: list[Trajectory], tasks: list[Task]
     counts = Counter(trajectory_domain(t, by_id) for t in kept)
     flagged = contaminated_domains(index, envs, tasks) if index is not None else {}
     r.embedder = r.embedder or Embedder()
-    m = match_target_domains(p.stage2_target, {d: domain_profile(e) for d, e in envs.items()}, r.embedder, counts, flagged)
+    m = match_target_domains(
+        p.stage2_target, {d: domain_profile(e) for d, e in envs.items()}, r.embedder, counts, flagged
+    )
     return {'rule': p.stage2_target, **m, 'decontamination': 'checked' if index is not None else 'not checked'}
 
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #94228e3e
 def finish_run(r: AgentScalerRun, pool: ToolCorpus, domains: list[Domain], tasks: list[Task], oracle: dict) -> dict:
     "Stages 7–8: the SFT splits and the data card; returns the card (status `no_sft_data` when there is none)."
     p, run = r.p, r.run
@@ -308,19 +429,36 @@ def finish_run(r: AgentScalerRun, pool: ToolCorpus, domains: list[Domain], tasks
         write_sft_splits(splits, run.dir('sft'))
     except SFTSplitError as e: sft_skipped = str(e)       # a weak teacher: the card says why there is no SFT data
     dom_stats = run.stats('domains')
-    stages = {'pool': {'inputs': len(pool) + sum(pool.dropped.values()), 'kept': len(pool), 'dropped': dict(pool.dropped)},
-              'domains': {'inputs': len(pool), 'kept': sum(len(d.tools) for d in domains), 'records': len(domains),
-                          'dropped': dom_stats.get('dropped', {}),
-                          'failed': {'edge_review': n} if (n := dom_stats.get('refined', {}).get('failed_domains')) else {}},
-              **{name: run.dir(name) for name in RECIPE.item_stages}}
-    card = data_card(stages=stages, filter_results=_filter_results(run), trajectories=kept, tasks=tasks, envs=list(envs.values()),
-                     splits=splits, index=index, title='AgentScaler data card', sft_skipped=sft_skipped)
+    stages = {
+        'pool': {'inputs': len(pool) + sum(pool.dropped.values()), 'kept': len(pool), 'dropped': dict(pool.dropped)},
+        'domains': {
+            'inputs': len(pool),
+            'kept': sum(len(d.tools) for d in domains),
+            'records': len(domains),
+            'dropped': dom_stats.get('dropped', {}),
+            'failed': {'edge_review': n} if (n := dom_stats.get('refined', {}).get('failed_domains')) else {},
+        },
+        **{name: run.dir(name) for name in RECIPE.item_stages},
+    }
+    card = data_card(
+        stages=stages,
+        filter_results=_filter_results(run),
+        trajectories=kept,
+        tasks=tasks,
+        envs=list(envs.values()),
+        splits=splits,
+        index=index,
+        title='AgentScaler data card',
+        sft_skipped=sft_skipped,
+    )
     card['oracle'] = oracle
     builds = run.records('materialize')
     card['repairs'] = {'environments': len(builds), 'repaired': sum(b.get('repairs', 0) > 0 for b in builds),
                        'repairs': sum(b.get('repairs', 0) for b in builds), 'max_repairs': p.max_repairs}
     if splits is not None: card['sft']['stage2_choice'] = vertical
-    card['task_drops'] = {f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))}
+    card['task_drops'] = {
+        f.stem: json.loads(f.read_text()) for f in sorted((run.dir('tasks') / 'drops').glob('*.json'))
+    }
     finish_card(r, card, 'ok' if splits is not None else 'no_sft_data')
     write_data_card(run, card, plot_data_card(card), data_card_markdown(card))
     return card
@@ -330,9 +468,11 @@ def summarize(card: dict) -> dict:
     "What the command prints of a finished run besides its folder, status and wall time."
     return {'oracle': card['oracle'], 'kept_trajectories': card['filter']['funnel']['kept']}
 
+# %% ../../../nbs/agentscaler/05_recipe.ipynb #8b9d13af
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the AgentScaler recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
-    `envsynth agentscaler run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    `envsynth agentscaler run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit
+    status."""
     return recipe_command(RECIPE, run_agentscaler, summarize, argv)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #d9d2b036

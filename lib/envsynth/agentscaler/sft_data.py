@@ -28,21 +28,28 @@ __all__ = ['TARGET_DOMAINS', 'SFTSplitError', 'trajectory_domain', 'choose_verti
 class SFTSplitError(ValueError):
     "Trajectories that cannot be split into the two SFT stages; the message says why and what to change."
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #b2ca4eef
 def trajectory_domain(traj: Trajectory, tasks_by_id: Mapping[str, Task]) -> str:
-    "The domain of `traj`: its task's `metadata['domain']`, else the one interplay recorded, else the task's environment."
+    ("The domain of `traj`: its task's `metadata['domain']`, else the one interplay recorded, else the task's "
+     "environment.")
     if traj.task_id is None: raise SFTSplitError(f'trajectory {traj.id} has no task_id: its domain is unknown')
     task = tasks_by_id.get(traj.task_id)
-    if task is None: raise SFTSplitError(f'trajectory {traj.id} is for task {traj.task_id!r}, which is not in tasks_by_id')
+    if task is None:
+        raise SFTSplitError(f'trajectory {traj.id} is for task {traj.task_id!r}, which is not in tasks_by_id')
     return task.metadata.get('domain') or traj.info.get('domain') or task_domain(task)
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #6ce437c4
 def choose_vertical_domains(counts: Mapping[str, int], vertical_domains: Iterable[str] | None = None) -> list[str]:
-    "The stage-2 domains: `vertical_domains` (checked against `counts`, trajectories per domain), or the largest domain."
+    ("The stage-2 domains: `vertical_domains` (checked against `counts`, trajectories per domain), or the largest "
+     "domain.")
     if not counts: raise SFTSplitError('no trajectories: nothing to split')
     if vertical_domains is None: return [min(counts, key=lambda d: (-counts[d], d))]
     if isinstance(vertical_domains, str):
-        raise SFTSplitError(f'vertical_domains must be a list of domain names, got the string {vertical_domains!r} (did you mean [{vertical_domains!r}]?)')
+        raise SFTSplitError(f'vertical_domains must be a list of domain names, got the string {vertical_domains!r} '
+                            f'(did you mean [{vertical_domains!r}]?)')
     chosen = sorted(set(vertical_domains))
-    if not chosen: raise SFTSplitError('vertical_domains is empty: stage 2 would have no data (None picks the largest domain)')
+    if not chosen:
+        raise SFTSplitError('vertical_domains is empty: stage 2 would have no data (None picks the largest domain)')
     if unknown := [d for d in chosen if d not in counts]:
         raise SFTSplitError(f'vertical domains {unknown} have no trajectories; the domains are {sorted(counts)}')
     return chosen
@@ -60,7 +67,8 @@ TARGET_DOMAINS['tau_bench'] = {k: TARGET_DOMAINS['tau2'][k] for k in ('retail', 
 def parse_stage2_target(target: str) -> list[tuple[str, str]]:
     "`'tau2:retail,airline'` → `[('tau2', 'retail'), ('tau2', 'airline')]`; `'tau2'` → every domain of tau2."
     bench, _, names = target.strip().partition(':')
-    if bench not in TARGET_DOMAINS: raise SFTSplitError(f'unknown target benchmark {bench!r} in {target!r}; known: {sorted(TARGET_DOMAINS)}')
+    if bench not in TARGET_DOMAINS:
+        raise SFTSplitError(f'unknown target benchmark {bench!r} in {target!r}; known: {sorted(TARGET_DOMAINS)}')
     domains = [d.strip() for d in names.split(',') if d.strip()] or sorted(TARGET_DOMAINS[bench])
     if unknown := [d for d in domains if d not in TARGET_DOMAINS[bench]]:
         raise SFTSplitError(f'{bench} has no domains {unknown}; its domains are {sorted(TARGET_DOMAINS[bench])}')
@@ -72,6 +80,7 @@ def domain_profile(env: Environment, max_tools: int = 20) -> str:
     tools = '; '.join(f'{t.name}: {(t.function.description or "").split(".")[0]}' for t in env.tools[:max_tools])
     return f'{env.description or env.name}. Tools: {tools}'
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #70e223ad
 def match_target_domains(target: str, profiles: Mapping[str, str], embedder, counts: Mapping[str, int] | None = None,
                          contaminated: Iterable[str] = ()) -> dict:
     """Our domain (of `profiles`: domain → text) nearest to each domain of `target`, never one of `contaminated`, only
@@ -81,7 +90,10 @@ def match_target_domains(target: str, profiles: Mapping[str, str], embedder, cou
     names = sorted(d for d in profiles if counts is None or counts.get(d))
     excluded = {d: 'contaminated' for d in names if d in bad}
     cands = [d for d in names if d not in bad]
-    if not cands: raise SFTSplitError(f'no domain can be vertical for {target!r}: {len(names)} with trajectories, {len(excluded)} contaminated')
+    if not cands:
+        raise SFTSplitError(
+            f'no domain can be vertical for {target!r}: {len(names)} with trajectories, {len(excluded)} contaminated'
+        )
     vecs = embedder.encode([TARGET_DOMAINS[b][d] for b, d in pairs] + [profiles[d] for d in cands])
     sims = vecs[:len(pairs)] @ vecs[len(pairs):].T
     matches = [{'target': f'{b}:{d}', 'domain': cands[int(row.argmax())], 'similarity': round(float(row.max()), 4)}
@@ -93,7 +105,9 @@ def match_target_domains(target: str, profiles: Mapping[str, str], embedder, cou
     return {'vertical': vertical, 'matches': matches, 'excluded': dict(sorted(excluded.items()))}
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #29112afc
-def contaminated_domains(index: BenchmarkIndex, envs: Mapping[str, Environment], tasks: Iterable[Task] = ()) -> dict[str, list[str]]:
+def contaminated_domains(
+    index: BenchmarkIndex, envs: Mapping[str, Environment], tasks: Iterable[Task] = ()
+) -> dict[str, list[str]]:
     "`{domain: flagged items}` for the domains (`envs`: domain → environment, with their `tasks`) that the index flags."
     by_domain: dict[str, list[Task]] = {}
     for t in tasks: by_domain.setdefault(task_domain(t), []).append(t)
@@ -119,8 +133,10 @@ def sft_splits(trajectories: Iterable[Trajectory], tasks_by_id: Mapping[str, Tas
     vertical = choose_vertical_domains(counts, vertical_domains)
     general = sorted(set(counts) - set(vertical))
     if not general:
-        raise SFTSplitError(f'stage 1 would be empty: every domain with trajectories ({sorted(counts)}) is vertical; '
-                            'two-stage learning needs general domains too (or train one stage with envsynth.train.sft.train_sft)')
+        raise SFTSplitError(
+            f'stage 1 would be empty: every domain with trajectories ({sorted(counts)}) is vertical; '
+            'two-stage learning needs general domains too (or train one stage with envsynth.train.sft.train_sft)'
+        )
     out = {'general_domains': general, 'vertical_domains': vertical, 'duplicates': duplicates, 'stats': {}}
     for name, keep in (('stage1', set(general)), ('stage2', set(vertical))):
         rows, stats = build_sft_rows([t for t in trajs if domains[t.id] in keep], tokenizer, max_length=max_length,
@@ -133,7 +149,8 @@ def sft_splits(trajectories: Iterable[Trajectory], tasks_by_id: Mapping[str, Tas
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #f0fb1eb9
 def write_sft_splits(splits: Mapping, out_dir: str | Path) -> dict[str, Path]:
-    "Write `sft_splits`' rows to `out_dir/stage1` and `out_dir/stage2` (`write_sft`) and a summary to `out_dir/splits.json`."
+    ("Write `sft_splits`' rows to `out_dir/stage1` and `out_dir/stage2` (`write_sft`) and a summary to "
+     "`out_dir/splits.json`.")
     if missing := [k for k in ('stage1', 'stage2', 'general_domains', 'vertical_domains', 'stats') if k not in splits]:
         raise SFTSplitError(f'not the output of sft_splits: missing {missing}')
     out = Path(out_dir)
@@ -155,25 +172,38 @@ def reason_kind(reason: str | None) -> str:
     r = re.sub(r'\d+(\.\d+)?', 'N', r)
     return re.sub(r'\s*\(\+N more\)$', '', r)
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #ef8a141e
 def filter_counts(results: Iterable[FilterResult]) -> dict:
     "The funnel (`filter_funnel`) and, per filter stage, the drop reasons by kind."
     results = list(results)
-    reasons = {s: Counter(reason_kind(r.reason) for r in results if not r.kept and r.stage == s) for s in ('validity', 'state_alignment', 'exact_match')}
-    return {'funnel': filter_funnel(results), 'reasons': {s: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) for s, c in reasons.items()}}
+    reasons = {
+        s: Counter(reason_kind(r.reason) for r in results if not r.kept and r.stage == s)
+        for s in ('validity', 'state_alignment', 'exact_match')
+    }
+    return {
+        'funnel': filter_funnel(results),
+        'reasons': {s: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) for s, c in reasons.items()},
+    }
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #4ed990ed
 def _hist(values: Iterable[int]) -> dict[str, int]:
     c = Counter(values)
     return {str(k): c[k] for k in sorted(c)}
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #c9282c07
 def _mean(values: list) -> float | None: return round(sum(values) / len(values), 3) if values else None
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #67838fbe
 def _share(c: Counter) -> float | None:
     n = c['write'] + c['read']
     return round(c['write'] / n, 4) if n else None
 
-def distributions(trajectories: Iterable[Trajectory] = (), tasks: Iterable[Task] = (), envs: Iterable[Environment] = ()) -> dict:
-    "Tools and tasks per domain, calls and turns per trajectory, write/read shares of calls and tasks, trajectories with tool errors."
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #eb95c741
+def distributions(
+    trajectories: Iterable[Trajectory] = (), tasks: Iterable[Task] = (), envs: Iterable[Environment] = ()
+) -> dict:
+    ("Tools and tasks per domain, calls and turns per trajectory, write/read shares of calls and tasks, trajectories "
+     "with tool errors.")
     trajs, tasks, envs = list(trajectories), list(tasks), {e.name: e for e in envs}
     kinds = {n: {t: i.kind for t, i in e.tool_info.items()} for n, e in envs.items()}
     env_domain = {}
@@ -183,22 +213,34 @@ def distributions(trajectories: Iterable[Trajectory] = (), tasks: Iterable[Task]
         if t.env_id not in kinds: return 'unknown'
         return 'write' if any(kinds[t.env_id].get(a.name) == 'write' for a in t.gold_actions) else 'read'
     calls = [[c.name for c in tr.tool_calls()] for tr in trajs]
-    call_kinds = Counter(kinds.get(tr.info.get('env'), {}).get(name, 'unknown') for tr, names in zip(trajs, calls) for name in names)
+    call_kinds = Counter(
+        kinds.get(tr.info.get('env'), {}).get(name, 'unknown') for tr, names in zip(trajs, calls) for name in names
+    )
     task_kinds = Counter(task_kind(t) for t in tasks)
     n_calls = [len(c) for c in calls]
     a_turns = [sum(m.role == 'assistant' for m in tr.messages) for tr in trajs]
     u_turns = [sum(m.role == 'user' for m in tr.messages) for tr in trajs]
-    return {'tools_per_domain': {env_domain.get(n, n): len(e.tools) for n, e in sorted(envs.items())},
-            'write_tools_per_domain': {env_domain.get(n, n): sum(k == 'write' for k in kinds[n].values()) for n in sorted(envs)},
-            'tasks_per_domain': dict(sorted(Counter(task_domain(t) for t in tasks).items())),
-            'trajectories_per_domain': dict(sorted(Counter(tr.info.get('domain', '?') for tr in trajs).items())),
-            'calls_per_trajectory': _hist(n_calls), 'mean_calls_per_trajectory': _mean(n_calls),
-            'assistant_turns_per_trajectory': _hist(a_turns), 'mean_assistant_turns': _mean(a_turns),
-            'user_turns_per_trajectory': _hist(u_turns), 'mean_user_turns': _mean(u_turns),
-            'call_kinds': dict(sorted(call_kinds.items())), 'write_share_of_calls': _share(call_kinds),
-            'task_kinds': dict(sorted(task_kinds.items())), 'write_share_of_tasks': _share(task_kinds),
-            'trajectories': len(trajs), 'tasks': len(tasks),
-            'trajectories_with_tool_errors': sum(any(m.role == 'tool' and m.error for m in tr.messages) for tr in trajs)}
+    return {
+        'tools_per_domain': {env_domain.get(n, n): len(e.tools) for n, e in sorted(envs.items())},
+        'write_tools_per_domain': {
+            env_domain.get(n, n): sum(k == 'write' for k in kinds[n].values()) for n in sorted(envs)
+        },
+        'tasks_per_domain': dict(sorted(Counter(task_domain(t) for t in tasks).items())),
+        'trajectories_per_domain': dict(sorted(Counter(tr.info.get('domain', '?') for tr in trajs).items())),
+        'calls_per_trajectory': _hist(n_calls),
+        'mean_calls_per_trajectory': _mean(n_calls),
+        'assistant_turns_per_trajectory': _hist(a_turns),
+        'mean_assistant_turns': _mean(a_turns),
+        'user_turns_per_trajectory': _hist(u_turns),
+        'mean_user_turns': _mean(u_turns),
+        'call_kinds': dict(sorted(call_kinds.items())),
+        'write_share_of_calls': _share(call_kinds),
+        'task_kinds': dict(sorted(task_kinds.items())),
+        'write_share_of_tasks': _share(task_kinds),
+        'trajectories': len(trajs),
+        'tasks': len(tasks),
+        'trajectories_with_tool_errors': sum(any(m.role == 'tool' and m.error for m in tr.messages) for tr in trajs),
+    }
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #2dbc3947
 def names_index(source: str | Path | Mapping) -> BenchmarkIndex:
@@ -207,46 +249,76 @@ def names_index(source: str | Path | Mapping) -> BenchmarkIndex:
     lists = {b: v for b, v in d.items() if b != 'source'}
     if not lists or not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists.values()):
         raise ValueError('a names index needs lists of tool names per benchmark, e.g. {"bfcl": [...], "tau2": [...]}')
-    tools = [{'benchmark': b, 'source': 'names', 'name': n, 'description': '', 'params': []} for b in sorted(lists) for n in sorted(set(lists[b]))]
+    tools = [
+        {'benchmark': b, 'source': 'names', 'name': n, 'description': '', 'params': []}
+        for b in sorted(lists)
+        for n in sorted(set(lists[b]))
+    ]
     return BenchmarkIndex(tools, [], {'kind': 'tool names only', 'source': d.get('source', {})})
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #2392b85f
 def decontamination(index: BenchmarkIndex, envs: Iterable[Environment] = (), tasks: Iterable[Task] = (),
                     trajectories: Iterable[Trajectory] = (), max_matches: int = 20) -> dict:
-    "The decontamination report of the environments' tools, the tasks and the trajectories' user turns, as a card section."
+    ("The decontamination report of the environments' tools, the tasks and the trajectories' user turns, as a card "
+     "section.")
     tools = [t for e in envs for t in e.tools]
     texts = list(tasks) + [{'id': f'{tr.id}/msg{i}', 'instruction': m.content} for tr in trajectories
                            for i, m in enumerate(tr.messages) if m.role == 'user' and (m.content or '').strip()]
     rep = decontamination_report(index, tools=tools, tasks=texts)
-    return {'index': {'kind': 'BFCL + tau2 tools and texts', **index.info, 'counts': index.counts()}, 'checked': rep.counts(), 'clean': rep.clean,
-            'flagged': rep.flagged()[:max_matches]}
+    return {
+        'index': {'kind': 'BFCL + tau2 tools and texts', **index.info, 'counts': index.counts()},
+        'checked': rep.counts(),
+        'clean': rep.clean,
+        'flagged': rep.flagged()[:max_matches],
+    }
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #4c20efe9
-def data_card(*, stages: Mapping[str, Any] | None = None, filter_results: Iterable[FilterResult] = (),
-              trajectories: Iterable[Trajectory] = (), tasks: Iterable[Task] = (), envs: Iterable[Environment] = (),
-              splits: Mapping | None = None, index: BenchmarkIndex | None = None, ledger=None, title: str = 'AgentScaler data card',
-              sft_skipped: str | None = None) -> dict:
+def data_card(
+    *,
+    stages: Mapping[str, Any] | None = None,
+    filter_results: Iterable[FilterResult] = (),
+    trajectories: Iterable[Trajectory] = (),
+    tasks: Iterable[Task] = (),
+    envs: Iterable[Environment] = (),
+    splits: Mapping | None = None,
+    index: BenchmarkIndex | None = None,
+    ledger=None,
+    title: str = 'AgentScaler data card',
+    sft_skipped: str | None = None,
+) -> dict:
     """AgentScaler stage 8: counts of every stage with drop reasons (`stages`: name → StageResult / stats / path), the
-    filter funnel and its reasons, distributions of the kept `trajectories`, the SFT splits (or `sft_skipped`: why none), a decontamination report
-    against `index` (skipped when None) and the token ledger."""
+    filter funnel and its reasons, distributions of the kept `trajectories`, the SFT splits (or `sft_skipped`: why
+    none), a decontamination report against `index` (skipped when None) and the token ledger."""
     trajs, tasks, envs = list(trajectories), list(tasks), list(envs)
     card = {'title': title, 'stages': {name: stage_counts(s) for name, s in (stages or {}).items()},
             'filter': filter_counts(filter_results), 'distributions': distributions(trajs, tasks, envs)}
     if splits is not None:
         st = splits['stats']
-        card['sft'] = {'general_domains': list(splits['general_domains']), 'vertical_domains': list(splits['vertical_domains']),
-                       'duplicates': splits.get('duplicates', 0), **{s: st[s] for s in ('stage1', 'stage2')}}
+        card['sft'] = {
+            'general_domains': list(splits['general_domains']),
+            'vertical_domains': list(splits['vertical_domains']),
+            'duplicates': splits.get('duplicates', 0),
+            **{s: st[s] for s in ('stage1', 'stage2')},
+        }
         dup = splits.get('duplicates', 0)
         dropped = Counter(st['stage1']['dropped']) + Counter(st['stage2']['dropped']) + Counter({'duplicate': dup})
-        card['stages']['sft'] = {'inputs': st['stage1']['inputs'] + st['stage2']['inputs'] + dup, 'kept': st['stage1']['kept'] + st['stage2']['kept'],
-                                 'records': st['stage1']['kept'] + st['stage2']['kept'], 'dropped': dict(sorted(dropped.items())), 'failed': {}}
-    elif sft_skipped: card['sft'] = {'skipped': sft_skipped}       # why there is no SFT data (e.g. nothing survived the filter)
+        card['stages']['sft'] = {
+            'inputs': st['stage1']['inputs'] + st['stage2']['inputs'] + dup,
+            'kept': st['stage1']['kept'] + st['stage2']['kept'],
+            'records': st['stage1']['kept'] + st['stage2']['kept'],
+            'dropped': dict(sorted(dropped.items())),
+            'failed': {},
+        }
+    elif sft_skipped:
+        card['sft'] = {'skipped': sft_skipped}  # why there is no SFT data (e.g. nothing survived the filter)
     card['decontamination'] = decontamination(index, envs, tasks, trajs) if index is not None else None
     card['ledger'] = ledger_counts(ledger) if ledger is not None else None
     return card
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #4f390062
 def plot_data_card(card: Mapping):
-    "Eight small plots of a data card: stages, funnel, tools per domain, calls and turns per trajectory, write share, tokens, decontamination."
+    ("Eight small plots of a data card: stages, funnel, tools per domain, calls and turns per trajectory, write share, "
+     "tokens, decontamination.")
     from matplotlib.figure import Figure
     fig = Figure(figsize=(17, 7)); ax = fig.subplots(2, 4).ravel()   # returned: the caller shows or saves it
     st = card.get('stages') or {}
@@ -257,76 +329,171 @@ def plot_data_card(card: Mapping):
     f = card['filter']['funnel']
     left, bars = f['total'], []
     for s in ('validity', 'state_alignment', 'exact_match'): bars.append((s, left, f[s])); left -= f[s]
-    ax[1].bar([b[0] for b in bars] + ['kept'], [b[1] for b in bars] + [f['kept']], color=['tab:blue'] * 3 + ['tab:green'])
-    ax[1].bar([b[0] for b in bars], [b[2] for b in bars], bottom=[b[1] - b[2] for b in bars], color='tab:red', label='dropped')
-    ax[1].set_title(f"filter funnel ({f['total']} trajectories)"); ax[1].legend(fontsize=7); ax[1].tick_params(axis='x', labelsize=7)
+    ax[1].bar(
+        [b[0] for b in bars] + ['kept'], [b[1] for b in bars] + [f['kept']], color=['tab:blue'] * 3 + ['tab:green']
+    )
+    ax[1].bar(
+        [b[0] for b in bars], [b[2] for b in bars], bottom=[b[1] - b[2] for b in bars], color='tab:red', label='dropped'
+    )
+    ax[1].set_title(f"filter funnel ({f['total']} trajectories)")
+    ax[1].legend(fontsize=7)
+    ax[1].tick_params(axis='x', labelsize=7)
     d = card['distributions']
     tp = d['tools_per_domain']
     ax[2].bar(list(tp), list(tp.values()), color='tab:gray', label='tools')
     ax[2].bar(list(tp), [d['write_tools_per_domain'].get(k, 0) for k in tp], color='tab:orange', label='write tools')
     ax[2].set_title('tools per domain'); ax[2].tick_params(axis='x', rotation=60, labelsize=7); ax[2].legend(fontsize=7)
-    for a, key, title in ((ax[3], 'calls_per_trajectory', 'calls per trajectory'), (ax[4], 'assistant_turns_per_trajectory', 'assistant turns per trajectory')):
-        h = d[key]; a.bar([int(k) for k in h], list(h.values()), color='tab:purple'); a.set_title(title); a.set_ylabel('trajectories')
+    for a, key, title in (
+        (ax[3], 'calls_per_trajectory', 'calls per trajectory'),
+        (ax[4], 'assistant_turns_per_trajectory', 'assistant turns per trajectory'),
+    ):
+        h = d[key]
+        a.bar([int(k) for k in h], list(h.values()), color='tab:purple')
+        a.set_title(title)
+        a.set_ylabel('trajectories')
     shares = [('calls', d['call_kinds']), ('tasks', d['task_kinds'])]
     for i, (label, c) in enumerate(shares):
         n = max(1, sum(c.values())); w = c.get('write', 0) / n; r = c.get('read', 0) / n
-        ax[5].bar(i, w, color='tab:orange', label='write' if i == 0 else None); ax[5].bar(i, r, bottom=w, color='tab:cyan', label='read' if i == 0 else None)
-    ax[5].set_xticks(range(len(shares)), [s[0] for s in shares]); ax[5].set_title('write vs read share'); ax[5].legend(fontsize=7)
+        ax[5].bar(i, w, color='tab:orange', label='write' if i == 0 else None)
+        ax[5].bar(i, r, bottom=w, color='tab:cyan', label='read' if i == 0 else None)
+    ax[5].set_xticks(range(len(shares)), [s[0] for s in shares])
+    ax[5].set_title('write vs read share')
+    ax[5].legend(fontsize=7)
     led = {t: s for t, s in (card.get('ledger') or {}).items() if t != 'total'}
     ax[6].barh(list(led), [s['prompt_tokens'] for s in led.values()], label='prompt')
-    ax[6].barh(list(led), [s['completion_tokens'] for s in led.values()], left=[s['prompt_tokens'] for s in led.values()], label='completion')
+    ax[6].barh(
+        list(led),
+        [s['completion_tokens'] for s in led.values()],
+        left=[s['prompt_tokens'] for s in led.values()],
+        label='completion',
+    )
     ax[6].set_title('tokens per tag'); ax[6].legend(fontsize=7); ax[6].tick_params(axis='y', labelsize=7)
     dc = card.get('decontamination')
     if dc:
         kinds = list(dc['checked'])
         ax[7].bar(kinds, [dc['checked'][k]['checked'] for k in kinds], color='lightgray', label='checked')
         ax[7].bar(kinds, [dc['checked'][k]['flagged'] for k in kinds], color='tab:red', label='flagged')
-        ax[7].set_title('decontamination: ' + dc['index']['kind']); ax[7].legend(fontsize=7); ax[7].tick_params(axis='x', labelsize=7)
+        ax[7].set_title('decontamination: ' + dc['index']['kind'])
+        ax[7].legend(fontsize=7)
+        ax[7].tick_params(axis='x', labelsize=7)
     else: ax[7].axis('off'); ax[7].set_title('decontamination: not run')
     fig.tight_layout()
     return fig
 
 # %% ../../../nbs/agentscaler/04_sft_data.ipynb #a9dc0c24
 def _table(head: list[str], rows: list[list]) -> str:
-    return '\n'.join(['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)] + ['| ' + ' | '.join(str(x) for x in r) + ' |' for r in rows])
+    return '\n'.join(
+        ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+        + ['| ' + ' | '.join(str(x) for x in r) + ' |' for r in rows]
+    )
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #b3f9a509
 def _reasons(d: Mapping) -> str: return ', '.join(f'{k}: {v}' for k, v in d.items()) or '-'
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #e573ee66
 def data_card_markdown(card: Mapping) -> str:
     "The card as short markdown tables: stages, filter funnel, SFT splits, distributions, decontamination, ledger."
-    out = [f"# {card.get('title', 'Data card')}", '## Stages',
-           _table(['stage', 'inputs', 'kept', 'records', 'dropped', 'failed'],
-                  [[n, s['inputs'], s['kept'], s['records'], _reasons(s['dropped']), _reasons(s['failed'])] for n, s in card['stages'].items()])]
+    out = [
+        f"# {card.get('title', 'Data card')}",
+        '## Stages',
+        _table(
+            ['stage', 'inputs', 'kept', 'records', 'dropped', 'failed'],
+            [
+                [n, s['inputs'], s['kept'], s['records'], _reasons(s['dropped']), _reasons(s['failed'])]
+                for n, s in card['stages'].items()
+            ],
+        ),
+    ]
     if rep := card.get('repairs'):
-        out += ['## Environment repairs', _table(['environments', 'repaired', 'code requests after the first', 'max rounds'],
-                                                 [[rep['environments'], rep['repaired'], rep['repairs'], rep['max_repairs']]])]
+        out += [
+            '## Environment repairs',
+            _table(
+                ['environments', 'repaired', 'code requests after the first', 'max rounds'],
+                [[rep['environments'], rep['repaired'], rep['repairs'], rep['max_repairs']]],
+            ),
+        ]
     f = card['filter']
-    out += ['## Filter funnel', _table(['total', 'validity', 'state alignment', 'exact match', 'kept'],
-                                       [[f['funnel'][k] for k in ('total', 'validity', 'state_alignment', 'exact_match', 'kept')]])]
-    out += [_table(['filter stage', 'reason', 'trajectories'], [[s, r, n] for s, rs in f['reasons'].items() for r, n in rs.items()])]
+    out += [
+        '## Filter funnel',
+        _table(
+            ['total', 'validity', 'state alignment', 'exact match', 'kept'],
+            [[f['funnel'][k] for k in ('total', 'validity', 'state_alignment', 'exact_match', 'kept')]],
+        ),
+    ]
+    out += [
+        _table(
+            ['filter stage', 'reason', 'trajectories'],
+            [[s, r, n] for s, rs in f['reasons'].items() for r, n in rs.items()],
+        )
+    ]
     if (sft := card.get('sft')) and sft.get('skipped'): out += ['## SFT splits', f"Not made: {sft['skipped']}"]
     elif sft:
-        out += ['## SFT splits', _table(['split', 'domains', 'rows', 'truncated', 'tokens', 'supervised tokens', 'dropped'],
-                                        [[s, ', '.join(sft['general_domains'] if s == 'stage1' else sft['vertical_domains']), sft[s]['kept'],
-                                          sft[s]['truncated'], sft[s]['tokens'], sft[s]['supervised_tokens'], _reasons(sft[s]['dropped'])]
-                                         for s in ('stage1', 'stage2')])]
+        out += [
+            '## SFT splits',
+            _table(
+                ['split', 'domains', 'rows', 'truncated', 'tokens', 'supervised tokens', 'dropped'],
+                [
+                    [
+                        s,
+                        ', '.join(sft['general_domains'] if s == 'stage1' else sft['vertical_domains']),
+                        sft[s]['kept'],
+                        sft[s]['truncated'],
+                        sft[s]['tokens'],
+                        sft[s]['supervised_tokens'],
+                        _reasons(sft[s]['dropped']),
+                    ]
+                    for s in ('stage1', 'stage2')
+                ],
+            ),
+        ]
     d = card['distributions']
-    out += ['## Distributions', _table(['measure', 'value'], [
-        ['domains (tools)', _reasons(d['tools_per_domain'])], ['tasks (write / read)', f"{d['tasks']} ({_reasons(d['task_kinds'])})"],
-        ['kept trajectories', d['trajectories']], ['with a tool error', d['trajectories_with_tool_errors']],
-        ['calls per trajectory (mean)', d['mean_calls_per_trajectory']], ['assistant turns per trajectory (mean)', d['mean_assistant_turns']],
-        ['write share of calls', d['write_share_of_calls']], ['write share of tasks', d['write_share_of_tasks']]])]
+    out += [
+        '## Distributions',
+        _table(
+            ['measure', 'value'],
+            [
+                ['domains (tools)', _reasons(d['tools_per_domain'])],
+                ['tasks (write / read)', f"{d['tasks']} ({_reasons(d['task_kinds'])})"],
+                ['kept trajectories', d['trajectories']],
+                ['with a tool error', d['trajectories_with_tool_errors']],
+                ['calls per trajectory (mean)', d['mean_calls_per_trajectory']],
+                ['assistant turns per trajectory (mean)', d['mean_assistant_turns']],
+                ['write share of calls', d['write_share_of_calls']],
+                ['write share of tasks', d['write_share_of_tasks']],
+            ],
+        ),
+    ]
     if dc := card.get('decontamination'):
-        out += ['## Decontamination', f"Index: {dc['index']['kind']}; {'clean' if dc['clean'] else 'FLAGGED ITEMS'}.",
-                _table(['kind', 'checked', 'flagged'], [[k, v['checked'], v['flagged']] for k, v in dc['checked'].items()])]
+        out += [
+            '## Decontamination',
+            f"Index: {dc['index']['kind']}; {'clean' if dc['clean'] else 'FLAGGED ITEMS'}.",
+            _table(['kind', 'checked', 'flagged'], [[k, v['checked'], v['flagged']] for k, v in dc['checked'].items()]),
+        ]
     if led := card.get('ledger'):
-        out += ['## Token ledger', _table(['tag', 'requests', 'cache hits', 'backend calls', 'failures', 'prompt tokens', 'completion tokens'],
-                                          [[t, s['requests'], s['cache_hits'], s['backend_calls'], _reasons(s['failures']), s['prompt_tokens'],
-                                            s['completion_tokens']] for t, s in led.items()])]
+        out += [
+            '## Token ledger',
+            _table(
+                ['tag', 'requests', 'cache hits', 'backend calls', 'failures', 'prompt tokens', 'completion tokens'],
+                [
+                    [
+                        t,
+                        s['requests'],
+                        s['cache_hits'],
+                        s['backend_calls'],
+                        _reasons(s['failures']),
+                        s['prompt_tokens'],
+                        s['completion_tokens'],
+                    ]
+                    for t, s in led.items()
+                ],
+            ),
+        ]
     return '\n\n'.join(out) + '\n'
 
+# %% ../../../nbs/agentscaler/04_sft_data.ipynb #21206651
 def write_data_card(card: Mapping, out_dir: str | Path, figure=None) -> dict[str, Path]:
-    "Write `out_dir/data_card.json` (the card), `data_card.md` (`data_card_markdown`) and, given a figure, `data_card.png` (the frame's `write_data_card`)."
+    ("Write `out_dir/data_card.json` (the card), `data_card.md` (`data_card_markdown`) and, given a figure, "
+     "`data_card.png` (the frame's `write_data_card`).")
     run = RunFolder(out_dir, ())
     write_card_files(run, dict(card), figure, data_card_markdown(card))
     return {'json': run.file(None, 'data_card.json'), 'markdown': run.file(None, 'data_card.md'),

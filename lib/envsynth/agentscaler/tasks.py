@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 from .pool import load_prompt
 from ..materialize import DatabaseDesign, Domain, SeedRows, seed_request
 from ..envs import Environment
-from ..walks import DATE_LIKE, WalkResult, string_leaves, check_patch, compact, derived_seed, run_walk, user_facts
+from ..walks import (DATE_LIKE, WalkResult, string_leaves, check_patch, compact, derived_seed, run_walk,
+                            user_facts)
 from ..chains import WalkStats, random_walks
 from ..llm import LLMClient, LLMError
 from ..schema import Task, content_hash, user
@@ -24,23 +25,29 @@ __all__ = ['INITIAL_STATE_TAG', 'INTENT_TAG', 'diverse_initial_states', 'state_p
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #3569b00f
 def _column_kinds(rows: dict[str, dict], row_ids: set[str]) -> dict[str, str]:
-    "The fields of a table that may vary: 'category' (a few repeated strings or booleans) or 'number'; ids, references, dates and free text may not."
+    ("The fields of a table that may vary: 'category' (a few repeated strings or booleans) or 'number'; ids, "
+     "references, dates and free text may not.")
     out = {}
     for f in sorted({f for r in rows.values() for f in r}):
         vals = [r[f] for r in rows.values() if r.get(f) is not None]
         if not vals: continue
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
-            if not (all(isinstance(v, int) for v in vals) and len(vals) > 3 and len(set(vals)) == len(vals)): out[f] = 'number'   # unique ints: an identifier
+            if not (all(isinstance(v, int) for v in vals) and len(vals) > 3 and len(set(vals)) == len(vals)):
+                out[f] = 'number'  # unique ints: an identifier
         elif all(isinstance(v, bool) for v in vals) or all(isinstance(v, str) for v in vals):
             distinct = set(vals)
-            if distinct & row_ids or any(isinstance(v, str) and (DATE_LIKE.match(v) or len(v) > 40) for v in distinct): continue
+            if distinct & row_ids or any(isinstance(v, str) and (DATE_LIKE.match(v) or len(v) > 40) for v in distinct):
+                continue
             if 2 <= len(distinct) <= max(2, len(vals) // 2): out[f] = 'category'
     return out
 
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #e1c54731
 def _variation(state: dict[str, dict], rng: random.Random, drop_frac: float, change_frac: float, max_rows: int) -> dict:
     "One random patch of `state` (see above)."
     row_ids = {k for rows in state.values() for k in rows}
-    referenced = {s for t, rows in state.items() for k, r in rows.items() for s in string_leaves(r) if s in row_ids and s != k}
+    referenced = {
+        s for t, rows in state.items() for k, r in rows.items() for s in string_leaves(r) if s in row_ids and s != k
+    }
     patch = {}
     for t in sorted(state):
         rows = state[t]
@@ -91,11 +98,15 @@ def diverse_initial_states(env: Environment, n: int, seed: int = 0, *, drop_frac
 INITIAL_STATE_TAG = 'agentscaler.initial_state'
 
 def state_patch(base: dict[str, dict], state: dict[str, dict]) -> dict:
-    "The `Task.initial_state` patch that turns `base` into `state`: each row of `state`, and None for the rows it lacks."
+    ("The `Task.initial_state` patch that turns `base` into `state`: each row of `state`, and None for the rows it "
+     "lacks.")
     return {t: {k: None for k in sorted(base.get(t, {})) if k not in rows} | dict(sorted(rows.items()))
             for t, rows in sorted(state.items())}
 
-def initial_state_request(env: Environment, design: DatabaseDesign, index: int, n: int, rows_per_table: int, seed: int) -> dict:
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #b7b65ecd
+def initial_state_request(
+    env: Environment, design: DatabaseDesign, index: int, n: int, rows_per_table: int, seed: int
+) -> dict:
     "The JSON the state writer sees: the design's tables, the size, which state of how many, and a seed."
     return {**seed_request(env.name, design, rows_per_table, derived_seed('initial-state', env.name, seed, index)),
             'state_index': index, 'states': n}
@@ -109,14 +120,23 @@ async def generated_initial_states(env: Environment, client: LLMClient, n: int, 
     dropped = dropped if dropped is not None else Counter()
     prov = env.metadata.get('provenance') or {}
     if not prov.get('design'):
-        raise ValueError(f'environment {env.name!r} records no database design (stage 3 writes one): use initial_states="perturbed"')
+        raise ValueError(
+            f'environment {env.name!r} records no database design (stage 3 writes one): use initial_states="perturbed"'
+        )
     design = DatabaseDesign.model_validate(prov['design'])
     with env.reset() as ep: base = ep.state()
     rows = prov.get('rows_per_table') or max(1, max((len(r) for r in base.values()), default=1))
     async def write(i: int):
-        text = load_prompt('initial_state', request=json.dumps(initial_state_request(env, design, i, n, rows, seed), indent=1, ensure_ascii=False))
-        try: return (await client.chat([user(text)], response_model=SeedRows.for_design(design), tag=INITIAL_STATE_TAG)).parsed.rows
-        except LLMError as e: return e
+        text = load_prompt(
+            'initial_state',
+            request=json.dumps(initial_state_request(env, design, i, n, rows, seed), indent=1, ensure_ascii=False),
+        )
+        try:
+            return (
+                await client.chat([user(text)], response_model=SeedRows.for_design(design), tag=INITIAL_STATE_TAG)
+            ).parsed.rows
+        except LLMError as e:
+            return e
     out, seen = [None], {content_hash(base, 16)}
     for state in await asyncio.gather(*(write(i) for i in range(1, n))):
         if isinstance(state, LLMError): dropped[f'state_llm_{state.kind}'] += 1; continue
@@ -128,17 +148,20 @@ async def generated_initial_states(env: Environment, client: LLMClient, n: int, 
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #c1fd2cc8
 def domain_graph(env: Environment, domain: Domain) -> nx.DiGraph:
-    "The domain's dependency edges among the tools `env` really has, as a weighted digraph for `envsynth.chains.random_walks`."
+    ("The domain's dependency edges among the tools `env` really has, as a weighted digraph for "
+     "`envsynth.chains.random_walks`.")
     g = nx.DiGraph()
     for n in sorted(set(domain.tool_names) & set(env.tool_info)): g.add_node(n, server=domain.name)
     for u, v, w in sorted(domain.edges):
         if u in g and v in g and u != v: g.add_edge(u, v, weight=max(float(w), 1e-6))
     return g
 
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #52684448
 def sample_walks(graph: nx.DiGraph, n: int, min_len: int, max_len: int, seed: int,
                  stop: Literal['target_length', 'dead_end'] = 'target_length') -> tuple[list[list[str]], WalkStats]:
-    """Up to `n` distinct directed walks of `min_len`..`max_len` tools (weight-biased, acyclic), and the sampler's counts.
-    `stop='dead_end'` walks until `max_len` tools or a tool with no edge onward (the paper); 'target_length' draws a length first."""
+    """Up to `n` distinct directed walks of `min_len`..`max_len` tools (weight-biased, acyclic), and the sampler's
+    counts. `stop='dead_end'` walks until `max_len` tools or a tool with no edge onward (the paper); 'target_length'
+    draws a length first."""
     stats = WalkStats()
     return random_walks(graph, n_walks=n, min_len=min_len, max_len=max_len, seed=seed, stats=stats, stop=stop), stats
 
@@ -149,34 +172,62 @@ class UserIntent(BaseModel):
     "The overall intent of the user behind a tool sequence, addressed to them."
     instruction: str = Field(description='second person: "You want to ..., then you intend to ..."')
 
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #a7c8bb40
 def _mentions(text: str, value: Any) -> bool:
     "Whether `text` (lower case) states `value` (strings and numbers are checked; booleans and objects cannot be)."
     if isinstance(value, bool) or value is None or isinstance(value, dict): return True
     if isinstance(value, list): return all(_mentions(text, v) for v in value)
     if isinstance(value, str): return value.strip().lower() in text
-    forms = {str(value), f'{value:g}', f'{value:,}', f'{value:.2f}', f'{value:,.2f}'} if isinstance(value, float) else {str(value), f'{value:,}'}
+    forms = (
+        {str(value), f'{value:g}', f'{value:,}', f'{value:.2f}', f'{value:,.2f}'}
+        if isinstance(value, float)
+        else {str(value), f'{value:,}'}
+    )
     if isinstance(value, float) and value.is_integer(): forms.add(str(int(value)))
     return any(re.search(rf'(?<![\d.]){re.escape(f)}(?!\d)', text) for f in forms)
 
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #0ad02978
 def intent_problems(instruction: str, facts: dict, tool_names: Iterable[str]) -> list[str]:
     "What is wrong with an intent (empty = fine): not second person, a fact missing, a tool named."
     low, problems = instruction.lower(), []
     if not instruction.strip(): return ['the instruction is empty']
-    if not re.search(r'\byou\b', low): problems.append('it is not addressed to the user in the second person ("You want to ...")')
-    named = sorted(n for n in tool_names if re.search(r'[_.\-]|[a-z][A-Z]', n) and re.search(rf'(?<![\w]){re.escape(n.lower())}(?![\w])', low))
+    if not re.search(r'\byou\b', low):
+        problems.append('it is not addressed to the user in the second person ("You want to ...")')
+    named = sorted(
+        n
+        for n in tool_names
+        if re.search(r'[_.\-]|[a-z][A-Z]', n) and re.search(rf'(?<![\w]){re.escape(n.lower())}(?![\w])', low)
+    )
     if named: problems.append(f'it names the tools {named}: describe what the user wants instead')
-    problems += [f'it does not state the fact {k} = {json.dumps(v, ensure_ascii=False)}' for k, v in facts.items() if not _mentions(low, v)]
+    problems += [
+        f'it does not state the fact {k} = {json.dumps(v, ensure_ascii=False)}'
+        for k, v in facts.items()
+        if not _mentions(low, v)
+    ]
     return problems
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #a72f5e43
 def intent_request(env: Environment, result: WalkResult, facts: dict, previous: dict | None = None) -> dict:
     "The JSON the intent writer sees: the service, each call's documentation, arguments and output, the user facts."
-    return {'service': env.description,
-            'steps': [{'description': env.tool(a.name).function.description, 'kind': env.tool_info[a.name].kind,
-                       'arguments': a.arguments, 'output': compact(o, max_items=3)} for a, o in zip(result.actions, result.outputs)],
-            'user_facts': facts, 'previous_attempt': previous}
+    return {
+        'service': env.description,
+        'steps': [
+            {
+                'description': env.tool(a.name).function.description,
+                'kind': env.tool_info[a.name].kind,
+                'arguments': a.arguments,
+                'output': compact(o, max_items=3),
+            }
+            for a, o in zip(result.actions, result.outputs)
+        ],
+        'user_facts': facts,
+        'previous_attempt': previous,
+    }
 
-async def write_intent(env: Environment, client: LLMClient, result: WalkResult, facts: dict) -> tuple[str | None, str | None]:
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #681794dd
+async def write_intent(
+    env: Environment, client: LLMClient, result: WalkResult, facts: dict
+) -> tuple[str | None, str | None]:
     "`(instruction, None)`: the checked intent of a walk's user; or `(None, reason)`."
     previous, names = None, list(env.tool_info)
     for _ in range(2):
@@ -190,35 +241,83 @@ async def write_intent(env: Environment, client: LLMClient, result: WalkResult, 
 
 # %% ../../../nbs/agentscaler/02_tasks.ipynb #116726b6
 class TaskBatch(BaseModel):
-    "What `synthesize_tasks` returns: the tasks, the drop counts by reason, and other counts (states, walks, calls, retries, cuts)."
+    ("What `synthesize_tasks` returns: the tasks, the drop counts by reason, and other counts (states, walks, calls, "
+     "retries, cuts).")
     tasks: list[Task] = Field(default_factory=list)
     dropped: dict[str, int] = Field(default_factory=dict)
     counts: dict[str, int] = Field(default_factory=dict)
 
-async def synthesize_tasks(env: Environment, domain: Domain, client: LLMClient, *, n_states: int = 2, walks_per_state: int = 3,
-                           min_len: int = 2, max_len: int = 4, seed: int = 0, max_rows: int = 6, max_chars: int = 6000,
-                           initial_states: Literal['perturbed', 'generated'] = 'perturbed',
-                           walk_stop: Literal['target_length', 'dead_end'] = 'target_length') -> TaskBatch:
+# %% ../../../nbs/agentscaler/02_tasks.ipynb #2b9b857d
+async def synthesize_tasks(
+    env: Environment,
+    domain: Domain,
+    client: LLMClient,
+    *,
+    n_states: int = 2,
+    walks_per_state: int = 3,
+    min_len: int = 2,
+    max_len: int = 4,
+    seed: int = 0,
+    max_rows: int = 6,
+    max_chars: int = 6000,
+    initial_states: Literal['perturbed', 'generated'] = 'perturbed',
+    walk_stop: Literal['target_length', 'dead_end'] = 'target_length',
+) -> TaskBatch:
     """AgentScaler task construction for one environment and its domain (see above); deterministic for the same inputs
     and client answers. `initial_states`: 'generated' (the model writes each state) or 'perturbed' (variations of the
-    seed state); `walk_stop`: 'dead_end' (walk to the step cap or a dead end) or 'target_length' (see `sample_walks`)."""
-    if initial_states not in ('perturbed', 'generated'): raise ValueError(f"initial_states must be 'perturbed' or 'generated', got {initial_states!r}")
-    if n_states < 1 or walks_per_state < 1: raise ValueError(f'n_states and walks_per_state must be >= 1, got {n_states}, {walks_per_state}')
-    if not 1 <= min_len <= max_len: raise ValueError(f'need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}')
+    seed state); `walk_stop`: 'dead_end' (walk to the step cap or a dead end) or 'target_length' (see
+    `sample_walks`)."""
+    if initial_states not in ('perturbed', 'generated'):
+        raise ValueError(f"initial_states must be 'perturbed' or 'generated', got {initial_states!r}")
+    if n_states < 1 or walks_per_state < 1:
+        raise ValueError(f'n_states and walks_per_state must be >= 1, got {n_states}, {walks_per_state}')
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f'need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}')
     dropped, counts = Counter(), Counter()
     graph = domain_graph(env, domain)
     counts['domain_tools_missing'] = len(set(domain.tool_names) - set(env.tool_info))
-    if initial_states == 'generated': states = await generated_initial_states(env, client, n_states, seed, dropped=dropped)
+    if initial_states == 'generated':
+        states = await generated_initial_states(env, client, n_states, seed, dropped=dropped)
     else: states = diverse_initial_states(env, n_states, seed, dropped=dropped)
     counts['states'] = len(states)
     jobs = []
     for si, patch in enumerate(states):
-        walks, _ = sample_walks(graph, walks_per_state, min_len, max_len, derived_seed('walks', env.name, domain.name, patch, seed), walk_stop)
+        walks, _ = sample_walks(
+            graph,
+            walks_per_state,
+            min_len,
+            max_len,
+            derived_seed('walks', env.name, domain.name, patch, seed),
+            walk_stop,
+        )
         dropped['no_walk'] += walks_per_state - len(walks); counts['walks'] += len(walks)
-        jobs += [(si, patch, w, 'as_' + content_hash({'env': env.name, 'domain': domain.name, 'state': patch, 'walk': w, 'seed': seed}, 12))
-                 for w in walks]
-    results = await asyncio.gather(*(run_walk(env, client, w, patch, task_id=tid, state_index=si, min_len=min_len, seed=seed,
-                                              max_rows=max_rows, max_chars=max_chars) for si, patch, w, tid in jobs))
+        jobs += [
+            (
+                si,
+                patch,
+                w,
+                'as_'
+                + content_hash({'env': env.name, 'domain': domain.name, 'state': patch, 'walk': w, 'seed': seed}, 12),
+            )
+            for w in walks
+        ]
+    results = await asyncio.gather(
+        *(
+            run_walk(
+                env,
+                client,
+                w,
+                patch,
+                task_id=tid,
+                state_index=si,
+                min_len=min_len,
+                seed=seed,
+                max_rows=max_rows,
+                max_chars=max_chars,
+            )
+            for si, patch, w, tid in jobs
+        )
+    )
     kept, seen = [], set()
     for r in results:
         counts['calls'] += len(r.actions); counts['retries'] += r.retries
@@ -233,10 +332,19 @@ async def synthesize_tasks(env: Environment, domain: Domain, client: LLMClient, 
     for (r, facts), (intent, why) in zip(kept, intents):
         if why: dropped[why] += 1; continue
         kind = 'write' if any(env.tool_info[a.name].kind == 'write' for a in r.actions) else 'read'
-        tasks.append(Task(id=r.task_id, env_id=env.name, instruction=intent, initial_state=r.initial_state, gold_actions=r.actions,
-                          gold_state_hash=r.gold_hash, user_context=facts,
-                          metadata={'domain': domain.name, 'walk': r.walk, 'state_index': r.state_index, 'kind': kind}
-                                   | ({'cut': r.cut} if r.cut else {})))
+        tasks.append(
+            Task(
+                id=r.task_id,
+                env_id=env.name,
+                instruction=intent,
+                initial_state=r.initial_state,
+                gold_actions=r.actions,
+                gold_state_hash=r.gold_hash,
+                user_context=facts,
+                metadata={'domain': domain.name, 'walk': r.walk, 'state_index': r.state_index, 'kind': kind}
+                | ({'cut': r.cut} if r.cut else {}),
+            )
+        )
     return TaskBatch(tasks=tasks, dropped=dict(sorted((k, v) for k, v in dropped.items() if v)),
                      counts=dict(sorted((k, v) for k, v in counts.items() if v or k in ('states', 'walks'))))
 
@@ -244,5 +352,6 @@ async def synthesize_tasks(env: Environment, domain: Domain, client: LLMClient, 
 def task_domain(task: Task, env: Environment | None = None) -> str:
     "The task's domain: `metadata['domain']` (AgentScaler tasks), else its environment's name."
     d = task.metadata.get('domain') or task.env_id or (env.name if env is not None else None)
-    if not d: raise ValueError(f'task {task.id} has no domain: no metadata["domain"], no env_id and no environment given')
+    if not d:
+        raise ValueError(f'task {task.id} has no domain: no metadata["domain"], no env_id and no environment given')
     return d

@@ -26,18 +26,35 @@ class ProposedChain(BaseModel):
     chain: list[str]
     task: str
 
+# %% ../../../nbs/astra/01_chains.ipynb #63ddfb41
 class ChainProposals(BaseModel):
     chains: list[ProposedChain]
 
+# %% ../../../nbs/astra/01_chains.ipynb #4648a0fa
 def server_inputs(server: MCPServer) -> dict:
     "What the prompts show of a server: name, description and its tools' documents."
-    return {'server': server.name, 'description': server.description, 'tools': [t.to_openai()['function'] for t in server.tools]}
+    return {
+        'server': server.name,
+        'description': server.description,
+        'tools': [t.to_openai()['function'] for t in server.tools],
+    }
 
+# %% ../../../nbs/astra/01_chains.ipynb #de430c24
 async def propose_chains(server: MCPServer, client, n: int = 8) -> tuple[list[ProposedChain], Counter]:
     "The server's proposals the model marked `yes` whose tools exist, and the rest counted by reason."
-    try: r = await client.chat([{'role': 'user', 'content': load_prompt('propose_chains', n=n, inputs=inputs_block(server_inputs(server)))}],
-                               response_model=ChainProposals, tag=PROPOSE_TAG)
-    except LLMError as e: return [], Counter({f'proposal_failed': 1})
+    try:
+        r = await client.chat(
+            [
+                {
+                    'role': 'user',
+                    'content': load_prompt('propose_chains', n=n, inputs=inputs_block(server_inputs(server))),
+                }
+            ],
+            response_model=ChainProposals,
+            tag=PROPOSE_TAG,
+        )
+    except LLMError as e:
+        return [], Counter({f'proposal_failed': 1})
     kept, dropped, names = [], Counter(), set(server.tool_names)
     for p in r.parsed.chains:
         if p.detected != 'yes': dropped['not_detected'] += 1
@@ -48,7 +65,8 @@ async def propose_chains(server: MCPServer, client, n: int = 8) -> tuple[list[Pr
 
 # %% ../../../nbs/astra/01_chains.ipynb #b542398b
 def chain_transition_graph(server: MCPServer, chains: list[list[str]]) -> nx.DiGraph:
-    "ASTRA's transition graph Ĝ of one server: edge weight = how often the step occurs in the proposed chains (self-loops left out)."
+    ("ASTRA's transition graph Ĝ of one server: edge weight = how often the step occurs in the proposed chains "
+     "(self-loops left out).")
     g = nx.DiGraph(); g.add_nodes_from(server.tool_names)
     for chain in chains:
         for a, b in zip(chain, chain[1:]):
@@ -65,6 +83,7 @@ class ChainVerdict(BaseModel):
     task: str = ''
     reason: str = ''
 
+# %% ../../../nbs/astra/01_chains.ipynb #9b5d652e
 class VerifiedChain(BaseModel):
     "A candidate chain after the vote: `valid` only with a strict majority of accepting votes."
     server: str
@@ -73,35 +92,79 @@ class VerifiedChain(BaseModel):
     valid: bool
     votes: dict[str, int] = Field(default_factory=dict)   # accept / reject / unknown
 
+# %% ../../../nbs/astra/01_chains.ipynb #ceb38a24
 def task_for_walk(walk: list[str], proposals: list[ProposedChain]) -> str:
     "The task of the first proposal that contains `walk` as consecutive calls ('' if none does)."
     k = len(walk)
     return next((p.task for p in proposals if any(p.chain[i:i + k] == walk for i in range(len(p.chain) - k + 1))), '')
 
-async def verify_chain(server: MCPServer, chain: list[str], task: str, client, n_votes: int = 3, temperature: float = 0.6) -> VerifiedChain:
-    "`n_votes` verdicts on `chain`; kept when accepting votes > n_votes / 2 (a vote that failed counts as unknown, i.e. against)."
+# %% ../../../nbs/astra/01_chains.ipynb #6bb999ef
+async def verify_chain(
+    server: MCPServer, chain: list[str], task: str, client, n_votes: int = 3, temperature: float = 0.6
+) -> VerifiedChain:
+    ("`n_votes` verdicts on `chain`; kept when accepting votes > n_votes / 2 (a vote that failed counts as unknown, "
+     "i.e. against).")
     if n_votes < 1: raise ValueError(f'n_votes must be >= 1, got {n_votes}')
     inputs = server_inputs(server) | {'chain': chain, 'task': task or None}
     prompt = load_prompt('verify_chain', inputs=inputs_block(inputs))
     async def vote(i: int) -> ChainVerdict | None:
-        try: return (await client.chat([{'role': 'user', 'content': prompt}], response_model=ChainVerdict, tag=VERIFY_TAG,
-                                       temperature=temperature, seed=i)).parsed
-        except LLMError: return None
+        try:
+            return (
+                await client.chat(
+                    [{'role': 'user', 'content': prompt}],
+                    response_model=ChainVerdict,
+                    tag=VERIFY_TAG,
+                    temperature=temperature,
+                    seed=i,
+                )
+            ).parsed
+        except LLMError:
+            return None
     verdicts = await asyncio.gather(*(vote(i) for i in range(n_votes)))
     ok = [v for v in verdicts if v is not None and v.dependencies_satisfied and v.coherent]
-    votes = {'accept': len(ok), 'reject': sum(v is not None for v in verdicts) - len(ok), 'unknown': sum(v is None for v in verdicts)}
-    return VerifiedChain(server=server.name, chain=chain, task=task or (ok[0].task if ok else ''), valid=len(ok) * 2 > n_votes, votes=votes)
+    votes = {
+        'accept': len(ok),
+        'reject': sum(v is not None for v in verdicts) - len(ok),
+        'unknown': sum(v is None for v in verdicts),
+    }
+    return VerifiedChain(
+        server=server.name,
+        chain=chain,
+        task=task or (ok[0].task if ok else ''),
+        valid=len(ok) * 2 > n_votes,
+        votes=votes,
+    )
 
 # %% ../../../nbs/astra/01_chains.ipynb #25320023
-async def server_chains(server: MCPServer, client, *, proposals: int = 8, walks: int = 10, min_len: int = 2, max_len: int = 5,
-                        acyclic: bool = True, n_votes: int = 3, temperature: float = 0.6, seed: int = 0) -> tuple[list[VerifiedChain], dict]:
-    "Propose → transition graph → walks → vote; returns the accepted chains and the counts of every step with drop reasons."
+async def server_chains(
+    server: MCPServer,
+    client,
+    *,
+    proposals: int = 8,
+    walks: int = 10,
+    min_len: int = 2,
+    max_len: int = 5,
+    acyclic: bool = True,
+    n_votes: int = 3,
+    temperature: float = 0.6,
+    seed: int = 0,
+) -> tuple[list[VerifiedChain], dict]:
+    ("Propose → transition graph → walks → vote; returns the accepted chains and the counts of every step with drop "
+     "reasons.")
     kept, dropped = await propose_chains(server, client, proposals)
     g = chain_transition_graph(server, [p.chain for p in kept])
     walk_stats = WalkStats()
     cands = random_walks(g, walks, min_len, max_len, seed, acyclic=acyclic, stats=walk_stats)
-    checked = await asyncio.gather(*(verify_chain(server, w, task_for_walk(w, kept), client, n_votes, temperature) for w in cands))
-    votes_failed = Counter('vote_unknown' if c.votes['unknown'] * 2 >= n_votes else 'vote_rejected' for c in checked if not c.valid)
-    stats = {'proposals': {'kept': len(kept), 'dropped': dict(dropped)}, 'graph': {'nodes': g.number_of_nodes(), 'edges': g.number_of_edges()},
-             'walks': {'kept': len(cands), 'dropped': dict(walk_stats.dropped)}, 'verified': {'kept': sum(c.valid for c in checked), 'dropped': dict(votes_failed)}}
+    checked = await asyncio.gather(
+        *(verify_chain(server, w, task_for_walk(w, kept), client, n_votes, temperature) for w in cands)
+    )
+    votes_failed = Counter(
+        'vote_unknown' if c.votes['unknown'] * 2 >= n_votes else 'vote_rejected' for c in checked if not c.valid
+    )
+    stats = {
+        'proposals': {'kept': len(kept), 'dropped': dict(dropped)},
+        'graph': {'nodes': g.number_of_nodes(), 'edges': g.number_of_edges()},
+        'walks': {'kept': len(cands), 'dropped': dict(walk_stats.dropped)},
+        'verified': {'kept': sum(c.valid for c in checked), 'dropped': dict(votes_failed)},
+    }
     return [c for c in checked if c.valid], stats

@@ -26,10 +26,12 @@ class PoolTool(BaseModel):
     env: str
     tool: EnvTool
 
+# %% ../../../nbs/astra/10_distractors.ipynb #52f2e977
 def tool_document_text(t: EnvTool) -> str:
     "d(τ): the tool's OpenAI document as JSON."
     return json.dumps(t.tool.to_tool().to_openai(), sort_keys=True, ensure_ascii=False)
 
+# %% ../../../nbs/astra/10_distractors.ipynb #85c4ffdf
 def unique_pool(envs: dict[str, list[EnvTool]]) -> tuple[dict[str, PoolTool], Counter]:
     "𝒯_uniq: one tool per exact name (the first, environments in sorted order), and how many duplicates were dropped."
     out, dropped = {}, Counter()
@@ -39,6 +41,7 @@ def unique_pool(envs: dict[str, list[EnvTool]]) -> tuple[dict[str, PoolTool], Co
             else: out[t.name] = PoolTool(env=env, tool=t)
     return out, dropped
 
+# %% ../../../nbs/astra/10_distractors.ipynb #6f944a8a
 def build_tool_pool(entries: dict[str, PoolTool], embedder) -> ToolPool:
     "The pool's embeddings (rows L2-normalized) with each tool's environment as its domain."
     keys = sorted(entries)
@@ -49,12 +52,26 @@ def build_tool_pool(entries: dict[str, PoolTool], embedder) -> ToolPool:
 # %% ../../../nbs/astra/10_distractors.ipynb #4827d941
 DISTRACTOR_MODES = ('bands', 'none', 'random')
 
-def choose_distractors(pool: ToolPool, entries: dict[str, PoolTool], env: str, own_names: list[str], mode: str = 'bands', *, k_per_band: int = 2,
-                       seed: int = 0, high: float = 0.85, low: float = 0.4, random_range: tuple[int, int] = (5, 9)) -> dict[str, list[str]]:
+def choose_distractors(
+    pool: ToolPool,
+    entries: dict[str, PoolTool],
+    env: str,
+    own_names: list[str],
+    mode: str = 'bands',
+    *,
+    k_per_band: int = 2,
+    seed: int = 0,
+    high: float = 0.85,
+    low: float = 0.4,
+    random_range: tuple[int, int] = (5, 9),
+) -> dict[str, list[str]]:
     "Distractor tool names by band for the instance of environment `env` with tools `own_names`."
-    if mode not in DISTRACTOR_MODES: raise ValueError(f'unknown distractor mode {mode!r}; choose from {DISTRACTOR_MODES}')
+    if mode not in DISTRACTOR_MODES:
+        raise ValueError(f'unknown distractor mode {mode!r}; choose from {DISTRACTOR_MODES}')
     if mode == 'none': return {}
-    in_scope = [n for n in own_names if n in entries and entries[n].env == env] or [n for n in own_names if n in entries]
+    in_scope = [n for n in own_names if n in entries and entries[n].env == env] or [
+        n for n in own_names if n in entries
+    ]
     if not in_scope: return {}
     if mode == 'random': chosen = {'random': random_distractors(pool, in_scope, seed, tuple(random_range))}
     else: chosen = mix_distractors(pool, in_scope, k_per_band, seed, high, low)
@@ -67,33 +84,58 @@ def placeholder_arguments(tool: Tool) -> dict:
     props, out = params.get('properties', {}), {}
     for p in params.get('required', []):
         s = props.get(p, {})
-        out[p] = s['enum'][0] if s.get('enum') else {'integer': 1, 'number': 1.0, 'boolean': True, 'array': [], 'object': {}}.get(s.get('type'), 'example')
+        out[p] = (
+            s['enum'][0]
+            if s.get('enum')
+            else {'integer': 1, 'number': 1.0, 'boolean': True, 'array': [], 'object': {}}.get(s.get('type'), 'example')
+        )
     return out
 
+# %% ../../../nbs/astra/10_distractors.ipynb #ec31b5a5
 class SpamPolicy:
-    "Calls every offered tool in one turn (each gold action, and every other tool once with placeholders), then answers."
+    ("Calls every offered tool in one turn (each gold action, and every other tool once with placeholders), then "
+     "answers.")
     def __init__(self, task: Task): self.task = task
     async def act(self, messages, tools: list[Tool]) -> PolicyTurn:
-        if any(m.role == 'assistant' and m.tool_calls for m in messages): return PolicyTurn(assistant(f'<answer>{self.task.final_answer}</answer>'))
+        if any(m.role == 'assistant' and m.tool_calls for m in messages):
+            return PolicyTurn(assistant(f'<answer>{self.task.final_answer}</answer>'))
         gold = list(self.task.gold_actions)
-        calls = [(a.name, a.arguments) for a in gold] + [(t.name, placeholder_arguments(t)) for t in tools if t.name not in {a.name for a in gold}]
+        calls = [(a.name, a.arguments) for a in gold] + [
+            (t.name, placeholder_arguments(t)) for t in tools if t.name not in {a.name for a in gold}
+        ]
         return PolicyTurn(assistant(tool_calls=[ToolCall.make(n, a, index=i) for i, (n, a) in enumerate(calls)]))
 
+# %% ../../../nbs/astra/10_distractors.ipynb #758dffeb
 def oracle_policy(task: Task) -> OraclePolicy: return OraclePolicy(task, final=f'<answer>{task.final_answer}</answer>')
 
 # %% ../../../nbs/astra/10_distractors.ipynb #41be3b9f
 async def run_policy(env, task: Task, policy, max_turns: int = 32) -> Trajectory:
     "One episode of `policy` on `task` in `env` (a loaded environment), ending at the first `<answer>`."
     executor = EnvExecutor(env.reset(task))
-    try: return await run_episode(policy, executor, task=task, limits=EpisodeLimits(max_turns=max_turns, max_tool_calls=None, stop_on_answer=True))
+    try:
+        return await run_episode(
+            policy,
+            executor,
+            task=task,
+            limits=EpisodeLimits(max_turns=max_turns, max_tool_calls=None, stop_on_answer=True),
+        )
     finally: executor.close()
 
+# %% ../../../nbs/astra/10_distractors.ipynb #9a75a798
 async def policy_checks(env, task: Task, reward: AstraF1Reward = AstraF1Reward(), max_turns: int = 32) -> dict:
-    "The reward (with its parts) of the oracle, do-nothing and spammer policies on `task`, and the oracle's trajectory (untimed)."
+    ("The reward (with its parts) of the oracle, do-nothing and spammer policies on `task`, and the oracle's "
+     "trajectory (untimed).")
     out = {}
-    for name, policy in (('oracle', oracle_policy(task)), ('do_nothing', DoNothingPolicy(task)), ('spammer', SpamPolicy(task))):
+    for name, policy in (
+        ('oracle', oracle_policy(task)),
+        ('do_nothing', DoNothingPolicy(task)),
+        ('spammer', SpamPolicy(task)),
+    ):
         traj = await run_policy(env, task, policy, max_turns)
         res = astra_f1(reward, task, traj)
         out[name] = {'reward': res.score} | res.parts
-        if name == 'oracle': out['oracle_trajectory'] = traj.model_copy(update={'info': {'termination': traj.info.get('termination')}}).model_dump(mode='json', exclude_none=True)
+        if name == 'oracle':
+            out['oracle_trajectory'] = traj.model_copy(
+                update={'info': {'termination': traj.info.get('termination')}}
+            ).model_dump(mode='json', exclude_none=True)
     return out

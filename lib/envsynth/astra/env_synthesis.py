@@ -22,8 +22,12 @@ __all__ = ['JSON_TYPES', 'ENV_TAGS', 'ToolDocument', 'InvocationError', 'parse_i
 
 # %% ../../../nbs/astra/08_env_synthesis.ipynb #1ee4b6d1
 JSON_TYPES = ('string', 'integer', 'number', 'boolean', 'array', 'object')
-ENV_TAGS = {'tool_doc': 'astra.env_tool_doc', 'complexity': 'astra.env_complexity', 'invocation': 'astra.env_invocation',
-            'implementation': 'astra.env_implementation'}
+ENV_TAGS = {
+    'tool_doc': 'astra.env_tool_doc',
+    'complexity': 'astra.env_complexity',
+    'invocation': 'astra.env_invocation',
+    'implementation': 'astra.env_implementation',
+}
 
 class ToolDocument(BaseModel):
     "A synthesized tool's document: name, description and parameters (a JSON Schema object)."
@@ -34,27 +38,37 @@ class ToolDocument(BaseModel):
     @field_validator('parameters')
     @classmethod
     def _parameters(cls, v: dict) -> dict:
-        if v.get('type') != 'object' or not isinstance(v.get('properties'), dict): raise ValueError('parameters must be {"type": "object", "properties": {...}}')
+        if v.get('type') != 'object' or not isinstance(v.get('properties'), dict):
+            raise ValueError('parameters must be {"type": "object", "properties": {...}}')
         for name, s in v['properties'].items():
             if not name.isidentifier() or keyword.iskeyword(name) or name.startswith('_') or name == 'self':
                 raise ValueError(f'parameter {name!r} is not a usable Python name')
-            if not isinstance(s, dict) or s.get('type') not in JSON_TYPES: raise ValueError(f'parameter {name!r}: type must be one of {JSON_TYPES}')
-        if bad := sorted(set(v.get('required') or []) - set(v['properties'])): raise ValueError(f'required names unknown parameters {bad}')
+            if not isinstance(s, dict) or s.get('type') not in JSON_TYPES:
+                raise ValueError(f'parameter {name!r}: type must be one of {JSON_TYPES}')
+        if bad := sorted(set(v.get('required') or []) - set(v['properties'])):
+            raise ValueError(f'required names unknown parameters {bad}')
         return v
 
     def to_tool(self) -> Tool:
         "The document as an `envsynth.schema.Tool` (its JSON Schema checked)."
-        return Tool.parse({'type': 'function', 'function': {'name': self.name, 'description': self.description, 'parameters': self.parameters}})
+        return Tool.parse(
+            {
+                'type': 'function',
+                'function': {'name': self.name, 'description': self.description, 'parameters': self.parameters},
+            }
+        )
 
 # %% ../../../nbs/astra/08_env_synthesis.ipynb #afd698cf
 class InvocationError(ValueError):
     "An invocation statement that is not one valid call of its tool."
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #eb934078
 def parse_invocation(call: str, tool: ToolDocument) -> dict:
     "The arguments of `call` (`tool(arg=literal, ...)`), checked against the tool's schema."
     try: node = ast.parse(call.strip(), mode='eval').body
     except SyntaxError as e: raise InvocationError(f'not a Python call: {e.msg}') from None
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name): raise InvocationError('expected one call: tool_name(arg=value, ...)')
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        raise InvocationError('expected one call: tool_name(arg=value, ...)')
     if node.func.id != tool.name: raise InvocationError(f'calls {node.func.id!r}, not the tool {tool.name!r}')
     if node.args: raise InvocationError('use keyword arguments only')
     args = {}
@@ -66,6 +80,7 @@ def parse_invocation(call: str, tool: ToolDocument) -> dict:
         raise InvocationError('; '.join(f'{p.path}: {p.message}' if p.path else p.message for p in problems))
     return args
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #e4cc30ce
 def invocation_statement(name: str, arguments: dict) -> str:
     "The statement that calls `name` with `arguments`."
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
@@ -73,11 +88,14 @@ def invocation_statement(name: str, arguments: dict) -> str:
 # %% ../../../nbs/astra/08_env_synthesis.ipynb #f08f618a
 def normalize_answer(text: Any) -> str:
     "Casefolded NFKC text with thousands separators removed and punctuation (but decimal points) turned into spaces."
-    t = unicodedata.normalize('NFKC', text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, sort_keys=True)).casefold()
+    t = unicodedata.normalize(
+        'NFKC', text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, sort_keys=True)
+    ).casefold()
     t = re.sub(r'(?<=\d)[,\u202f\u00a0 ](?=\d{3}(?!\d))', '', t)
     t = re.sub(r'(?<!\d)\.|\.(?!\d)', ' ', t)
     return ' '.join(re.sub(r'[^\w.]+', ' ', t).split())
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #c371b261
 def answer_in_result(answer: str, result: Any) -> bool:
     "Whether the normalized `answer` occurs in the normalized `result` as whole tokens."
     a = normalize_answer(answer)
@@ -91,14 +109,20 @@ class Execution(BaseModel):
     error_type: str | None = None
     error: str = ''
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #f10f2f85
 def defines_function(code: str, name: str) -> bool:
     try: return any(isinstance(n, ast.FunctionDef) and n.name == name for n in ast.parse(code).body)
     except SyntaxError: return False
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #a24bff22
 async def execute_call(pool, code: str, function: str, arguments: dict, timeout: float | None = None) -> Execution:
     "Run `function(**arguments)` from `code` in `pool` (a `SandboxPool`)."
-    if problems := lint_tool_code(code, 'tool.py'): return Execution(ok=False, error_type='lint', error='; '.join(problems[:3]))
-    if not defines_function(code, function): return Execution(ok=False, error_type='missing_function', error=f'the code defines no top-level function {function!r}')
+    if problems := lint_tool_code(code, 'tool.py'):
+        return Execution(ok=False, error_type='lint', error='; '.join(problems[:3]))
+    if not defines_function(code, function):
+        return Execution(
+            ok=False, error_type='missing_function', error=f'the code defines no top-level function {function!r}'
+        )
     msg = {'op': 'exec', 'code': code, 'func': function, 'kwargs': arguments}
     reply = await asyncio.to_thread(pool.request, pool.next_slot(), msg, timeout)
     if 'ok' in reply: return Execution(ok=True, result=reply['ok'])
@@ -110,14 +134,17 @@ class ToolDocDraft(BaseModel):
     analysis: str = ''
     tool: ToolDocument
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #f64e1f95
 class InvocationDraft(BaseModel):
     analysis: str = ''
     call: str
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #5621c4dc
 class ImplementationDraft(BaseModel):
     analysis: str = ''
     code: str
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #fb363e26
 class SubEnvironment(BaseModel):
     "A verified sub-environment: one sub-question's tool, statement, code and sandbox result."
     node: str
@@ -141,15 +168,25 @@ async def _step(client, name: str, model: type[BaseModel], x: dict, inner_retrie
         except LLMError: failures[f'{name}_llm_error'] += 1
     return None
 
+# %% ../../../nbs/astra/08_env_synthesis.ipynb #14e275f1
 def node_inputs(inst: QAInstance, node: SubQuestion) -> dict:
     "What the model sees of a sub-question: it, its answer, and its dependencies' QAs as extra information."
     deps = [{'question': inst.node(d).question, 'answer': inst.node(d).answer} for d in node.depends_on]
     return {'sub_question': node.question, 'answer': node.answer, 'additional_information': deps}
 
 # %% ../../../nbs/astra/08_env_synthesis.ipynb #1b46c6c6
-async def synthesize_sub_environment(inst: QAInstance, node: SubQuestion, client, pool, *, inner_retries: int = 5,
-                                     max_attempts: int = 15, complexity_scaling: bool = True, timeout: float | None = None,
-                                     failures: Counter | None = None) -> SubEnvironment | None:
+async def synthesize_sub_environment(
+    inst: QAInstance,
+    node: SubQuestion,
+    client,
+    pool,
+    *,
+    inner_retries: int = 5,
+    max_attempts: int = 15,
+    complexity_scaling: bool = True,
+    timeout: float | None = None,
+    failures: Counter | None = None,
+) -> SubEnvironment | None:
     "Specification → complexity scaling → (invocation → implementation → sandbox) × up to `max_attempts`."
     failures = failures if failures is not None else Counter()
     x = node_inputs(inst, node)
@@ -157,10 +194,15 @@ async def synthesize_sub_environment(inst: QAInstance, node: SubQuestion, client
     if drafted is None: return None
     doc = drafted.tool
     if complexity_scaling:
-        scaled = await _step(client, 'complexity', ToolDocDraft, x | {'tool': doc.model_dump()}, inner_retries, failures)
+        scaled = await _step(
+            client, 'complexity', ToolDocDraft, x | {'tool': doc.model_dump()}, inner_retries, failures
+        )
         if scaled is None: return None
-        if scaled.tool.name != doc.name or not set(doc.parameters.get('required') or []) >= set(scaled.tool.parameters.get('required') or []) \
-                or not set(doc.parameters['properties']) <= set(scaled.tool.parameters['properties']):
+        if (
+            scaled.tool.name != doc.name
+            or not set(doc.parameters.get('required') or []) >= set(scaled.tool.parameters.get('required') or [])
+            or not set(doc.parameters['properties']) <= set(scaled.tool.parameters['properties'])
+        ):
             failures['scaling_not_backward_compatible'] += 1
         else: doc = scaled.tool
     feedback = None
@@ -170,17 +212,32 @@ async def synthesize_sub_environment(inst: QAInstance, node: SubQuestion, client
         if inv is None: return None
         try: args = parse_invocation(inv.call, doc)
         except InvocationError as e:
-            failures['bad_invocation'] += 1; feedback = {'call': inv.call, 'error': f'invalid invocation statement: {e}'}; continue
-        impl = await _step(client, 'implementation', ImplementationDraft, y | {'call': inv.call}, inner_retries, failures)
+            failures['bad_invocation'] += 1
+            feedback = {'call': inv.call, 'error': f'invalid invocation statement: {e}'}
+            continue
+        impl = await _step(
+            client, 'implementation', ImplementationDraft, y | {'call': inv.call}, inner_retries, failures
+        )
         if impl is None: return None
         run = await execute_call(pool, impl.code, doc.name, args, timeout)
         if run.ok and answer_in_result(node.answer, run.result):
-            return SubEnvironment(node=node.id, question=node.question, answer=node.answer, tool=doc, function=doc.name, call=inv.call,
-                                  arguments=args, code=impl.code, result=run.result, attempts=attempt)
+            return SubEnvironment(
+                node=node.id,
+                question=node.question,
+                answer=node.answer,
+                tool=doc,
+                function=doc.name,
+                call=inv.call,
+                arguments=args,
+                code=impl.code,
+                result=run.result,
+                attempts=attempt,
+            )
         why = run.error_type if not run.ok else 'answer_missing'
         failures[why] += 1
         feedback = {'call': inv.call, 'code': impl.code[-1500:], 'error': run.error if not run.ok else
-                    f'the result {json.dumps(run.result, ensure_ascii=False)[:300]} does not contain the answer {node.answer!r}'}
+                    f'the result {json.dumps(run.result, ensure_ascii=False)[:300]} does not contain the answer '
+                    f'{node.answer!r}'}
     failures['attempts_exhausted'] += 1
     return None
 

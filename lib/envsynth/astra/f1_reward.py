@@ -34,12 +34,14 @@ def target_subtasks(task: Task) -> list[SubQuestion]:
         raise RewardInputError(f'task {task.id}: no sub-questions, so no sub-tasks to reward')
     return sorted((s for s in task.sub_questions if s.needs_tool), key=lambda s: (s.hop, s.id))
 
+# %% ../../../nbs/astra/09a_f1_reward.ipynb #88888135
 def subtask_tools(task: Task) -> list[str | None]:
     "Each sub-task's tool: its gold action's, when the task has one gold action per sub-task."
     targets = target_subtasks(task)
     if len(task.gold_actions) != len(targets): return [None] * len(targets)
     return [a.name for a in task.gold_actions]
 
+# %% ../../../nbs/astra/09a_f1_reward.ipynb #f54b8831
 def successful_calls(episode: Trajectory) -> list[tuple[str, str, str]]:
     "`(tool, raw arguments, result)` of every call of `episode` whose tool message is not an error."
     results = {m.tool_call_id: m.content or '' for m in episode.messages
@@ -47,6 +49,7 @@ def successful_calls(episode: Trajectory) -> list[tuple[str, str, str]]:
     return [(c.name, c.function.arguments or '', results[c.id]) for c in episode.tool_calls()
             if c.id in results]
 
+# %% ../../../nbs/astra/09a_f1_reward.ipynb #cd0f3b49
 def solves(sub: SubQuestion, tool: str | None, call: tuple[str, str, str]) -> bool:
     "Whether `call` found `sub`'s answer: in its result, not in its arguments, from `tool`."
     name, arguments, result = call
@@ -64,6 +67,7 @@ def _max_matching(edges: list[list[int]]) -> int:
         return False
     return sum(augment(i, set()) for i in range(len(edges)))
 
+# %% ../../../nbs/astra/09a_f1_reward.ipynb #c2d1c8ac
 def solved_subtasks(task: Task, episode: Trajectory) -> int:
     "n̂: sub-tasks matched one-to-one with successful calls that found their answers."
     calls = successful_calls(episode)

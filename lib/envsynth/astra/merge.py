@@ -33,6 +33,7 @@ class VerifiedCall(BaseModel):
     arguments: dict
     result: Any = None
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #64e0f70a
 class EnvTool(BaseModel):
     "One tool of a synthesized environment."
     tool: ToolDocument
@@ -43,10 +44,24 @@ class EnvTool(BaseModel):
     @property
     def name(self) -> str: return self.tool.name
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #8928832b
 def env_tool(sub: SubEnvironment) -> EnvTool:
     "The tool of one sub-environment."
-    return EnvTool(tool=sub.tool, function=sub.function, code=sub.code,
-                   calls=[VerifiedCall(node=sub.node, question=sub.question, answer=sub.answer, call=sub.call, arguments=sub.arguments, result=sub.result)])
+    return EnvTool(
+        tool=sub.tool,
+        function=sub.function,
+        code=sub.code,
+        calls=[
+            VerifiedCall(
+                node=sub.node,
+                question=sub.question,
+                answer=sub.answer,
+                call=sub.call,
+                arguments=sub.arguments,
+                result=sub.result,
+            )
+        ],
+    )
 
 # %% ../../../nbs/astra/09_merge_and_package.ipynb #e94a5a18
 MERGE_TAGS = {'intents': 'astra.merge_intents', 'code': 'astra.merge_code'}
@@ -55,25 +70,46 @@ class IntentCluster(BaseModel):
     intent: str
     ids: list[str]
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #b846ea1d
 class IntentClusters(BaseModel):
     clusters: list[IntentCluster]
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #955fb874
 class MergeUnknown(Exception):
     "The grouping model could not answer, or its groups are not a partition of the sub-questions."
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #43bf981f
 async def homogeneous_groups(inst: QAInstance, subs: list[SubEnvironment], client) -> list[list[str]]:
     "Groups of sub-question ids with one intent (each a list; singletons for the rest)."
-    x = {'main_question': inst.question, 'sub_questions': [{'id': s.node, 'question': s.question, 'answer': s.answer, 'tool': s.tool.model_dump()} for s in subs]}
-    try: r = await client.chat([{'role': 'user', 'content': load_prompt('merge_intents', inputs=inputs_block(x))}], response_model=IntentClusters, tag=MERGE_TAGS['intents'])
-    except LLMError as e: raise MergeUnknown(f'intent grouping: {type(e).__name__}') from None
+    x = {
+        'main_question': inst.question,
+        'sub_questions': [
+            {'id': s.node, 'question': s.question, 'answer': s.answer, 'tool': s.tool.model_dump()} for s in subs
+        ],
+    }
+    try:
+        r = await client.chat(
+            [{'role': 'user', 'content': load_prompt('merge_intents', inputs=inputs_block(x))}],
+            response_model=IntentClusters,
+            tag=MERGE_TAGS['intents'],
+        )
+    except LLMError as e:
+        raise MergeUnknown(f'intent grouping: {type(e).__name__}') from None
     groups = [list(dict.fromkeys(c.ids)) for c in r.parsed.clusters if c.ids]
     flat = [i for g in groups for i in g]
-    if sorted(flat) != sorted(s.node for s in subs): raise MergeUnknown(f'the groups {groups} are not a partition of {sorted(s.node for s in subs)}')
+    if sorted(flat) != sorted(s.node for s in subs):
+        raise MergeUnknown(f'the groups {groups} are not a partition of {sorted(s.node for s in subs)}')
     return groups
 
 # %% ../../../nbs/astra/09_merge_and_package.ipynb #f2473f8b
-async def verify_calls(pool, tool: ToolDocument, code: str, statements: dict[str, str], members: dict[str, VerifiedCall],
-                       timeout: float | None = None) -> tuple[list[VerifiedCall] | None, str]:
+async def verify_calls(
+    pool,
+    tool: ToolDocument,
+    code: str,
+    statements: dict[str, str],
+    members: dict[str, VerifiedCall],
+    timeout: float | None = None,
+) -> tuple[list[VerifiedCall] | None, str]:
     "Every member's statement parsed and executed against `code`; the verified calls, or None and the first problem."
     out = []
     for node, m in members.items():
@@ -82,7 +118,8 @@ async def verify_calls(pool, tool: ToolDocument, code: str, statements: dict[str
         except InvocationError as e: return None, f'sub-question {node}: invalid statement {statements[node]!r}: {e}'
         run = await execute_call(pool, code, tool.name, args, timeout)
         if not run.ok: return None, f'sub-question {node}: {run.error_type}: {run.error}'
-        if not answer_in_result(m.answer, run.result): return None, f'sub-question {node}: the result {json.dumps(run.result)[:200]} does not contain {m.answer!r}'
+        if not answer_in_result(m.answer, run.result):
+            return None, f'sub-question {node}: the result {json.dumps(run.result)[:200]} does not contain {m.answer!r}'
         out.append(m.model_copy(update={'call': statements[node], 'arguments': args, 'result': run.result}))
     return out, ''
 
@@ -91,14 +128,25 @@ class MemberCall(BaseModel):
     id: str
     call: str
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #3f1622d9
 class MergedCode(BaseModel):
     analysis: str = ''
     code: str
     calls: list[MemberCall]
 
-async def merge_group(members: list[SubEnvironment], client, pool, *, seed: int = 0, retries: int = 20, timeout: float | None = None,
-                      failures: Counter | None = None) -> EnvTool | None:
-    "One tool for a homogeneous group: a random base, the others inserted one at a time, all statements re-run after each."
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #2cefb0e3
+async def merge_group(
+    members: list[SubEnvironment],
+    client,
+    pool,
+    *,
+    seed: int = 0,
+    retries: int = 20,
+    timeout: float | None = None,
+    failures: Counter | None = None,
+) -> EnvTool | None:
+    ("One tool for a homogeneous group: a random base, the others inserted one at a time, all statements re-run after "
+     "each.")
     failures = failures if failures is not None else Counter()
     order = list(members)
     base = order.pop(random.Random(seed).randrange(len(order)))
@@ -106,14 +154,40 @@ async def merge_group(members: list[SubEnvironment], client, pool, *, seed: int 
     for new in order:
         feedback, merged = None, None
         for attempt in range(retries):
-            x = {'tool': current.tool.model_dump(), 'code': current.code, 'statements': [{'id': c.node, 'question': c.question, 'answer': c.answer, 'call': c.call} for c in current.calls],
-                 'new': {'id': new.node, 'question': new.question, 'answer': new.answer, 'call': new.call, 'code': new.code}, 'feedback': feedback}
-            try: r = await client.chat([{'role': 'user', 'content': load_prompt('merge_code', inputs=inputs_block(x))}], response_model=MergedCode,
-                                       tag=MERGE_TAGS['code'], **({'seed': attempt} if attempt else {}))
-            except LLMError: failures['merge_llm_error'] += 1; continue
+            x = {
+                'tool': current.tool.model_dump(),
+                'code': current.code,
+                'statements': [
+                    {'id': c.node, 'question': c.question, 'answer': c.answer, 'call': c.call} for c in current.calls
+                ],
+                'new': {
+                    'id': new.node,
+                    'question': new.question,
+                    'answer': new.answer,
+                    'call': new.call,
+                    'code': new.code,
+                },
+                'feedback': feedback,
+            }
+            try:
+                r = await client.chat(
+                    [{'role': 'user', 'content': load_prompt('merge_code', inputs=inputs_block(x))}],
+                    response_model=MergedCode,
+                    tag=MERGE_TAGS['code'],
+                    **({'seed': attempt} if attempt else {}),
+                )
+            except LLMError:
+                failures['merge_llm_error'] += 1
+                continue
             members_now = {c.node: c for c in current.calls} | {new.node: env_tool(new).calls[0]}
-            calls, problem = await verify_calls(pool, current.tool, r.parsed.code, {c.id: c.call for c in r.parsed.calls}, members_now, timeout)
-            if calls is not None: merged = EnvTool(tool=current.tool, function=current.function, code=r.parsed.code, calls=calls, merged=True); break
+            calls, problem = await verify_calls(
+                pool, current.tool, r.parsed.code, {c.id: c.call for c in r.parsed.calls}, members_now, timeout
+            )
+            if calls is not None:
+                merged = EnvTool(
+                    tool=current.tool, function=current.function, code=r.parsed.code, calls=calls, merged=True
+                )
+                break
             failures['merge_check_failed'] += 1; feedback = {'code': r.parsed.code[-1500:], 'error': problem}
         if merged is None: failures['merge_failed'] += 1; return None
         current = merged
@@ -128,23 +202,39 @@ def unique_tool_names(tools: list[EnvTool]) -> list[EnvTool]:
         while name in seen: k += 1; name = f'{t.name}_{k}'
         seen.add(name)
         if name != t.name:
-            t = t.model_copy(update={'tool': t.tool.model_copy(update={'name': name}),
-                                     'calls': [c.model_copy(update={'call': invocation_statement(name, c.arguments)}) for c in t.calls]})
+            t = t.model_copy(
+                update={
+                    'tool': t.tool.model_copy(update={'name': name}),
+                    'calls': [c.model_copy(update={'call': invocation_statement(name, c.arguments)}) for c in t.calls],
+                }
+            )
         out.append(t)
     return out
 
 # %% ../../../nbs/astra/09_merge_and_package.ipynb #26b45d1b
-async def merge_environment(inst: QAInstance, subs: list[SubEnvironment], client, pool, *, seed: int = 0, retries: int = 20,
-                            timeout: float | None = None, on_failure: str = 'drop') -> tuple[list[EnvTool] | None, Counter, list[list[str]]]:
-    """The instance's tools after merging: `(tools, failures, groups)`; tools is None when grouping is unknown, or when a
-    group cannot be merged and `on_failure='drop'` (the official code); `'separate'` keeps that group's tools apart."""
+async def merge_environment(
+    inst: QAInstance,
+    subs: list[SubEnvironment],
+    client,
+    pool,
+    *,
+    seed: int = 0,
+    retries: int = 20,
+    timeout: float | None = None,
+    on_failure: str = 'drop',
+) -> tuple[list[EnvTool] | None, Counter, list[list[str]]]:
+    """The instance's tools after merging: `(tools, failures, groups)`; tools is None when grouping is unknown, or when
+    a group cannot be merged and `on_failure='drop'` (the official code); `'separate'` keeps that group's tools
+    apart."""
     failures = Counter()
     try: groups = await homogeneous_groups(inst, subs, client)
     except MergeUnknown: failures['intents_unknown'] += 1; return None, failures, []
     by_node, tools = {s.node: s for s in subs}, []
     for g in groups:
         if len(g) == 1: tools.append(env_tool(by_node[g[0]])); continue
-        merged = await merge_group([by_node[i] for i in g], client, pool, seed=seed, retries=retries, timeout=timeout, failures=failures)
+        merged = await merge_group(
+            [by_node[i] for i in g], client, pool, seed=seed, retries=retries, timeout=timeout, failures=failures
+        )
         if merged is not None: tools.append(merged)
         elif on_failure == 'separate': tools += [env_tool(by_node[i]) for i in g]
         else: return None, failures, groups
@@ -157,26 +247,49 @@ _PY_TYPES = {'string': 'str', 'integer': 'int', 'number': 'float', 'boolean': 'b
 def python_annotation(schema: dict) -> str:
     "The Python annotation of a JSON-Schema parameter (enums as `Literal`)."
     if schema.get('enum'): return f"Literal[{', '.join(repr(v) for v in schema['enum'])}]"
-    if schema['type'] == 'array' and (schema.get('items') or {}).get('type') in _PY_TYPES: return f"list[{_PY_TYPES[schema['items']['type']]}]"
+    if schema['type'] == 'array' and (schema.get('items') or {}).get('type') in _PY_TYPES:
+        return f"list[{_PY_TYPES[schema['items']['type']]}]"
     return _PY_TYPES[schema['type']]
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #9ab4d108
 def _one_line(text: str) -> str: return ' '.join(str(text).replace('\\', '/').replace('"""', "'''").split())
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #745daf1a
 def method_source(t: EnvTool, index: int) -> str:
     "The toolkit method of tool `t` (its generated function is `_impl_{index}`)."
     props, required = t.tool.parameters['properties'], t.tool.parameters.get('required') or []
     names = [p for p in props if p in required] + [p for p in props if p not in required]
-    sig = ', '.join(['self'] + [f'{p}: {python_annotation(props[p])}' if p in required else f'{p}: {python_annotation(props[p])} | None = None' for p in names])
+    sig = ', '.join(
+        ['self']
+        + [
+            f'{p}: {python_annotation(props[p])}'
+            if p in required
+            else f'{p}: {python_annotation(props[p])} | None = None'
+            for p in names
+        ]
+    )
     doc = [f'        """{_one_line(t.tool.description)}']
-    if names: doc += ['', '        Args:'] + [f"            {p}: {_one_line(props[p].get('description') or 'The ' + p.replace('_', ' ') + '.')}" for p in names]
+    if names:
+        doc += ['', '        Args:'] + [
+            f"            {p}: {_one_line(props[p].get('description') or 'The ' + p.replace('_', ' ') + '.')}"
+            for p in names
+        ]
     body = [f"        arguments = {{{', '.join(f'{p!r}: {p}' for p in names)}}}",
             f'        return _impl_{index}(**{{k: v for k, v in arguments.items() if v is not None}})']
     return '\n'.join(['    @read_tool', f'    def {t.name}({sig}):', *doc, '        """', *body])
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #7aa9622e
 def toolkit_source(tools: list[EnvTool], title: str = '') -> str:
     "tools.py of an environment made of `tools`."
-    out = [f'"""{_one_line(title or "A synthesized ASTRA environment")}\n\nGenerated by envsynth.astra (QA-derived environment synthesis): each tool '
-           'wraps a generated function with its data inside."""', 'from typing import Literal', '', 'from envsynth.envs import Toolkit, read_tool', '']
+    out = [
+        f'"""{_one_line(title or "A synthesized ASTRA environment")}\n\nGenerated by envsynth.astra (QA-derived '
+        f'environment synthesis): each tool '
+        'wraps a generated function with its data inside."""',
+        'from typing import Literal',
+        '',
+        'from envsynth.envs import Toolkit, read_tool',
+        '',
+    ]
     for i, t in enumerate(tools):
         code = '\n'.join(('    ' + l) if l.strip() else '' for l in t.code.strip('\n').splitlines())
         out += ['', f'def _build_{i}():', code, f'    return {t.function}', '', f'_impl_{i} = _build_{i}()', '']
@@ -189,24 +302,60 @@ def qa_task(inst: QAInstance, env_name: str, tools: list[EnvTool], offered: list
     "The environment's task for `inst`; `offered` are the tools the agent sees (default: `tools`)."
     calls = {c.node: (t.name, c) for t in tools for c in t.calls}
     order = sorted((s for s in inst.sub_questions if s.needs_tool), key=lambda s: (s.hop, s.id))
-    if missing := [s.id for s in order if s.id not in calls]: raise ValueError(f'no tool answers sub-questions {missing}')
+    if missing := [s.id for s in order if s.id not in calls]:
+        raise ValueError(f'no tool answers sub-questions {missing}')
     gold = [Action(name=calls[s.id][0], arguments=calls[s.id][1].arguments) for s in order]
-    return Task(id=inst.id, env_id=env_name, instruction=inst.question, tools=offered or [t.name for t in tools], sub_questions=inst.sub_questions,
-                final_answer=inst.final_answer, gold_actions=gold,
-                metadata={'document': inst.document, 'mode': inst.mode, 'hop_budget': inst.hop_budget, 'scenario_type': inst.scenario_type})
+    return Task(
+        id=inst.id,
+        env_id=env_name,
+        instruction=inst.question,
+        tools=offered or [t.name for t in tools],
+        sub_questions=inst.sub_questions,
+        final_answer=inst.final_answer,
+        gold_actions=gold,
+        metadata={
+            'document': inst.document,
+            'mode': inst.mode,
+            'hop_budget': inst.hop_budget,
+            'scenario_type': inst.scenario_type,
+        },
+    )
 
+# %% ../../../nbs/astra/09_merge_and_package.ipynb #238d1c6a
 def tool_tests(tools: list[EnvTool]) -> list[ToolTest]:
     "One test per verified call: the call must succeed with the recorded output."
-    return [ToolTest(name=f'{t.name}:{c.node}', calls=[ToolTestCall(name=t.name, arguments=c.arguments, output=c.result)]) for t in tools for c in t.calls]
+    return [
+        ToolTest(name=f'{t.name}:{c.node}', calls=[ToolTestCall(name=t.name, arguments=c.arguments, output=c.result)])
+        for t in tools
+        for c in t.calls
+    ]
 
 # %% ../../../nbs/astra/09_merge_and_package.ipynb #501b76a9
-def write_qa_environment(folder: str | Path, name: str, inst: QAInstance, tools: list[EnvTool], sandbox, distractors: list[EnvTool] = (),
-                         provenance: dict | None = None) -> Environment:
-    "Write the environment of `inst` (its tools, plus `distractors`) to `folder`, its code loaded in `sandbox`; returns it loaded."
+def write_qa_environment(
+    folder: str | Path,
+    name: str,
+    inst: QAInstance,
+    tools: list[EnvTool],
+    sandbox,
+    distractors: list[EnvTool] = (),
+    provenance: dict | None = None,
+) -> Environment:
+    ("Write the environment of `inst` (its tools, plus `distractors`) to `folder`, its code loaded in `sandbox`; "
+     "returns it loaded.")
     every = unique_tool_names(list(tools) + list(distractors))
-    if [t.name for t in every] != [t.name for t in tools] + [t.name for t in distractors]: raise ValueError('distractor names clash with the environment\'s tools')
+    if [t.name for t in every] != [t.name for t in tools] + [t.name for t in distractors]:
+        raise ValueError('distractor names clash with the environment\'s tools')
     task = qa_task(inst, name, list(tools), offered=[t.name for t in every])
-    return write_environment(folder, name, toolkit_source(every, f'{name}: {inst.question}'), TOOLKIT_CLASS, {}, tasks=[task], tests=tool_tests(every),
-                             description=f'Tools for: {inst.question}', provenance={'instance': inst.id, 'document': inst.document,
-                                                                                    'distractors': [t.name for t in distractors]} | (provenance or {}),
-                             sandbox=sandbox)
+    return write_environment(
+        folder,
+        name,
+        toolkit_source(every, f'{name}: {inst.question}'),
+        TOOLKIT_CLASS,
+        {},
+        tasks=[task],
+        tests=tool_tests(every),
+        description=f'Tools for: {inst.question}',
+        provenance={'instance': inst.id, 'document': inst.document, 'distractors': [t.name for t in distractors]}
+        | (provenance or {}),
+        sandbox=sandbox,
+    )

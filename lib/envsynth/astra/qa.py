@@ -29,6 +29,7 @@ class KnowledgeDocument(BaseModel):
     text: str
     source: str = ''
 
+# %% ../../../nbs/astra/06_qa.ipynb #121e54ec
 def sample_knowledge_dir() -> Path:
     "The small knowledge corpus shipped with the repository (`papers_repro/astra/knowledge/`)."
     import envsynth
@@ -41,6 +42,7 @@ def _title(text: str, fallback: str) -> str:
     m = re.search(r'^#+\s*(.+)$', text, re.M)
     return m.group(1).strip() if m else fallback
 
+# %% ../../../nbs/astra/06_qa.ipynb #5ec8e3c1
 def _documents_of(path: Path) -> list[KnowledgeDocument]:
     if path.suffix == '.jsonl':
         out = []
@@ -48,23 +50,42 @@ def _documents_of(path: Path) -> list[KnowledgeDocument]:
             i = n - 1
             try: rec = json.loads(line)
             except json.JSONDecodeError as e: raise ValueError(f'{path}:{n}: not JSON: {e.msg}') from None
-            if not isinstance(rec, dict) or not str(rec.get('text') or '').strip(): raise ValueError(f'{path}:{i + 1}: a document needs a non-empty "text"')
+            if not isinstance(rec, dict) or not str(rec.get('text') or '').strip():
+                raise ValueError(f'{path}:{i + 1}: a document needs a non-empty "text"')
             doc_id = str(rec.get('id') or f'{path.stem}-{i}')
-            out.append(KnowledgeDocument(id=doc_id, title=rec.get('title') or _title(rec['text'], doc_id), text=rec['text'], source=str(path)))
+            out.append(
+                KnowledgeDocument(
+                    id=doc_id, title=rec.get('title') or _title(rec['text'], doc_id), text=rec['text'], source=str(path)
+                )
+            )
         return out
     text = path.read_text()
-    return [KnowledgeDocument(id=path.stem, title=_title(text, path.stem), text=text, source=str(path))] if text.strip() else []
+    return (
+        [KnowledgeDocument(id=path.stem, title=_title(text, path.stem), text=text, source=str(path))]
+        if text.strip()
+        else []
+    )
 
+# %% ../../../nbs/astra/06_qa.ipynb #bedc5176
 def read_knowledge(paths: str | Path | Iterable[str | Path]) -> list[KnowledgeDocument]:
-    "The documents of the files and folders in `paths` (sorted by id); missing paths, empty sources and duplicate ids are errors."
+    ("The documents of the files and folders in `paths` (sorted by id); missing paths, empty sources and duplicate ids "
+     "are errors.")
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     docs = []
     for p in map(Path, paths):
         if not p.exists(): raise FileNotFoundError(f'knowledge source {p} does not exist')
-        files = sorted(f for f in p.rglob('*') if f.is_file() and f.suffix in (*DOCUMENT_SUFFIXES, '.jsonl')) if p.is_dir() else [p]
+        files = (
+            sorted(f for f in p.rglob('*') if f.is_file() and f.suffix in (*DOCUMENT_SUFFIXES, '.jsonl'))
+            if p.is_dir()
+            else [p]
+        )
         for f in files: docs += _documents_of(f)
-    if not docs: raise ValueError(f'no documents in {[str(p) for p in paths]} (looked for {", ".join(DOCUMENT_SUFFIXES)} and .jsonl files)')
-    if dup := sorted({d.id for d in docs if sum(e.id == d.id for e in docs) > 1}): raise ValueError(f'duplicate document ids {dup}: rename the files')
+    if not docs:
+        raise ValueError(
+            f'no documents in {[str(p) for p in paths]} (looked for {", ".join(DOCUMENT_SUFFIXES)} and .jsonl files)'
+        )
+    if dup := sorted({d.id for d in docs if sum(e.id == d.id for e in docs) > 1}):
+        raise ValueError(f'duplicate document ids {dup}: rename the files')
     return sorted(docs, key=lambda d: d.id)
 
 # %% ../../../nbs/astra/06_qa.ipynb #6893a88d
@@ -73,6 +94,7 @@ class GivenQuestion(BaseModel):
     document: str
     question: str = Field(min_length=3)
 
+# %% ../../../nbs/astra/06_qa.ipynb #b29432d1
 def read_questions(path: str | Path, documents: Iterable[KnowledgeDocument]) -> list[GivenQuestion]:
     "Questions from a JSONL file; a question about a document the source lacks is an error."
     known, out = {d.id for d in documents}, []
@@ -80,10 +102,14 @@ def read_questions(path: str | Path, documents: Iterable[KnowledgeDocument]) -> 
         i = n - 1
         try: q = GivenQuestion.model_validate_json(line)
         except ValidationError as e: raise ValueError(f'{path}:{i + 1}: {e.errors()[0]["msg"]}') from None
-        if q.document not in known: raise ValueError(f'{path}:{i + 1}: unknown document {q.document!r}; the knowledge source has {sorted(known)}')
+        if q.document not in known:
+            raise ValueError(
+                f'{path}:{i + 1}: unknown document {q.document!r}; the knowledge source has {sorted(known)}'
+            )
         out.append(q)
     return out
 
+# %% ../../../nbs/astra/06_qa.ipynb #1c951a6a
 def sample_questions_file() -> Path: return sample_knowledge_dir().parent / 'knowledge_questions.jsonl'
 
 # %% ../../../nbs/astra/06_qa.ipynb #b2f02a88
@@ -98,12 +124,14 @@ class DraftSubQuestion(BaseModel):
     dependency: list[int] | None = None
     sub_answer: str
 
+# %% ../../../nbs/astra/06_qa.ipynb #084a0c9b
 class DraftInstance(BaseModel):
     scenario_type: Literal[SCENARIO_TYPES]
     main_question: str
     final_answer: str
     decomposition_trace: list[DraftSubQuestion] = Field(min_length=1)
 
+# %% ../../../nbs/astra/06_qa.ipynb #b6f7a764
 class DraftInstances(BaseModel):
     instances: list[DraftInstance]
 
@@ -111,6 +139,7 @@ class DraftInstances(BaseModel):
 class QAFormatError(ValueError):
     "A draft whose decomposition is not a valid DAG of sub-questions."
 
+# %% ../../../nbs/astra/06_qa.ipynb #5f3b7b7b
 class QAInstance(BaseModel):
     "One Q–A instance: the main question and answer, the decomposition DAG, and where it came from."
     id: str
@@ -123,39 +152,74 @@ class QAInstance(BaseModel):
     sub_questions: list[SubQuestion]
 
     def node(self, node_id: str) -> SubQuestion: return next(s for s in self.sub_questions if s.id == node_id)
-    def dependents(self, node_id: str) -> list[str]: return [s.id for s in self.sub_questions if node_id in s.depends_on]
+
+    def dependents(self, node_id: str) -> list[str]:
+        return [s.id for s in self.sub_questions if node_id in s.depends_on]
     def leaves(self) -> list[str]: return [s.id for s in self.sub_questions if not self.dependents(s.id)]
     @property
     def hops(self) -> int: return max(s.hop for s in self.sub_questions)
 
 # %% ../../../nbs/astra/06_qa.ipynb #50f1c264
-def qa_instance(draft: DraftInstance, document: str, mode: str, hop_budget: int | None = None, salt: str = '') -> QAInstance:
-    "The typed instance of a draft; `QAFormatError` if its decomposition is not a DAG of distinct, non-empty sub-questions."
+def qa_instance(
+    draft: DraftInstance, document: str, mode: str, hop_budget: int | None = None, salt: str = ''
+) -> QAInstance:
+    ("The typed instance of a draft; `QAFormatError` if its decomposition is not a DAG of distinct, non-empty "
+     "sub-questions.")
     try:
-        subs = [SubQuestion(id=str(s.uuid), question=s.sub_question, hop=s.hop_level, parallel=s.is_parallel,
-                            depends_on=[str(d) for d in s.dependency or []], answer=s.sub_answer) for s in draft.decomposition_trace]
+        subs = [
+            SubQuestion(
+                id=str(s.uuid),
+                question=s.sub_question,
+                hop=s.hop_level,
+                parallel=s.is_parallel,
+                depends_on=[str(d) for d in s.dependency or []],
+                answer=s.sub_answer,
+            )
+            for s in draft.decomposition_trace
+        ]
         Task(id='check', instruction=draft.main_question, sub_questions=subs, final_answer=draft.final_answer)
     except ValidationError as e: raise QAFormatError(e.errors()[0]['msg']) from None
     if not draft.final_answer.strip(): raise QAFormatError('empty final answer')
-    if empty := [s.id for s in subs if not (s.answer or '').strip()]: raise QAFormatError(f'sub-questions {empty} have no sub-answer')
+    if empty := [s.id for s in subs if not (s.answer or '').strip()]:
+        raise QAFormatError(f'sub-questions {empty} have no sub-answer')
     iid = content_hash([document, mode, hop_budget, draft.main_question, salt], 12)
-    return QAInstance(id=f'qa-{iid}', mode=mode, document=document, hop_budget=hop_budget, scenario_type=draft.scenario_type,
-                      question=draft.main_question.strip(), final_answer=draft.final_answer.strip(), sub_questions=subs)
+    return QAInstance(
+        id=f'qa-{iid}',
+        mode=mode,
+        document=document,
+        hop_budget=hop_budget,
+        scenario_type=draft.scenario_type,
+        question=draft.main_question.strip(),
+        final_answer=draft.final_answer.strip(),
+        sub_questions=subs,
+    )
 
 # %% ../../../nbs/astra/06_qa.ipynb #40b99abc
 def _document_inputs(doc: KnowledgeDocument, max_chars: int) -> dict:
     return {'id': doc.id, 'title': doc.title, 'text': doc.text[:max_chars]}
 
-async def synthesize_qa(doc: KnowledgeDocument, client, *, hop_budget: int | None = None, question: str | None = None, n: int = 1,
-                        max_document_chars: int = 12_000, hop_tolerance: int | None = None,
-                        drops: Counter | None = None) -> list[QAInstance]:
+# %% ../../../nbs/astra/06_qa.ipynb #52f80d48
+async def synthesize_qa(
+    doc: KnowledgeDocument,
+    client,
+    *,
+    hop_budget: int | None = None,
+    question: str | None = None,
+    n: int = 1,
+    max_document_chars: int = 12_000,
+    hop_tolerance: int | None = None,
+    drops: Counter | None = None,
+) -> list[QAInstance]:
     """Q–A instances from `doc`: `n` new questions needing about `hop_budget` hops, or the decomposition of `question`.
     With `hop_tolerance`, an unconditional instance whose depth (its deepest hop level) is more than that far from
     `hop_budget` is dropped and counted as `off_hop_budget`."""
     drops = drops if drops is not None else Counter()
     mode = 'conditional' if question else 'unconditional'
-    if mode == 'unconditional' and (hop_budget is None or hop_budget < 1): raise ValueError(f'unconditional synthesis needs a hop budget >= 1, got {hop_budget!r}')
-    x = {'document': _document_inputs(doc, max_document_chars), 'hop_budget': hop_budget} | ({'question': question} if question else {'n': n})
+    if mode == 'unconditional' and (hop_budget is None or hop_budget < 1):
+        raise ValueError(f'unconditional synthesis needs a hop budget >= 1, got {hop_budget!r}')
+    x = {'document': _document_inputs(doc, max_document_chars), 'hop_budget': hop_budget} | (
+        {'question': question} if question else {'n': n}
+    )
     prompt = load_prompt(f'qa_{mode}', inputs=inputs_block(x))
     try: r = await client.chat([{'role': 'user', 'content': prompt}], response_model=DraftInstances, tag=QA_TAGS[mode])
     except LLMError as e: drops[f'{mode}_failed'] += 1; return []

@@ -25,27 +25,34 @@ class NodeNecessity(BaseModel):
     needs_tool: bool
     reason: str = ''
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #b8add494
 class ToolNecessity(BaseModel):
     nodes: list[NodeNecessity]
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #7dd7777f
 class DependencyVerdict(BaseModel):
     correct: bool
     reason: str = ''
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #7fe2f599
 class NodeAtomicity(BaseModel):
     id: str
     atomic: bool
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #06649598
 class Atomicity(BaseModel):
     nodes: list[NodeAtomicity]
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #e34244f8
 class NodeOrder(BaseModel):
     id: str
     rational: bool
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #35997456
 class SequentialRationality(BaseModel):
     nodes: list[NodeOrder]
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #1ab01e30
 class Completeness(BaseModel):
     complete: bool
     missing: list[str] = []
@@ -54,23 +61,51 @@ class Completeness(BaseModel):
 class JudgeUnknown(Exception):
     "A judge that could not answer (failed call, or an answer about other sub-questions than those asked)."
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #a5f866b7
 def instance_inputs(inst: QAInstance) -> dict:
     "What every judge reads: the main question and answer, and the decomposition."
-    return {'main_question': inst.question, 'final_answer': inst.final_answer,
-            'sub_questions': [{'id': s.id, 'hop': s.hop, 'parallel': s.parallel, 'depends_on': s.depends_on, 'question': s.question,
-                               'answer': s.answer} for s in inst.sub_questions]}
+    return {
+        'main_question': inst.question,
+        'final_answer': inst.final_answer,
+        'sub_questions': [
+            {
+                'id': s.id,
+                'hop': s.hop,
+                'parallel': s.parallel,
+                'depends_on': s.depends_on,
+                'question': s.question,
+                'answer': s.answer,
+            }
+            for s in inst.sub_questions
+        ],
+    }
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #1c3d15d3
 async def _ask(client, name: str, model: type[BaseModel], x: dict) -> BaseModel:
-    try: r = await client.chat([{'role': 'user', 'content': load_prompt(f'qa_{name}', inputs=inputs_block(x))}], response_model=model,
-                               tag=VALIDATION_TAGS[{'tool_necessity': 'tool_necessity', 'dependency': 'DC', 'atomicity': 'SA',
-                                                    'sequential': 'SR', 'completeness': 'TC'}[name]])
-    except LLMError as e: raise JudgeUnknown(f'{name}: {type(e).__name__}') from None
+    try:
+        r = await client.chat(
+            [{'role': 'user', 'content': load_prompt(f'qa_{name}', inputs=inputs_block(x))}],
+            response_model=model,
+            tag=VALIDATION_TAGS[
+                {
+                    'tool_necessity': 'tool_necessity',
+                    'dependency': 'DC',
+                    'atomicity': 'SA',
+                    'sequential': 'SR',
+                    'completeness': 'TC',
+                }[name]
+            ],
+        )
+    except LLMError as e:
+        raise JudgeUnknown(f'{name}: {type(e).__name__}') from None
     return r.parsed
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #18c2a212
 def _per_node(inst: QAInstance, nodes: list, field: str, what: str) -> dict[str, bool]:
     got = {n.id: getattr(n, field) for n in nodes}
     if sorted(got) != sorted(s.id for s in inst.sub_questions) or len(nodes) != len(got):
-        raise JudgeUnknown(f'{what}: the judge answered about {sorted(got)}, not the sub-questions {sorted(s.id for s in inst.sub_questions)}')
+        raise JudgeUnknown(f'{what}: the judge answered about {sorted(got)}, not the sub-questions '
+                           f'{sorted(s.id for s in inst.sub_questions)}')
     return got
 
 # %% ../../../nbs/astra/07_qa_validation.ipynb #98d97d5c
@@ -79,6 +114,7 @@ async def judge_tool_necessity(inst: QAInstance, client) -> dict[str, bool]:
     r = await _ask(client, 'tool_necessity', ToolNecessity, instance_inputs(inst))
     return _per_node(inst, r.nodes, 'needs_tool', 'tool necessity')
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #541c8ea5
 def non_tool_inner_nodes(inst: QAInstance, needs_tool: dict[str, bool]) -> list[str]:
     "Non-tool sub-questions that are not leaves (ASTRA allows non-tool steps only at leaves)."
     return [i for i, need in needs_tool.items() if not need and inst.dependents(i)]
@@ -89,22 +125,40 @@ async def dependency_consistency(inst: QAInstance, client) -> float:
     async def one(s):
         if not s.depends_on: return 1.0
         deps = [{'id': d, 'question': inst.node(d).question, 'answer': inst.node(d).answer} for d in s.depends_on]
-        r = await _ask(client, 'dependency', DependencyVerdict, {'main_question': inst.question, 'sub_question': {'id': s.id, 'question': s.question, 'answer': s.answer},
-                                                                  'dependencies': deps})
+        r = await _ask(
+            client,
+            'dependency',
+            DependencyVerdict,
+            {
+                'main_question': inst.question,
+                'sub_question': {'id': s.id, 'question': s.question, 'answer': s.answer},
+                'dependencies': deps,
+            },
+        )
         return float(r.correct)
     scores = await asyncio.gather(*(one(s) for s in inst.sub_questions))
     return sum(scores) / len(scores)
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #a76d7aaa
 async def atomicity(inst: QAInstance, client) -> float:
     "SA(τ) (Eq. 17)."
-    got = _per_node(inst, (await _ask(client, 'atomicity', Atomicity, instance_inputs(inst))).nodes, 'atomic', 'atomicity')
+    got = _per_node(
+        inst, (await _ask(client, 'atomicity', Atomicity, instance_inputs(inst))).nodes, 'atomic', 'atomicity'
+    )
     return sum(got.values()) / len(got)
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #a0335f55
 async def sequential_rationality(inst: QAInstance, client) -> float:
     "SR(τ) (Eq. 19)."
-    got = _per_node(inst, (await _ask(client, 'sequential', SequentialRationality, instance_inputs(inst))).nodes, 'rational', 'sequential rationality')
+    got = _per_node(
+        inst,
+        (await _ask(client, 'sequential', SequentialRationality, instance_inputs(inst))).nodes,
+        'rational',
+        'sequential rationality',
+    )
     return sum(got.values()) / len(got)
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #0c46fa6e
 async def task_completeness(inst: QAInstance, client) -> float:
     "TC(τ) (Eq. 20)."
     return float((await _ask(client, 'completeness', Completeness, instance_inputs(inst))).complete)
@@ -118,6 +172,7 @@ class QualityScores(BaseModel):
     @property
     def QS(self) -> float: return (self.DC + self.SA + self.SR + self.TC) / 4
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #ee1c0928
 class QAValidation(BaseModel):
     "The outcome of validating one instance: the instance with `needs_tool` set, its scores, or why it is dropped."
     instance: QAInstance
@@ -126,13 +181,18 @@ class QAValidation(BaseModel):
     drop: str | None = None
     detail: str = ''
 
+# %% ../../../nbs/astra/07_qa_validation.ipynb #79d92db2
 async def validate_qa(inst: QAInstance, client) -> QAValidation:
     "Tool necessity, then DC, SA, SR and TC (each judge fail-closed)."
     try: needs = await judge_tool_necessity(inst, client)
     except JudgeUnknown as e: return QAValidation(instance=inst, drop='judge_unknown', detail=str(e))
-    inst = inst.model_copy(update={'sub_questions': [s.model_copy(update={'needs_tool': needs[s.id]}) for s in inst.sub_questions]})
-    if inner := non_tool_inner_nodes(inst, needs): return QAValidation(instance=inst, drop='non_tool_inner_node', detail=f'sub-questions {inner}')
-    if not any(needs.values()): return QAValidation(instance=inst, drop='no_tool_step', detail='no sub-question needs a tool')
+    inst = inst.model_copy(
+        update={'sub_questions': [s.model_copy(update={'needs_tool': needs[s.id]}) for s in inst.sub_questions]}
+    )
+    if inner := non_tool_inner_nodes(inst, needs):
+        return QAValidation(instance=inst, drop='non_tool_inner_node', detail=f'sub-questions {inner}')
+    if not any(needs.values()):
+        return QAValidation(instance=inst, drop='no_tool_step', detail='no sub-question needs a tool')
     try: dc, sa, sr, tc = await asyncio.gather(dependency_consistency(inst, client), atomicity(inst, client),
                                                sequential_rationality(inst, client), task_completeness(inst, client))
     except JudgeUnknown as e: return QAValidation(instance=inst, drop='judge_unknown', detail=str(e))

@@ -17,7 +17,8 @@ from .tool_docs import REFERENCE_SERVERS, MCPServer, filter_servers, read_mcp_se
 from .trajectories import ServerSpares, collect_trajectory, reference_servers_bin, servers_needed
 from ..llm import LLMClient, OfflineTeacher
 from ..pipeline import Drop, RunFolder, Step, without_timing
-from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params, recipe_command, write_data_card
+from ..recipe_frame import (Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params,
+                                   recipe_command, write_data_card)
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
@@ -36,7 +37,8 @@ class AstraParams(BaseModel):
     min_server_tools: int = 3                      # paper
     min_description_words: int = 4                 # ours (the word rule before the model's clarity check)
     clarity_check: bool = True
-    remote_servers: Literal['emulate', 'skip'] = 'emulate'   # ours: no remote MCP connections (official: streamable HTTP)
+    # ours: no remote MCP connections (official: streamable HTTP)
+    remote_servers: Literal['emulate', 'skip'] = 'emulate'
     # 2. tool chains
     chain_proposals: int = 8                       # ours: chains asked for per server
     min_chain_len: int = 2                         # official code
@@ -57,7 +59,7 @@ class AstraParams(BaseModel):
     max_tasks_per_server: int | None = None        # ours: tasks rolled out per server (None = all)
     # 4. trajectories
     deployed_servers: list[str] = Field(default_factory=lambda: list(REFERENCE_SERVERS))
-    mcp_servers_bin: str | None = None             # folder of the mcp-server-* executables (None: .venv-mcp-servers/bin)
+    mcp_servers_bin: str | None = None  # folder of the mcp-server-* executables (None: .venv-mcp-servers/bin)
     failure_rate: float = 0.2                      # paper
     emulator_history: int | None = None            # paper: the whole session (official code: 5)
     query_visibility: float = 0.5                  # official code
@@ -72,31 +74,42 @@ class AstraParams(BaseModel):
     max_length: int | None = None
     decontamination: bool = True
     # running
-    allow_offline_roles: bool | None = None        # ours: None refuses a run where some roles have endpoints and a used one has none
+
+    # ours: None refuses a run where some roles have endpoints and a used one has none
+    allow_offline_roles: bool | None = None
     concurrency: int = 4
     seed: int = 0
 
     @field_validator('augment_modes')
     @classmethod
     def _modes(cls, v):
-        if bad := sorted(set(v) - set(AUGMENT_MODES)): raise ValueError(f'unknown augment_modes {bad}; choose from {list(AUGMENT_MODES)}')
+        if bad := sorted(set(v) - set(AUGMENT_MODES)):
+            raise ValueError(f'unknown augment_modes {bad}; choose from {list(AUGMENT_MODES)}')
         return v
     @field_validator('deployed_servers')
     @classmethod
     def _servers(cls, v):
-        if bad := sorted(set(v) - set(REFERENCE_SERVERS)): raise ValueError(f'unknown deployed_servers {bad}; the reference servers are {list(REFERENCE_SERVERS)}')
+        if bad := sorted(set(v) - set(REFERENCE_SERVERS)):
+            raise ValueError(f'unknown deployed_servers {bad}; the reference servers are {list(REFERENCE_SERVERS)}')
         return v
     @model_validator(mode='after')
     def _ranges(self):
         for name in ('theta_qq', 'theta_sr', 'theta_tn'):
             if not 1 <= getattr(self, name) <= 5: raise ValueError(f'{name} must be in 1..5, got {getattr(self, name)}')
         for name in ('failure_rate', 'query_visibility', 'failed_call_score', 'min_reward'):
-            if not 0 <= getattr(self, name) <= 1: raise ValueError(f'{name} must be in [0, 1], got {getattr(self, name)}')
-        if not 1 <= self.min_chain_len <= self.max_chain_len: raise ValueError(f'need 1 <= min_chain_len <= max_chain_len, got {self.min_chain_len}, {self.max_chain_len}')
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f'{name} must be in [0, 1], got {getattr(self, name)}')
+        if not 1 <= self.min_chain_len <= self.max_chain_len:
+            raise ValueError(
+                f'need 1 <= min_chain_len <= max_chain_len, got {self.min_chain_len}, {self.max_chain_len}'
+            )
         from envsynth.train.sft import PRESETS
-        if self.sft_preset not in PRESETS: raise ValueError(f'unknown sft_preset {self.sft_preset!r}; presets: {sorted(PRESETS)}')
+
+        if self.sft_preset not in PRESETS:
+            raise ValueError(f'unknown sft_preset {self.sft_preset!r}; presets: {sorted(PRESETS)}')
         return self
 
+# %% ../../../nbs/astra/05_recipe.ipynb #8b9c8ea7
 def read_params(path: str | Path | None = None, **overrides) -> AstraParams:
     "ASTRA's parameters from a YAML or JSON file, then `overrides` (see `envsynth.recipe_frame.read_params`)."
     return read_recipe_params(AstraParams, path, **overrides)
@@ -110,9 +123,15 @@ def offline_teacher() -> OfflineTeacher:
     return offline_recipe_teacher()
 
 # %% ../../../nbs/astra/05_recipe.ipynb #a4f0dbce
-STEPS = (Step('tool_docs', '01_tool_docs'), Step('chains', '02_chains', per_item=True), Step('tasks', '03_tasks', per_item=True),
-         Step('task_scores', '04_task_scores', per_item=True), Step('trajectories', '05_trajectories', per_item=True),
-         Step('rewards', '06_rewards', per_item=True), Step('sft', '07_sft'))
+STEPS = (
+    Step('tool_docs', '01_tool_docs'),
+    Step('chains', '02_chains', per_item=True),
+    Step('tasks', '03_tasks', per_item=True),
+    Step('task_scores', '04_task_scores', per_item=True),
+    Step('trajectories', '05_trajectories', per_item=True),
+    Step('rewards', '06_rewards', per_item=True),
+    Step('sft', '07_sft'),
+)
 ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
 RECIPE = Recipe('astra', STEPS, AstraParams, ROLES, offline_teacher,
@@ -123,11 +142,17 @@ async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
     "Stage 1 (§2.1.1): the servers kept; `01_tool_docs/dropped.json` holds the tools dropped by reason."
     p, run = r.p, r.run
     if missing := [f for f in p.mcp_servers_files if not Path(f).is_file()]:
-        raise FileNotFoundError(f'mcp_servers_files: no file {", ".join(missing)}: point it at your mcp_servers.jsonl (the official '
-                                'release\'s shape, one server a line), e.g. --set mcp_servers_files=\'["path/to/mcp_servers.jsonl"]\'')
+        raise FileNotFoundError(
+            f'mcp_servers_files: no file {", ".join(missing)}: point it at your mcp_servers.jsonl (the official '
+            'release\'s shape, one server a line), e.g. --set mcp_servers_files=\'["path/to/mcp_servers.jsonl"]\''
+        )
     files = [str(Path(f).resolve()) for f in p.mcp_servers_files]
-    cfg = {'files': {f: content_hash(Path(f).read_text(), 16) for f in files},
-           **p.model_dump(include={'exclude_servers', 'min_server_tools', 'min_description_words', 'clarity_check', 'remote_servers'})}
+    cfg = {
+        'files': {f: content_hash(Path(f).read_text(), 16) for f in files},
+        **p.model_dump(
+            include={'exclude_servers', 'min_server_tools', 'min_description_words', 'clarity_check', 'remote_servers'}
+        ),
+    }
     recs = run.cached('tool_docs', cfg)
     if recs is None:
         servers, dropped = [], Counter()
@@ -137,13 +162,30 @@ async def stage_tool_docs(r: RecipeRun) -> list[MCPServer]:
         dropped['excluded_server'] += sum(len(s.tools) for s in excluded)
         remote = [s for s in servers if s.remote and s.name not in p.exclude_servers]
         if p.remote_servers == 'skip': dropped['remote_server'] += sum(len(s.tools) for s in remote)
-        docs = await filter_servers([s for s in servers if s.name not in p.exclude_servers and not (s.remote and p.remote_servers == 'skip')],
-                                    r.client('judge'), p.min_server_tools, p.min_description_words, p.clarity_check, +dropped)
+        docs = await filter_servers(
+            [s for s in servers if s.name not in p.exclude_servers and not (s.remote and p.remote_servers == 'skip')],
+            r.client('judge'),
+            p.min_server_tools,
+            p.min_description_words,
+            p.clarity_check,
+            +dropped,
+        )
         inputs = sum(len(s.tools) for s in servers) + dropped['invalid_schema']      # every tool read, parsed or not
         kept_remote = sorted(s.name for s in docs.servers if s.remote)
-        run.write_json('tool_docs', 'dropped.json', {'inputs': inputs, 'dropped': dict(sorted(docs.dropped.items())),
-                                                     'remote_servers': {'read': len(remote), 'skipped' if p.remote_servers == 'skip' else 'emulated':
-                                                                        len(remote) if p.remote_servers == 'skip' else len(kept_remote)}})
+        run.write_json(
+            'tool_docs',
+            'dropped.json',
+            {
+                'inputs': inputs,
+                'dropped': dict(sorted(docs.dropped.items())),
+                'remote_servers': {
+                    'read': len(remote),
+                    'skipped' if p.remote_servers == 'skip' else 'emulated': len(remote)
+                    if p.remote_servers == 'skip'
+                    else len(kept_remote),
+                },
+            },
+        )
         recs = run.save('tool_docs', cfg, [s.model_dump(mode='json') for s in docs.servers])
     return [MCPServer.model_validate(x) for x in recs]
 
@@ -153,19 +195,43 @@ async def stage_chains(r: RecipeRun, servers: list[MCPServer], shard=None):
     p = r.p
     async def chains(rec: dict, ctx):
         server = MCPServer.model_validate(rec)
-        kept, stats = await server_chains(server, r.client('teacher'), proposals=p.chain_proposals, walks=p.walks_per_server,
-                                          min_len=p.min_chain_len, max_len=p.max_chain_len, acyclic=p.acyclic, n_votes=p.n_votes,
-                                          temperature=p.verify_temperature, seed=ctx.seed)
+        kept, stats = await server_chains(
+            server,
+            r.client('teacher'),
+            proposals=p.chain_proposals,
+            walks=p.walks_per_server,
+            min_len=p.min_chain_len,
+            max_len=p.max_chain_len,
+            acyclic=p.acyclic,
+            n_votes=p.n_votes,
+            temperature=p.verify_temperature,
+            seed=ctx.seed,
+        )
         r.run.write_json('chains', f'stats/{server.name}.json', stats)
         return [c.model_dump(mode='json') for c in kept] or Drop('no_verified_chain', json.dumps(stats, sort_keys=True))
-    cfg = p.model_dump(include={'chain_proposals', 'walks_per_server', 'min_chain_len', 'max_chain_len', 'acyclic', 'n_votes', 'verify_temperature', 'seed'})
-    return await r.run.run_items('chains', chains, [s.model_dump(mode='json') for s in servers], config=cfg, shard=shard,
-                                 keyed_on=server_content)
 
+    cfg = p.model_dump(
+        include={
+            'chain_proposals',
+            'walks_per_server',
+            'min_chain_len',
+            'max_chain_len',
+            'acyclic',
+            'n_votes',
+            'verify_temperature',
+            'seed',
+        }
+    )
+    return await r.run.run_items(
+        'chains', chains, [s.model_dump(mode='json') for s in servers], config=cfg, shard=shard, keyed_on=server_content
+    )
+
+# %% ../../../nbs/astra/05_recipe.ipynb #021518b9
 def server_content(rec: dict) -> dict:
     "What a server record's key and seed come from: its content, not the file it was read from (`source`)."
     return {k: v for k, v in rec.items() if k != 'source'}
 
+# %% ../../../nbs/astra/05_recipe.ipynb #32ca396e
 async def stage_tasks(r: RecipeRun, servers: list[MCPServer], shard=None):
     "Stage 3 (§2.1.3) → journal of tasks (𝒯 ∪ 𝒜(𝒯)) per server; `03_tasks/stats/<server>.json` the counts."
     p = r.p
@@ -173,16 +239,32 @@ async def stage_tasks(r: RecipeRun, servers: list[MCPServer], shard=None):
     for c in r.run.records('chains'): by_server.setdefault(c['server'], []).append(VerifiedChain.model_validate(c))
     async def tasks(rec: dict):
         server = MCPServer.model_validate(rec['server'])
-        ts, stats = await server_task_set(server, [VerifiedChain.model_validate(c) for c in rec['chains']], r.client('teacher'),
-                                          samples_per_prompt=p.samples_per_prompt, server_only_tool_counts=p.server_only_tool_counts,
-                                          augment_modes=p.augment_modes, variations=p.variations, personas_per_task=p.personas_per_task)
+        ts, stats = await server_task_set(
+            server,
+            [VerifiedChain.model_validate(c) for c in rec['chains']],
+            r.client('teacher'),
+            samples_per_prompt=p.samples_per_prompt,
+            server_only_tool_counts=p.server_only_tool_counts,
+            augment_modes=p.augment_modes,
+            variations=p.variations,
+            personas_per_task=p.personas_per_task,
+        )
         r.run.write_json('tasks', f'stats/{server.name}.json', stats)
-        return [t.model_dump(mode='json', exclude_none=True) for t in ts] or Drop('no_tasks', json.dumps(stats, sort_keys=True))
-    cfg = p.model_dump(include={'samples_per_prompt', 'server_only_tool_counts', 'augment_modes', 'variations', 'personas_per_task'})
-    items = [{'server': s.model_dump(mode='json'), 'chains': [c.model_dump(mode='json') for c in by_server.get(s.name, [])]} for s in servers]
+        return [t.model_dump(mode='json', exclude_none=True) for t in ts] or Drop(
+            'no_tasks', json.dumps(stats, sort_keys=True)
+        )
+
+    cfg = p.model_dump(
+        include={'samples_per_prompt', 'server_only_tool_counts', 'augment_modes', 'variations', 'personas_per_task'}
+    )
+    items = [
+        {'server': s.model_dump(mode='json'), 'chains': [c.model_dump(mode='json') for c in by_server.get(s.name, [])]}
+        for s in servers
+    ]
     return await r.run.run_items('tasks', tasks, items, config=cfg, shard=shard,
                                  keyed_on=lambda rec: rec | {'server': server_content(rec['server'])})
 
+# %% ../../../nbs/astra/05_recipe.ipynb #c89955bd
 async def stage_task_scores(r: RecipeRun, servers: dict[str, MCPServer], shard=None):
     "Stage 3b (§2.1.3, Eq. 1) → journal of the tasks that pass the θ gate, their scores in `metadata['scores']`."
     p = r.p
@@ -191,8 +273,17 @@ async def stage_task_scores(r: RecipeRun, servers: dict[str, MCPServer], shard=N
         scores = await score_task(task, servers[task.env_id], r.client('judge'))
         if (why := task_gate(scores, p.theta_qq, p.theta_sr, p.theta_tn)) is not None:
             return Drop(why, scores.model_dump_json() if scores else 'the judge gave no valid scores')
-        return task.model_copy(update={'metadata': task.metadata | {'scores': scores.model_dump()}}).model_dump(mode='json', exclude_none=True)
-    return await r.run.run_items('task_scores', gate, r.run.inputs('tasks'), config=p.model_dump(include={'theta_qq', 'theta_sr', 'theta_tn'}), shard=shard)
+        return task.model_copy(update={'metadata': task.metadata | {'scores': scores.model_dump()}}).model_dump(
+            mode='json', exclude_none=True
+        )
+
+    return await r.run.run_items(
+        'task_scores',
+        gate,
+        r.run.inputs('tasks'),
+        config=p.model_dump(include={'theta_qq', 'theta_sr', 'theta_tn'}),
+        shard=shard,
+    )
 
 # %% ../../../nbs/astra/05_recipe.ipynb #728a672a
 def rollout_tasks(r: RecipeRun) -> list[Task]:
@@ -200,51 +291,102 @@ def rollout_tasks(r: RecipeRun) -> list[Task]:
     out, per = [], Counter()
     for rec in r.run.records('task_scores'):
         t = Task.model_validate(rec)
-        if r.p.max_tasks_per_server is None or per[t.env_id] < r.p.max_tasks_per_server: out.append(t); per[t.env_id] += 1
+        if r.p.max_tasks_per_server is None or per[t.env_id] < r.p.max_tasks_per_server:
+            out.append(t)
+            per[t.env_id] += 1
     return out
 
+# %% ../../../nbs/astra/05_recipe.ipynb #f165dd84
 SPARES_AHEAD = 4    # ours: reference servers started ahead per server (enough while an episode outlasts a start)
 
 def trajectory_spares(p: AstraParams, servers: Iterable[MCPServer]) -> ServerSpares | None:
     "Spares of the reference servers that `servers` deploy, started now (None when the servers are not installed)."
     if (bin_dir := reference_servers_bin(p.mcp_servers_bin)) is None: return None
     ahead = min(p.concurrency, SPARES_AHEAD)
-    return ServerSpares(bin_dir, {ref: ahead for s in servers for ref in s.deployed.values() if ref in p.deployed_servers}, ahead)
+    return ServerSpares(
+        bin_dir, {ref: ahead for s in servers for ref in s.deployed.values() if ref in p.deployed_servers}, ahead
+    )
 
-async def stage_trajectories(r: RecipeRun, servers: dict[str, MCPServer], tasks: list[Task], shard=None, spares: ServerSpares | None = None):
+# %% ../../../nbs/astra/05_recipe.ipynb #4f3c8ed4
+async def stage_trajectories(
+    r: RecipeRun, servers: dict[str, MCPServer], tasks: list[Task], shard=None, spares: ServerSpares | None = None
+):
     """Stage 4 (§2.1.4) → journal of trajectories; episodes that do not end with an answer are dropped by termination.
     Reference servers come from `spares` (the caller's to close) or from spares of the stage's own."""
     p = r.p
     bin_dir = reference_servers_bin(p.mcp_servers_bin)
     async def rollout(rec: dict, ctx):
         task = Task.model_validate(rec)
-        try: traj = await collect_trajectory(task, servers[task.env_id], r.client('teacher'), r.client('tool_emulator'), deploy=p.deployed_servers, bin_dir=bin_dir,
-                                             failure_rate=p.failure_rate, seed=ctx.seed, history=p.emulator_history,
-                                             query_visibility=p.query_visibility, max_llm_calls=p.max_llm_calls, timeout_s=p.episode_timeout_s,
-                                             spares=spares)
-        except (TimeoutError, asyncio.TimeoutError): return Drop('timeout', f'no answer within {p.episode_timeout_s}s')
-        if traj.info['termination'] != 'no_tool_call': return Drop(traj.info['termination'], traj.info.get('error') or '')
+        try:
+            traj = await collect_trajectory(
+                task,
+                servers[task.env_id],
+                r.client('teacher'),
+                r.client('tool_emulator'),
+                deploy=p.deployed_servers,
+                bin_dir=bin_dir,
+                failure_rate=p.failure_rate,
+                seed=ctx.seed,
+                history=p.emulator_history,
+                query_visibility=p.query_visibility,
+                max_llm_calls=p.max_llm_calls,
+                timeout_s=p.episode_timeout_s,
+                spares=spares,
+            )
+        except (TimeoutError, asyncio.TimeoutError):
+            return Drop('timeout', f'no answer within {p.episode_timeout_s}s')
+        if traj.info['termination'] != 'no_tool_call':
+            return Drop(traj.info['termination'], traj.info.get('error') or '')
         return traj.model_dump(mode='json', exclude_none=True)
-    cfg = p.model_dump(include={'deployed_servers', 'failure_rate', 'emulator_history', 'query_visibility', 'max_llm_calls', 'episode_timeout_s', 'seed'})
+
+    cfg = p.model_dump(
+        include={
+            'deployed_servers',
+            'failure_rate',
+            'emulator_history',
+            'query_visibility',
+            'max_llm_calls',
+            'episode_timeout_s',
+            'seed',
+        }
+    )
     cfg['servers_installed'] = bin_dir is not None
     own = trajectory_spares(p, []) if spares is None and not r.run.finished('trajectories') else None
     spares = own if spares is None else spares
     if spares is not None: spares.expect(servers_needed(tasks, servers, p.deployed_servers))
-    try: return await r.run.run_items('trajectories', rollout, [t.model_dump(mode='json', exclude_none=True) for t in tasks], config=cfg, shard=shard)
+    try:
+        return await r.run.run_items(
+            'trajectories',
+            rollout,
+            [t.model_dump(mode='json', exclude_none=True) for t in tasks],
+            config=cfg,
+            shard=shard,
+        )
     finally:
         if own is not None: await asyncio.to_thread(own.close)
 
+# %% ../../../nbs/astra/05_recipe.ipynb #21dbb9c2
 async def stage_rewards(r: RecipeRun, shard=None):
-    "Stage 5 (§2.1.5) → journal of kept trajectories with `reward` and `info['astra_reward']`; unknown or low rewards dropped."
+    ("Stage 5 (§2.1.5) → journal of kept trajectories with `reward` and `info['astra_reward']`; unknown or low rewards "
+     "dropped.")
     p = r.p
     async def judge(rec: dict):
         traj = Trajectory.model_validate(rec)
         res = await seven_dimension_reward(traj, r.client('judge'), p.failed_call_score)
         if res.reward is None: return Drop('reward_unknown', ','.join(res.unknown))
         if res.reward < p.min_reward: return Drop('below_min_reward', f'{res.reward:.3f}')
-        return traj.model_copy(update={'reward': res.reward, 'info': traj.info | {'astra_reward': res.model_dump()}}).model_dump(mode='json', exclude_none=True)
-    return await r.run.run_items('rewards', judge, r.run.inputs('trajectories'), config=p.model_dump(include={'failed_call_score', 'min_reward'}),
-                                 shard=shard, keyed_on=without_timing)
+        return traj.model_copy(
+            update={'reward': res.reward, 'info': traj.info | {'astra_reward': res.model_dump()}}
+        ).model_dump(mode='json', exclude_none=True)
+
+    return await r.run.run_items(
+        'rewards',
+        judge,
+        r.run.inputs('trajectories'),
+        config=p.model_dump(include={'failed_call_score', 'min_reward'}),
+        shard=shard,
+        keyed_on=without_timing,
+    )
 
 # %% ../../../nbs/astra/05_recipe.ipynb #cc9d3089
 def _tokenizer(r: RecipeRun, trajectories: list[Trajectory]):
@@ -254,15 +396,31 @@ def _tokenizer(r: RecipeRun, trajectories: list[Trajectory]):
     from envsynth.train.sft import build_tiny_qwen3_on
     folder = r.run.dir('sft') / 'tiny_tokenizer'
     if not (folder / 'tokenizer.json').exists():
-        build_tiny_qwen3_on([sft_text(t).text for t in trajectories], folder, vocab_size=1024, hidden_size=32, layers=1, heads=2, max_positions=65536)
+        build_tiny_qwen3_on(
+            [sft_text(t).text for t in trajectories],
+            folder,
+            vocab_size=1024,
+            hidden_size=32,
+            layers=1,
+            heads=2,
+            max_positions=65536,
+        )
     return AutoTokenizer.from_pretrained(folder)
 
+# %% ../../../nbs/astra/05_recipe.ipynb #a8647d98
 def stage_sft(r: RecipeRun, kept: list[Trajectory]) -> dict:
     "Stage 6: `07_sft/sft.jsonl` + dataset + `train_config.json`; returns the counts (or why there are none)."
     from dataclasses import asdict
     from envsynth.data import build_sft_rows, write_sft
     from envsynth.train.sft import PRESETS
-    if not kept: return {'inputs': 0, 'kept': 0, 'dropped': {}, 'skipped': 'no trajectory survived the reward (see the stage counts for why)'}
+
+    if not kept:
+        return {
+            'inputs': 0,
+            'kept': 0,
+            'dropped': {},
+            'skipped': 'no trajectory survived the reward (see the stage counts for why)',
+        }
     rows, stats = build_sft_rows(kept, _tokenizer(r, kept), r.p.max_length, invalid='skip')
     write_sft(rows, r.run.dir('sft'))
     r.run.write_json('sft', 'train_config.json', asdict(PRESETS[r.p.sft_preset]), indent=1)
@@ -273,6 +431,7 @@ def _item_counts(run: RunFolder, step: str) -> dict:
     s = run.stats(step)
     return {k: s.get(k) for k in ('inputs', 'kept', 'records', 'dropped', 'failed')}
 
+# %% ../../../nbs/astra/05_recipe.ipynb #febbc02c
 def distributions(tasks: list[Task], trajectories: list[Trajectory], kept: list[Trajectory]) -> dict:
     """Task modes and augmentations, tool calls by route, emulation reasons, what the emulator did
     (`emulator_failures`: answers it could not give, which the agent saw as `internal_error` results), reward
@@ -294,16 +453,39 @@ def distributions(tasks: list[Task], trajectories: list[Trajectory], kept: list[
             'reward_dimensions_mean': {k: round(sum(v) / len(v), 3) for k, v in sorted(dims.items())},
             'rewards': sorted(round(t.reward, 3) for t in kept)}
 
-def data_card(r: RecipeRun, servers: list[MCPServer], tasks: list[Task], trajectories: list[Trajectory], kept: list[Trajectory], sft: dict) -> dict:
+# %% ../../../nbs/astra/05_recipe.ipynb #e20bfe63
+def data_card(
+    r: RecipeRun,
+    servers: list[MCPServer],
+    tasks: list[Task],
+    trajectories: list[Trajectory],
+    kept: list[Trajectory],
+    sft: dict,
+) -> dict:
     "The run's data card (see above)."
     docs = r.run.read_json('tool_docs', 'dropped.json')
-    stages = {'tool_docs': {'inputs': docs['inputs'], 'kept': sum(len(s.tools) for s in servers), 'records': len(servers), 'dropped': docs['dropped'],
-                            'remote_servers': docs.get('remote_servers', {})},
-              **{s: _item_counts(r.run, s) for s in ITEM_STAGES},
-              'sft': {'inputs': sft.get('inputs'), 'kept': sft.get('kept'), 'dropped': sft.get('dropped', {})}}
-    card = {'title': 'ASTRA (§2.1) data card', 'stages': stages, 'distributions': distributions(tasks, trajectories, kept),
-            'chain_stats': {f.stem: json.loads(f.read_text()) for f in sorted((r.run.dir('chains') / 'stats').glob('*.json'))},
-            'task_stats': {f.stem: json.loads(f.read_text()) for f in sorted((r.run.dir('tasks') / 'stats').glob('*.json'))}}
+    stages = {
+        'tool_docs': {
+            'inputs': docs['inputs'],
+            'kept': sum(len(s.tools) for s in servers),
+            'records': len(servers),
+            'dropped': docs['dropped'],
+            'remote_servers': docs.get('remote_servers', {}),
+        },
+        **{s: _item_counts(r.run, s) for s in ITEM_STAGES},
+        'sft': {'inputs': sft.get('inputs'), 'kept': sft.get('kept'), 'dropped': sft.get('dropped', {})},
+    }
+    card = {
+        'title': 'ASTRA (§2.1) data card',
+        'stages': stages,
+        'distributions': distributions(tasks, trajectories, kept),
+        'chain_stats': {
+            f.stem: json.loads(f.read_text()) for f in sorted((r.run.dir('chains') / 'stats').glob('*.json'))
+        },
+        'task_stats': {
+            f.stem: json.loads(f.read_text()) for f in sorted((r.run.dir('tasks') / 'stats').glob('*.json'))
+        },
+    }
     if 'skipped' in sft: card['sft_skipped'] = sft['skipped']
     card['decontamination'] = None
     if r.p.decontamination:
@@ -321,22 +503,34 @@ def plot_data_card(card: dict):
     st = {k: (v.get('kept') or 0) for k, v in card['stages'].items()}
     ax[0].barh(list(st)[::-1], list(st.values())[::-1]); ax[0].set_title('kept per stage')
     routes = card['distributions']['tool_calls_by_route'] or {'none': 0}
-    ax[1].bar(list(routes), list(routes.values()), color=['tab:green', 'tab:orange', 'tab:red'][:len(routes)]); ax[1].set_title('tool calls by route')
+    ax[1].bar(list(routes), list(routes.values()), color=['tab:green', 'tab:orange', 'tab:red'][: len(routes)])
+    ax[1].set_title('tool calls by route')
     dims = card['distributions']['reward_dimensions_mean'] or {'none': 0}
-    ax[2].bar(list(dims), list(dims.values())); ax[2].set_ylim(0, 1.05); ax[2].set_title('mean reward per dimension (kept)')
+    ax[2].bar(list(dims), list(dims.values()))
+    ax[2].set_ylim(0, 1.05)
+    ax[2].set_title('mean reward per dimension (kept)')
     fig.tight_layout(); return fig
 
 # %% ../../../nbs/astra/05_recipe.ipynb #bc5ca690
-async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'runs/astra', client: LLMClient | None = None, *,
-                    stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
+async def run_astra(
+    params: AstraParams | None = None,
+    run_dir: str | Path = 'runs/astra',
+    client: LLMClient | None = None,
+    *,
+    stages: Sequence[str] | None = None,
+    shard: str | None = None,
+    progress: bool = False,
+) -> dict:
     "Run ASTRA §2.1 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran)."
-    async with open_run(RECIPE, params or AstraParams(), run_dir, client, stages=stages, shard=shard, progress=progress) as r:
+    async with open_run(
+        RECIPE, params or AstraParams(), run_dir, client, stages=stages, shard=shard, progress=progress
+    ) as r:
         p, run, todo, spares = r.p, r.run, r.todo, None
         try:
             servers = await stage_tool_docs(r)
             by_name = {s.name: s for s in servers}
             if 'trajectories' in todo and not run.finished('trajectories'):
-                spares = trajectory_spares(p, servers)          # the rollouts' servers start while the earlier stages run
+                spares = trajectory_spares(p, servers)  # the rollouts' servers start while the earlier stages run
             if 'chains' in todo: await stage_chains(r, servers, shard)
             # a server's tasks are scored as soon as they are written; a trajectory is judged as soon as it is
             # kept (the cap per server needs every score first: rollouts wait for the scores)
@@ -358,13 +552,19 @@ async def run_astra(params: AstraParams | None = None, run_dir: str | Path = 'ru
         write_data_card(run, card, plot_data_card(card))
         return card
 
+# %% ../../../nbs/astra/05_recipe.ipynb #4eeea0a6
 def summarize(card: dict) -> dict:
     "The command's summary of a finished run."
-    return {'sft_rows': card['stages']['sft']['kept'] or 0, 'kept': {k: v.get('kept') for k, v in card['stages'].items()}}
+    return {
+        'sft_rows': card['stages']['sft']['kept'] or 0,
+        'kept': {k: v.get('kept') for k, v in card['stages'].items()},
+    }
 
+# %% ../../../nbs/astra/05_recipe.ipynb #f4bec83a
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ASTRA's trajectory pipeline (§2.1) into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
-    `envsynth astra run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    """Run ASTRA's trajectory pipeline (§2.1) into a run folder (resumable; `--stages`/`--shard` split it over Slurm
+    array tasks). `envsynth astra run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the
+    exit status."""
     return recipe_command(RECIPE, run_astra, summarize, argv)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #b2b38fe5

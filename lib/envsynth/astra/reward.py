@@ -18,11 +18,24 @@ __all__ = ['DIMENSIONS', 'REWARD_TAGS', 'PROMPTS', 'Judgement', 'ConcisenessJudg
 
 # %% ../../../nbs/astra/04_reward.ipynb #ffa1f385
 DIMENSIONS = ('QU', 'QP', 'TCU', 'TCP', 'TCS', 'TC', 'FA')
-REWARD_TAGS = {'QU': 'astra.reward.query_understanding', 'QP': 'astra.reward.query_planning', 'TCU': 'astra.reward.tool_understanding',
-               'TCP': 'astra.reward.tool_planning', 'TC': 'astra.reward.tool_conciseness', 'FA_corr': 'astra.reward.answer_correlation',
-               'FA_summ': 'astra.reward.answer_summary'}
-PROMPTS = {'QU': 'reward_query_understanding', 'QP': 'reward_query_planning', 'TCU': 'reward_tool_understanding', 'TCP': 'reward_tool_planning',
-           'TC': 'reward_tool_conciseness', 'FA_corr': 'reward_answer_correlation', 'FA_summ': 'reward_answer_summary'}
+REWARD_TAGS = {
+    'QU': 'astra.reward.query_understanding',
+    'QP': 'astra.reward.query_planning',
+    'TCU': 'astra.reward.tool_understanding',
+    'TCP': 'astra.reward.tool_planning',
+    'TC': 'astra.reward.tool_conciseness',
+    'FA_corr': 'astra.reward.answer_correlation',
+    'FA_summ': 'astra.reward.answer_summary',
+}
+PROMPTS = {
+    'QU': 'reward_query_understanding',
+    'QP': 'reward_query_planning',
+    'TCU': 'reward_tool_understanding',
+    'TCP': 'reward_tool_planning',
+    'TC': 'reward_tool_conciseness',
+    'FA_corr': 'reward_answer_correlation',
+    'FA_summ': 'reward_answer_summary',
+}
 
 class Judgement(BaseModel):
     "A judge's score in {0, 0.5, 1} (no other key)."
@@ -35,6 +48,7 @@ class Judgement(BaseModel):
         if v not in (0, 0.5, 1): raise ValueError(f'score must be 0, 0.5 or 1, got {v}')
         return float(v)
 
+# %% ../../../nbs/astra/04_reward.ipynb #1c9a1092
 class ConcisenessJudgement(BaseModel):
     "Per call, in order: 1 = necessary, 0 = unnecessary or redundant (integers, no other key)."
     model_config = ConfigDict(extra='forbid')
@@ -46,18 +60,22 @@ def judged_messages(traj: Trajectory) -> list[Message]:
     "τ ∖ {m₀}: the trajectory without its system prompt."
     return [m for m in traj.messages if m.role != 'system']
 
+# %% ../../../nbs/astra/04_reward.ipynb #77c35a90
 def tool_rounds(messages: list[Message]) -> list[int]:
     "Indices t_j of the assistant messages that issue tool calls (one round each, parallel calls grouped)."
     return [i for i, m in enumerate(messages) if m.role == 'assistant' and m.tool_calls]
 
+# %% ../../../nbs/astra/04_reward.ipynb #4b4c4f91
 def call_statuses(messages: list[Message]) -> list[bool]:
     "S_i for every call in order: True when its tool message is not an error (a call without an answer failed)."
     answered = {m.tool_call_id: not m.error for m in messages if m.role == 'tool'}
     return [answered.get(c.id, False) for m in messages if m.role == 'assistant' for c in m.tool_calls or []]
 
+# %% ../../../nbs/astra/04_reward.ipynb #cb14e859
 def tool_call_status(messages: list[Message], failed_call_score: float = 0.0) -> float | None:
     "TCS (Eq. 8) with a failed call scored `failed_call_score` (paper 0, official code 0.5); None without calls."
-    if not 0 <= failed_call_score <= 1: raise ValueError(f'failed_call_score must be in [0, 1], got {failed_call_score}')
+    if not 0 <= failed_call_score <= 1:
+        raise ValueError(f'failed_call_score must be in [0, 1], got {failed_call_score}')
     s = call_statuses(messages)
     return sum(1.0 if ok else failed_call_score for ok in s) / len(s) if s else None
 
@@ -68,13 +86,16 @@ def judge_inputs(messages: list[Message], **values) -> str:
     block = '```json\n' + json.dumps(values, sort_keys=True, indent=1) + '\n```'
     return '\n\n'.join([block, transcript, transcript_contract(transcript)])
 
+# %% ../../../nbs/astra/04_reward.ipynb #ccb85ab7
 async def _judge(key: str, messages: list[Message], client, model=Judgement, **values):
     "`(judgement, None)` for part `key`, or `(None, reason)` when the judge gave none."
     prompt = load_prompt(PROMPTS[key], inputs=judge_inputs(messages, **values))
     return await ask_judge(client, [Message(role='user', content=prompt)], model, REWARD_TAGS[key], temperature=0.0)
 
+# %% ../../../nbs/astra/04_reward.ipynb #a0da70a4
 def _mean(xs): return sum(xs) / len(xs)
 
+# %% ../../../nbs/astra/04_reward.ipynb #ee70a897
 class SevenDimensionReward(BaseModel):
     """The seven scores (None: unknown or not applicable), which were unknown, which did not apply, why each unknown
     judged part got no verdict (`rejected`), and the mean (None if any was unknown)."""
@@ -87,15 +108,20 @@ class SevenDimensionReward(BaseModel):
 # %% ../../../nbs/astra/04_reward.ipynb #c9134227
 async def seven_dimension_reward(traj: Trajectory, client, failed_call_score: float = 0.0,
                                  counts: Counter | None = None) -> SevenDimensionReward:
-    "The seven-dimension reward of `traj`, failing closed; a trajectory with no successful call scores 0 on the tool dimensions."
+    ("The seven-dimension reward of `traj`, failing closed; a trajectory with no successful call scores 0 on the tool "
+     "dimensions.")
     msgs = judged_messages(traj)
     rounds = tool_rounds(msgs)
     n_calls, acted = len(call_statuses(msgs)), any(call_statuses(msgs))
     last = next((m for m in reversed(msgs) if m.role == 'assistant'), None)
     later = [(j, t) for j, t in enumerate(rounds) if j >= 1]
     query = next((m for m in msgs if m.role == 'user'), None)
-    jobs = {'QU': _judge('QU', msgs, client), 'QP': _judge('QP', msgs, client), 'FA_summ': _judge('FA_summ', msgs, client),
-            'FA_corr': _judge('FA_corr', [m for m in (query, last) if m is not None], client)}
+    jobs = {
+        'QU': _judge('QU', msgs, client),
+        'QP': _judge('QP', msgs, client),
+        'FA_summ': _judge('FA_summ', msgs, client),
+        'FA_corr': _judge('FA_corr', [m for m in (query, last) if m is not None], client),
+    }
     for j, t in later if acted else ():
         jobs[f'TCU_{j}'] = _judge('TCU', msgs[:t + 1], client, round=j + 1)
         jobs[f'TCP_{j}'] = _judge('TCP', msgs[:t + 1], client, round=j + 1)
@@ -121,6 +147,10 @@ async def seven_dimension_reward(traj: Trajectory, client, failed_call_score: fl
     fa = (got['FA_corr'], got['FA_summ'])
     put('FA', (fa[0].score + fa[1].score) / 2 if all(fa) else None, applies=last is not None)
     known = [v for v in scores.values() if v is not None]
-    return SevenDimensionReward(scores={k: scores[k] for k in DIMENSIONS}, unknown=[k for k in DIMENSIONS if k in unknown],
-                                not_applicable=[k for k in DIMENSIONS if k in na], rejected=rejected,
-                                reward=None if unknown or not known else round(_mean(known), 6))
+    return SevenDimensionReward(
+        scores={k: scores[k] for k in DIMENSIONS},
+        unknown=[k for k in DIMENSIONS if k in unknown],
+        not_applicable=[k for k in DIMENSIONS if k in na],
+        rejected=rejected,
+        reward=None if unknown or not known else round(_mean(known), 6),
+    )

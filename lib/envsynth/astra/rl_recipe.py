@@ -14,13 +14,14 @@ from .distractors import (DISTRACTOR_MODES, PoolTool, build_tool_pool, choose_di
 from .env_synthesis import SubEnvironment, synthesize_environment
 from .f1_reward import REWARD_MODES, AstraF1Reward
 from .merge import EnvTool, merge_environment, write_qa_environment
-from .qa import (KnowledgeDocument, QAInstance, read_knowledge, read_questions, sample_knowledge_dir, sample_questions_file,
-                               synthesize_qa)
+from .qa import (KnowledgeDocument, QAInstance, read_knowledge, read_questions, sample_knowledge_dir,
+                               sample_questions_file, synthesize_qa)
 from .qa_validation import QAValidation, qs_cut, validate_qa
 from .recipe import offline_teacher
 from ..llm import LLMClient
 from ..pipeline import Drop, RunFolder, Step
-from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params, recipe_command, write_data_card
+from ..recipe_frame import (Recipe, RecipeRun, finish_card, open_run, read_params as read_recipe_params,
+                                   recipe_command, write_data_card)
 from ..schema import Task, Trajectory, content_hash
 
 # %% auto #0
@@ -36,7 +37,9 @@ class AstraRLParams(BaseModel):
     # 1. Q–A instances
     knowledge: list[str] = Field(default_factory=lambda: [str(sample_knowledge_dir())])
     questions_file: str | None = Field(default_factory=lambda: str(sample_questions_file()))
-    modes: list[Literal['unconditional', 'conditional']] = Field(default_factory=lambda: ['unconditional', 'conditional'])
+    modes: list[Literal['unconditional', 'conditional']] = Field(
+        default_factory=lambda: ['unconditional', 'conditional']
+    )
     min_hops: int = 3                               # official code (hop budgets 3..5)
     max_hops: int = 5                               # official code
     hop_tolerance: int | None = 0                   # ours: the paper asks for "approximately H" hops; null: no check
@@ -70,44 +73,75 @@ class AstraRLParams(BaseModel):
     max_turns: int = 32                             # paper: up to 32 assistant turns
     data_source: str = 'astra'
     agent_name: str = 'envsynth_astra'
-    system_prompt: str = ('You are a helpful assistant with tools. Solve the user\'s question by calling the tools you need, '
-                          'then give the final answer as <answer>...</answer>.')   # ours
+    system_prompt: str = (
+        'You are a helpful assistant with tools. Solve the user\'s question by calling the tools you need, '
+        'then give the final answer as <answer>...</answer>.'
+    )   # ours
     # running
-    allow_offline_roles: bool | None = None         # ours: None refuses a run where some roles have endpoints and a used one has none
+
+    # ours: None refuses a run where some roles have endpoints and a used one has none
+    allow_offline_roles: bool | None = None
     concurrency: int = 4
     seed: int = 0
 
     @model_validator(mode='after')
     def _check(self):
-        if not 1 <= self.min_hops <= self.max_hops: raise ValueError(f'need 1 <= min_hops <= max_hops, got {self.min_hops}, {self.max_hops}')
-        if (self.qs_threshold is None) == (self.qs_percentile is None): raise ValueError('set exactly one of qs_threshold and qs_percentile (the other null)')
-        if self.qs_threshold is not None and not 0 <= self.qs_threshold <= 1: raise ValueError(f'qs_threshold must be in [0, 1], got {self.qs_threshold}')
-        if self.qs_percentile is not None and not 0 <= self.qs_percentile <= 100: raise ValueError(f'qs_percentile must be in [0, 100], got {self.qs_percentile}')
-        if not 0 <= self.low_band < self.high_band <= 1: raise ValueError(f'need 0 <= low_band < high_band <= 1, got {self.low_band}, {self.high_band}')
-        if len(self.random_tools) != 2 or not 0 <= self.random_tools[0] <= self.random_tools[1]: raise ValueError(f'random_tools must be [min, max], got {self.random_tools}')
-        for name in ('samples_per_prompt', 'inner_retries', 'max_attempts', 'merge_retries', 'sandbox_workers', 'max_turns', 'concurrency'):
+        if not 1 <= self.min_hops <= self.max_hops:
+            raise ValueError(f'need 1 <= min_hops <= max_hops, got {self.min_hops}, {self.max_hops}')
+        if (self.qs_threshold is None) == (self.qs_percentile is None):
+            raise ValueError('set exactly one of qs_threshold and qs_percentile (the other null)')
+        if self.qs_threshold is not None and not 0 <= self.qs_threshold <= 1:
+            raise ValueError(f'qs_threshold must be in [0, 1], got {self.qs_threshold}')
+        if self.qs_percentile is not None and not 0 <= self.qs_percentile <= 100:
+            raise ValueError(f'qs_percentile must be in [0, 100], got {self.qs_percentile}')
+        if not 0 <= self.low_band < self.high_band <= 1:
+            raise ValueError(f'need 0 <= low_band < high_band <= 1, got {self.low_band}, {self.high_band}')
+        if len(self.random_tools) != 2 or not 0 <= self.random_tools[0] <= self.random_tools[1]:
+            raise ValueError(f'random_tools must be [min, max], got {self.random_tools}')
+        for name in (
+            'samples_per_prompt',
+            'inner_retries',
+            'max_attempts',
+            'merge_retries',
+            'sandbox_workers',
+            'max_turns',
+            'concurrency',
+        ):
             if getattr(self, name) < 1: raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
         if self.k_per_band < 0: raise ValueError(f'k_per_band must be >= 0, got {self.k_per_band}')
-        if self.hop_tolerance is not None and self.hop_tolerance < 0: raise ValueError(f'hop_tolerance must be >= 0 or null, got {self.hop_tolerance}')
+        if self.hop_tolerance is not None and self.hop_tolerance < 0:
+            raise ValueError(f'hop_tolerance must be >= 0 or null, got {self.hop_tolerance}')
         if not self.modes: raise ValueError('modes must name at least one of unconditional, conditional')
-        if 'conditional' in self.modes and not self.questions_file: raise ValueError('conditional mode needs a questions_file')
+        if 'conditional' in self.modes and not self.questions_file:
+            raise ValueError('conditional mode needs a questions_file')
         if not 0 <= self.val_fraction < 1: raise ValueError(f'val_fraction must be in [0, 1), got {self.val_fraction}')
-        if not self.exec_timeout_s > 0 or not self.reward_eps > 0: raise ValueError('exec_timeout_s and reward_eps must be > 0')
+        if not self.exec_timeout_s > 0 or not self.reward_eps > 0:
+            raise ValueError('exec_timeout_s and reward_eps must be > 0')
         return self
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #f34e5fe9
 def reward_spec(p: AstraRLParams) -> AstraF1Reward:
     "The reward every check and every RL row of a run uses."
     return AstraF1Reward(mode=p.reward, eps=p.reward_eps)
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #6b0ec681
 def read_params(path: str | Path | None = None, **overrides) -> AstraRLParams:
     "The environment pipeline's parameters from a YAML or JSON file, then `overrides`."
     return read_recipe_params(AstraRLParams, path, **overrides)
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #f4cb21d7
 ROLES = ('teacher', 'judge')
-STEPS = (Step('qa', '01_qa', per_item=True), Step('qa_validation', '02_qa_validation', per_item=True), Step('qa_gate', '03_qa_gate'),
-         Step('env_synthesis', '04_env_synthesis', per_item=True), Step('merge', '05_merge', per_item=True), Step('package', '06_package', per_item=True),
-         Step('tool_pool', '07_tool_pool'), Step('mix', '08_mix', per_item=True), Step('rl_data', '09_rl_data'))
+STEPS = (
+    Step('qa', '01_qa', per_item=True),
+    Step('qa_validation', '02_qa_validation', per_item=True),
+    Step('qa_gate', '03_qa_gate'),
+    Step('env_synthesis', '04_env_synthesis', per_item=True),
+    Step('merge', '05_merge', per_item=True),
+    Step('package', '06_package', per_item=True),
+    Step('tool_pool', '07_tool_pool'),
+    Step('mix', '08_mix', per_item=True),
+    Step('rl_data', '09_rl_data'),
+)
 ITEM_STAGES = tuple(s.name for s in STEPS if s.per_item)
 
 RECIPE = Recipe('astra', STEPS, AstraRLParams, ROLES, offline_teacher, command='rl', namespace='astra-rl',
@@ -125,42 +159,73 @@ def qa_work_items(p: AstraRLParams) -> list[dict]:
     docs = read_knowledge(p.knowledge)[:p.max_documents]
     items = []
     if 'unconditional' in p.modes:
-        items += [{'document': d.model_dump(), 'hop_budget': h} for d in docs for h in range(p.min_hops, p.max_hops + 1)]
+        items += [
+            {'document': d.model_dump(), 'hop_budget': h} for d in docs for h in range(p.min_hops, p.max_hops + 1)
+        ]
     if 'conditional' in p.modes:
         by_id = {d.id: d for d in docs}
-        items += [{'document': by_id[q.document].model_dump(), 'question': q.question} for q in read_questions(p.questions_file, read_knowledge(p.knowledge))
-                  if q.document in by_id]
+        items += [
+            {'document': by_id[q.document].model_dump(), 'question': q.question}
+            for q in read_questions(p.questions_file, read_knowledge(p.knowledge))
+            if q.document in by_id
+        ]
     return items
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #ffb4ecd6
 async def stage_qa(r: RLRecipeRun, shard=None):
     "Stage 1 (§2.2.1) → journal of Q–A instances."
     p = r.p
     async def qa(rec: dict):
         drops = Counter()
-        made = await synthesize_qa(KnowledgeDocument.model_validate(rec['document']), r.client('teacher'), hop_budget=rec.get('hop_budget'), question=rec.get('question'),
-                                   n=p.samples_per_prompt, max_document_chars=p.max_document_chars, hop_tolerance=p.hop_tolerance, drops=drops)
+        made = await synthesize_qa(
+            KnowledgeDocument.model_validate(rec['document']),
+            r.client('teacher'),
+            hop_budget=rec.get('hop_budget'),
+            question=rec.get('question'),
+            n=p.samples_per_prompt,
+            max_document_chars=p.max_document_chars,
+            hop_tolerance=p.hop_tolerance,
+            drops=drops,
+        )
         if drops: r.run.write_json('qa', f'instance_drops/{content_hash(rec, 16)}.json', dict(sorted(drops.items())))
-        return [i.model_dump(mode='json') for i in made] or Drop(next(iter(drops), 'no_instance'), json.dumps(dict(drops), sort_keys=True))
+        return [i.model_dump(mode='json') for i in made] or Drop(
+            next(iter(drops), 'no_instance'), json.dumps(dict(drops), sort_keys=True)
+        )
     cfg = p.model_dump(include={'samples_per_prompt', 'max_document_chars', 'hop_tolerance'})
     return await r.run.run_items('qa', qa, qa_work_items(p), config=cfg, shard=shard)
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #0f870c95
 async def stage_qa_validation(r: RLRecipeRun, shard=None):
-    "Stage 2 (§2.2.2) → journal of validated instances with their scores (non-tool inner steps and unknown judges dropped)."
+    ("Stage 2 (§2.2.2) → journal of validated instances with their scores (non-tool inner steps and unknown judges "
+     "dropped).")
     async def check(rec: dict):
         v = await validate_qa(QAInstance.model_validate(rec), r.client('judge'))
         return Drop(v.drop, v.detail) if v.drop else v.model_dump(mode='json')
     return await r.run.run_items('qa_validation', check, r.run.records('qa'), shard=shard)
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #875cb11c
 def stage_qa_gate(r: RLRecipeRun) -> list[QAInstance]:
     "Stage 2b: the instances whose QS reaches the cut; `03_qa_gate/gate.json` holds the cut and the counts."
     p, run = r.p, r.run
     scored = [QAValidation.model_validate(x) for x in run.records('qa_validation')]
-    cfg = {'scored': content_hash([v.instance.id for v in scored], 16), **p.model_dump(include={'qs_threshold', 'qs_percentile'})}
+    cfg = {
+        'scored': content_hash([v.instance.id for v in scored], 16),
+        **p.model_dump(include={'qs_threshold', 'qs_percentile'}),
+    }
     recs = run.cached('qa_gate', cfg)
     if recs is None:
         cut = qs_cut([v.QS for v in scored], p.qs_threshold, p.qs_percentile)
         kept = [v.instance for v in scored if v.QS >= cut - 1e-9]
-        run.write_json('qa_gate', 'gate.json', {'cut': cut, 'inputs': len(scored), 'kept': len(kept), 'dropped': {'below_qs_cut': len(scored) - len(kept)} if len(scored) > len(kept) else {}})
+        run.write_json(
+            'qa_gate',
+            'gate.json',
+            {
+                'cut': cut,
+                'inputs': len(scored),
+                'kept': len(kept),
+                'dropped': {'below_qs_cut': len(scored) - len(kept)} if len(scored) > len(kept) else {},
+            },
+        )
         recs = run.save('qa_gate', cfg, [i.model_dump(mode='json') for i in kept])
     return [QAInstance.model_validate(x) for x in recs]
 
@@ -170,35 +235,78 @@ async def stage_env_synthesis(r: RLRecipeRun, instances: list[QAInstance], shard
     p = r.p
     async def build(rec: dict):
         inst = QAInstance.model_validate(rec)
-        subs, failures = await synthesize_environment(inst, r.client('teacher'), r.sandbox, inner_retries=p.inner_retries, max_attempts=p.max_attempts,
-                                                      complexity_scaling=p.complexity_scaling, timeout=p.exec_timeout_s)
+        subs, failures = await synthesize_environment(
+            inst,
+            r.client('teacher'),
+            r.sandbox,
+            inner_retries=p.inner_retries,
+            max_attempts=p.max_attempts,
+            complexity_scaling=p.complexity_scaling,
+            timeout=p.exec_timeout_s,
+        )
         r.run.write_json('env_synthesis', f'failures/{inst.id}.json', dict(sorted(failures.items())))
         if subs is None: return Drop('sub_environment_failed', json.dumps(dict(sorted(failures.items()))))
         return {'instance': inst.model_dump(mode='json'), 'subs': [s.model_dump(mode='json') for s in subs]}
     cfg = p.model_dump(include={'inner_retries', 'max_attempts', 'complexity_scaling', 'exec_timeout_s'})
-    return await r.run.run_items('env_synthesis', build, [i.model_dump(mode='json') for i in instances], config=cfg, shard=shard)
+    return await r.run.run_items(
+        'env_synthesis', build, [i.model_dump(mode='json') for i in instances], config=cfg, shard=shard
+    )
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #fb522482
 async def stage_merge(r: RLRecipeRun, shard=None):
-    "Stage 4 (§2.2.4) → journal of `{instance, tools, groups}` (without merging: one tool per sub-question, names unique)."
+    ("Stage 4 (§2.2.4) → journal of `{instance, tools, groups}` (without merging: one tool per sub-question, names "
+     "unique).")
     from envsynth.astra.merge import env_tool, unique_tool_names
     p = r.p
     async def merge(rec: dict, ctx):
         inst, subs = QAInstance.model_validate(rec['instance']), [SubEnvironment.model_validate(s) for s in rec['subs']]
-        if not p.merge: tools, failures, groups = unique_tool_names([env_tool(s) for s in subs]), Counter(), [[s.node] for s in subs]
-        else: tools, failures, groups = await merge_environment(inst, subs, r.client('teacher'), r.sandbox, seed=ctx.seed, retries=p.merge_retries,
-                                                                timeout=p.exec_timeout_s, on_failure=p.on_merge_failure)
-        if tools is None: return Drop('intents_unknown' if failures['intents_unknown'] else 'merge_failed', json.dumps(dict(sorted(failures.items()))))
-        return {'instance': inst.model_dump(mode='json'), 'tools': [t.model_dump(mode='json') for t in tools], 'groups': groups, 'failures': dict(failures)}
+        if not p.merge:
+            tools, failures, groups = (
+                unique_tool_names([env_tool(s) for s in subs]),
+                Counter(),
+                [[s.node] for s in subs],
+            )
+        else:
+            tools, failures, groups = await merge_environment(
+                inst,
+                subs,
+                r.client('teacher'),
+                r.sandbox,
+                seed=ctx.seed,
+                retries=p.merge_retries,
+                timeout=p.exec_timeout_s,
+                on_failure=p.on_merge_failure,
+            )
+        if tools is None:
+            return Drop(
+                'intents_unknown' if failures['intents_unknown'] else 'merge_failed',
+                json.dumps(dict(sorted(failures.items()))),
+            )
+        return {
+            'instance': inst.model_dump(mode='json'),
+            'tools': [t.model_dump(mode='json') for t in tools],
+            'groups': groups,
+            'failures': dict(failures),
+        }
     cfg = p.model_dump(include={'merge', 'merge_retries', 'on_merge_failure', 'exec_timeout_s', 'seed'})
     return await r.run.run_items('merge', merge, r.run.records('env_synthesis'), config=cfg, shard=shard)
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #e0e7cc16
-async def checked_environment(r: RLRecipeRun, folder: Path, inst: QAInstance, tools: list[EnvTool], distractors: list[EnvTool] = ()) -> tuple[dict | None, Drop | None]:
-    "Write, validate (property checks in the sandbox) and score an environment: its policy checks, or why it is dropped."
+async def checked_environment(
+    r: RLRecipeRun, folder: Path, inst: QAInstance, tools: list[EnvTool], distractors: list[EnvTool] = ()
+) -> tuple[dict | None, Drop | None]:
+    ("Write, validate (property checks in the sandbox) and score an environment: its policy checks, or why it is "
+     "dropped.")
     from envsynth.envs import load_environment, validate_environment
-    try: await asyncio.to_thread(lambda: write_qa_environment(folder, inst.id, inst, tools, r.sandbox, distractors).close())
-    except Exception as e: return None, Drop('write_failed', f'{type(e).__name__}: {str(e)[:300]}')
-    if problems := await asyncio.to_thread(validate_environment, folder, False, r.sandbox): return None, Drop('invalid_environment', '; '.join(problems[:5]))
+
+    try:
+        await asyncio.to_thread(
+            lambda: write_qa_environment(folder, inst.id, inst, tools, r.sandbox, distractors).close()
+        )
+    except Exception as e:
+        return None, Drop('write_failed', f'{type(e).__name__}: {str(e)[:300]}')
+    if problems := await asyncio.to_thread(validate_environment, folder, False, r.sandbox):
+        return None, Drop('invalid_environment', '; '.join(problems[:5]))
     env = await asyncio.to_thread(load_environment, folder, False, r.sandbox)
     try:
         task = next(iter(env.tasks.values()))
@@ -208,13 +316,20 @@ async def checked_environment(r: RLRecipeRun, folder: Path, inst: QAInstance, to
     if checks['do_nothing']['reward'] != 0.0: return None, Drop('do_nothing_above_0', json.dumps(checks['do_nothing']))
     return checks, None
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #30acca7f
 async def stage_package(r: RLRecipeRun, shard=None):
-    "Stage 5 → `06_package/envs/<id>/` and the journal of packaged instances (environments that fail the checks dropped)."
+    ("Stage 5 → `06_package/envs/<id>/` and the journal of packaged instances (environments that fail the checks "
+     "dropped).")
     async def package(rec: dict):
         inst, tools = QAInstance.model_validate(rec['instance']), [EnvTool.model_validate(t) for t in rec['tools']]
         checks, drop = await checked_environment(r, r.run.dir('package') / 'envs' / inst.id, inst, tools)
         if drop: return drop
-        return {'instance': rec['instance'], 'tools': rec['tools'], 'env': f'envs/{inst.id}', 'oracle': checks['oracle']}
+        return {
+            'instance': rec['instance'],
+            'tools': rec['tools'],
+            'env': f'envs/{inst.id}',
+            'oracle': checks['oracle'],
+        }
     cfg = r.p.model_dump(include={'reward', 'max_turns'})
     return await r.run.run_items('package', package, r.run.records('merge'), config=cfg, shard=shard)
 
@@ -225,7 +340,10 @@ def stage_tool_pool(r: RLRecipeRun):
     from envsynth.chains import ToolPool
     p, run = r.p, r.run
     envs = {x['instance']['id']: [EnvTool.model_validate(t) for t in x['tools']] for x in run.records('package')}
-    cfg = {'tools': content_hash({k: [t.model_dump(mode='json') for t in v] for k, v in sorted(envs.items())}, 16), 'embedding_model': p.embedding_model}
+    cfg = {
+        'tools': content_hash({k: [t.model_dump(mode='json') for t in v] for k, v in sorted(envs.items())}, 16),
+        'embedding_model': p.embedding_model,
+    }
     recs = run.cached('tool_pool', cfg)
     if recs is None:
         entries, dropped = unique_pool(envs)
@@ -233,24 +351,72 @@ def stage_tool_pool(r: RLRecipeRun):
             from envsynth.embed import Embedder
             pool = build_tool_pool(entries, r.embedder or Embedder(p.embedding_model))
             with open(run.file('tool_pool', 'vectors.npy'), 'wb') as f: np.save(f, pool.vectors)
-        run.write_json('tool_pool', 'stats.json', {'tools': sum(map(len, envs.values())), 'unique': len(entries), 'dropped': dict(dropped)})
-        recs = run.save('tool_pool', cfg, [{'name': k, 'env': entries[k].env, 'tool': entries[k].tool.model_dump(mode='json')} for k in sorted(entries)])
+        run.write_json(
+            'tool_pool',
+            'stats.json',
+            {'tools': sum(map(len, envs.values())), 'unique': len(entries), 'dropped': dict(dropped)},
+        )
+        recs = run.save(
+            'tool_pool',
+            cfg,
+            [
+                {'name': k, 'env': entries[k].env, 'tool': entries[k].tool.model_dump(mode='json')}
+                for k in sorted(entries)
+            ],
+        )
     entries = {x['name']: PoolTool(env=x['env'], tool=EnvTool.model_validate(x['tool'])) for x in recs}
     vectors = np.load(run.dir('tool_pool') / 'vectors.npy') if entries else np.zeros((0, 1), np.float32)
-    return ToolPool(keys=sorted(entries), vectors=vectors, domains=[entries[k].env for k in sorted(entries)]), entries, cfg['tools']
+    return (
+        ToolPool(keys=sorted(entries), vectors=vectors, domains=[entries[k].env for k in sorted(entries)]),
+        entries,
+        cfg['tools'],
+    )
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #e92dcaef
 async def stage_mix(r: RLRecipeRun, pool, entries: dict[str, PoolTool], pool_key: str, shard=None):
-    "Stage 7 → `08_mix/envs/<id>/`: the environment with its distractors, re-validated and scored by the three policies."
+    ("Stage 7 → `08_mix/envs/<id>/`: the environment with its distractors, re-validated and scored by the three "
+     "policies.")
     p = r.p
     async def mix(rec: dict, ctx):
         inst, tools = QAInstance.model_validate(rec['instance']), [EnvTool.model_validate(t) for t in rec['tools']]
-        bands = choose_distractors(pool, entries, inst.id, [t.name for t in tools], p.distractor_mode, k_per_band=p.k_per_band, seed=ctx.seed,
-                                   high=p.high_band, low=p.low_band, random_range=tuple(p.random_tools))
+        bands = choose_distractors(
+            pool,
+            entries,
+            inst.id,
+            [t.name for t in tools],
+            p.distractor_mode,
+            k_per_band=p.k_per_band,
+            seed=ctx.seed,
+            high=p.high_band,
+            low=p.low_band,
+            random_range=tuple(p.random_tools),
+        )
         distractors = [entries[n].tool for b in bands.values() for n in b]
         checks, drop = await checked_environment(r, r.run.dir('mix') / 'envs' / inst.id, inst, tools, distractors)
         if drop: return drop
-        return {'instance': rec['instance'], 'env': f'envs/{inst.id}', 'own_tools': [t.name for t in tools], 'bands': bands, 'checks': checks}
-    cfg = {'pool': pool_key, **p.model_dump(include={'distractor_mode', 'k_per_band', 'high_band', 'low_band', 'random_tools', 'reward', 'max_turns', 'seed'})}
+        return {
+            'instance': rec['instance'],
+            'env': f'envs/{inst.id}',
+            'own_tools': [t.name for t in tools],
+            'bands': bands,
+            'checks': checks,
+        }
+
+    cfg = {
+        'pool': pool_key,
+        **p.model_dump(
+            include={
+                'distractor_mode',
+                'k_per_band',
+                'high_band',
+                'low_band',
+                'random_tools',
+                'reward',
+                'max_turns',
+                'seed',
+            }
+        ),
+    }
     return await r.run.run_items('mix', mix, r.run.records('package'), config=cfg, shard=shard)
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #d87bc2f6
@@ -266,11 +432,21 @@ async def stage_rl_data(r: RLRecipeRun) -> dict:
         folder, part = run.dir('mix') / rec['env'], split[rec['instance']['id']]
         task = Task.model_validate_json((folder / 'tasks.jsonl').read_text().splitlines()[0])
         tools = json.loads((folder / 'tools.json').read_text())
-        row = rl_row(task, tools, index=len(rows[part]), split=part, data_source=p.data_source, system_prompt=p.system_prompt,
-                     agent_name=p.agent_name, reward=reward_spec(p))
+        row = rl_row(
+            task,
+            tools,
+            index=len(rows[part]),
+            split=part,
+            data_source=p.data_source,
+            system_prompt=p.system_prompt,
+            agent_name=p.agent_name,
+            reward=reward_spec(p),
+        )
         row['extra_info']['env_folder'] = str(Path(run.step('mix').folder) / rec['env'])
         traj = json.dumps(rec['checks']['oracle_trajectory'])
-        s = await compute_score(row['data_source'], '', row['reward_model']['ground_truth'], row['extra_info'] | {'envsynth_episode': traj})
+        s = await compute_score(
+            row['data_source'], '', row['reward_model']['ground_truth'], row['extra_info'] | {'envsynth_episode': traj}
+        )
         scores.append(round(s['score'], 6)); rows[part].append(row)
     for part, rs in rows.items():
         if rs: write_rl_parquet(rs, run.file('rl_data', f'{part}.parquet'))
@@ -285,14 +461,17 @@ def _item_counts(run: RunFolder, step: str) -> dict:
     s = run.stats(step)
     return {k: s.get(k) for k in ('inputs', 'kept', 'records', 'dropped', 'failed')}
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #50c4819a
 def _histogram(values) -> dict: return {str(k): v for k, v in sorted(Counter(values).items())}
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #c92fe76f
 def qa_instance_drops(run: RunFolder) -> dict:
     "Instances the Q–A stage dropped inside kept items (off the hop budget, invalid decompositions), by reason."
     drops = Counter()
     for f in sorted((run.dir('qa') / 'instance_drops').glob('*.json')): drops.update(json.loads(f.read_text()))
     return dict(sorted(drops.items()))
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #ab3a9514
 def rl_distributions(run: RunFolder) -> dict:
     "What the card shows as distributions."
     mixed = run.records('mix')
@@ -301,17 +480,31 @@ def rl_distributions(run: RunFolder) -> dict:
     for f in sorted((run.dir('env_synthesis') / 'failures').glob('*.json')): failures.update(json.loads(f.read_text()))
     checks = [x['checks'] for x in mixed]
     mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None
-    return {'hops': _histogram(i.hops for i in insts), 'sub_questions': _histogram(len(i.sub_questions) for i in insts),
-            'modes': _histogram(i.mode for i in insts),
-            'qs': _histogram(round(x['QS'], 3) for x in run.records('qa_validation')),
-            'own_tools_per_env': _histogram(len(x['own_tools']) for x in mixed),
-            'offered_tools_per_env': _histogram(len(x['own_tools']) + sum(map(len, x['bands'].values())) for x in mixed),
-            'distractors_per_band': {b: sum(len(x['bands'].get(b, [])) for x in mixed) for b in ('high', 'medium', 'low', 'random') if any(b in x['bands'] for x in mixed)},
-            'merged_tools': sum(t['merged'] for x in run.records('package') for t in x['tools']),
-            'synthesis_failures': dict(sorted(failures.items())),
-            'checks': {k: {'reward': mean([c[k]['reward'] for c in checks]), 'precision': mean([c[k]['precision'] for c in checks]),
-                           'recall': mean([c[k]['recall'] for c in checks])} for k in ('oracle', 'do_nothing', 'spammer')}}
+    return {
+        'hops': _histogram(i.hops for i in insts),
+        'sub_questions': _histogram(len(i.sub_questions) for i in insts),
+        'modes': _histogram(i.mode for i in insts),
+        'qs': _histogram(round(x['QS'], 3) for x in run.records('qa_validation')),
+        'own_tools_per_env': _histogram(len(x['own_tools']) for x in mixed),
+        'offered_tools_per_env': _histogram(len(x['own_tools']) + sum(map(len, x['bands'].values())) for x in mixed),
+        'distractors_per_band': {
+            b: sum(len(x['bands'].get(b, [])) for x in mixed)
+            for b in ('high', 'medium', 'low', 'random')
+            if any(b in x['bands'] for x in mixed)
+        },
+        'merged_tools': sum(t['merged'] for x in run.records('package') for t in x['tools']),
+        'synthesis_failures': dict(sorted(failures.items())),
+        'checks': {
+            k: {
+                'reward': mean([c[k]['reward'] for c in checks]),
+                'precision': mean([c[k]['precision'] for c in checks]),
+                'recall': mean([c[k]['recall'] for c in checks]),
+            }
+            for k in ('oracle', 'do_nothing', 'spammer')
+        },
+    }
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #83f6aa8f
 def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     "The run's data card."
     run = r.run
@@ -323,8 +516,12 @@ def rl_data_card(r: RLRecipeRun, rl: dict) -> dict:
     stages['tool_pool'] = {'inputs': pool['tools'], 'kept': pool['unique'], 'dropped': pool['dropped']}
     stages['mix'] = _item_counts(run, 'mix')
     stages['rl_data'] = {k: rl[k] for k in ('inputs', 'kept', 'dropped', 'train_rows', 'val_rows')}
-    card = {'title': 'ASTRA (§2.2, §3.2.2) environment data card', 'stages': stages, 'distributions': rl_distributions(run),
-            'trainer_oracle_scores': rl['trainer_oracle_scores']}     # the sandbox's counters are this process's, not the data's
+    card = {
+        'title': 'ASTRA (§2.2, §3.2.2) environment data card',
+        'stages': stages,
+        'distributions': rl_distributions(run),
+        'trainer_oracle_scores': rl['trainer_oracle_scores'],
+    }     # the sandbox's counters are this process's, not the data's
     ok = rl['kept'] and all(s == 1.0 for s in rl['trainer_oracle_scores'])
     return finish_card(r, card, 'ok' if ok else 'no_rl_data' if not rl['kept'] else 'oracle_not_scored_1')
 
@@ -336,23 +533,45 @@ def plot_rl_data_card(card: dict):
     fig = Figure(figsize=(16, 3.2)); ax = fig.subplots(1, 4)   # returned; written with fig.savefig
     st = {k: (v.get('kept') or 0) for k, v in card['stages'].items()}
     ax[0].barh(list(st)[::-1], list(st.values())[::-1]); ax[0].set_title('kept per stage')
-    ax[1].bar(list(d['hops']) or ['none'], list(d['hops'].values()) or [0]); ax[1].set_title('hops per instance'); ax[1].set_xlabel('hops')
+    ax[1].bar(list(d['hops']) or ['none'], list(d['hops'].values()) or [0])
+    ax[1].set_title('hops per instance')
+    ax[1].set_xlabel('hops')
     own, offered = d['own_tools_per_env'], d['offered_tools_per_env']
     xs = sorted({*own, *offered}, key=int) or ['0']
     ax[2].bar([int(x) - 0.2 for x in xs], [own.get(x, 0) for x in xs], 0.4, label='own')
-    ax[2].bar([int(x) + 0.2 for x in xs], [offered.get(x, 0) for x in xs], 0.4, label='offered'); ax[2].legend(); ax[2].set_title('tools per environment')
+    ax[2].bar([int(x) + 0.2 for x in xs], [offered.get(x, 0) for x in xs], 0.4, label='offered')
+    ax[2].legend()
+    ax[2].set_title('tools per environment')
     b = d['distractors_per_band'] or {'none': 0}
     ax[3].bar(list(b), list(b.values()), color='tab:orange'); ax[3].set_title('distractors per band')
     fig.tight_layout(); return fig
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #3bf202ea
-async def run_astra_rl(params: AstraRLParams | None = None, run_dir: str | Path = 'runs/astra-rl', client: LLMClient | None = None, *,
-                       embedder=None, stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
-    """Run ASTRA §2.2 + §3.2.2 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run: what it ran).
-    A stage reads only finished stages: `--stages env_synthesis --shard 0/2` before the Q–A stages have finished is an error."""
+async def run_astra_rl(
+    params: AstraRLParams | None = None,
+    run_dir: str | Path = 'runs/astra-rl',
+    client: LLMClient | None = None,
+    *,
+    embedder=None,
+    stages: Sequence[str] | None = None,
+    shard: str | None = None,
+    progress: bool = False,
+) -> dict:
+    """Run ASTRA §2.2 + §3.2.2 (or `stages` of it, on `shard`) into `run_dir`; returns the data card (a partial run:
+    what it ran). A stage reads only finished stages: `--stages env_synthesis --shard 0/2` before the Q–A stages have
+    finished is an error."""
     from envsynth.sandbox import SandboxLimits, SandboxPool
-    async with open_run(RECIPE, params or AstraRLParams(), run_dir, client, stages=stages, shard=shard, progress=progress,
-                        run_class=RLRecipeRun) as r:
+
+    async with open_run(
+        RECIPE,
+        params or AstraRLParams(),
+        run_dir,
+        client,
+        stages=stages,
+        shard=shard,
+        progress=progress,
+        run_class=RLRecipeRun,
+    ) as r:
         p, run, todo = r.p, r.run, r.todo
         r.embedder = embedder
         with SandboxPool(size=p.sandbox_workers, limits=SandboxLimits(call_timeout_s=p.exec_timeout_s)) as r.sandbox:
@@ -374,13 +593,19 @@ async def run_astra_rl(params: AstraRLParams | None = None, run_dir: str | Path 
         write_data_card(run, card, plot_rl_data_card(card))
         return card
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #fd11a7e4
 def summarize(card: dict) -> dict:
     "The command's summary of a finished run."
-    return {'rl_rows': card['stages']['rl_data']['kept'] or 0, 'kept': {k: v.get('kept') for k, v in card['stages'].items()}}
+    return {
+        'rl_rows': card['stages']['rl_data']['kept'] or 0,
+        'kept': {k: v.get('kept') for k, v in card['stages'].items()},
+    }
 
+# %% ../../../nbs/astra/11_rl_recipe.ipynb #3cdefd02
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
-    `envsynth astra rl --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    """Run ASTRA's environment pipeline (§2.2, §3.2.2) into a run folder (resumable; `--stages`/`--shard` split it over
+    Slurm array tasks). `envsynth astra rl --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns
+    the exit status."""
     return recipe_command(RECIPE, run_astra_rl, summarize, argv)
 
 # %% ../../../nbs/astra/11_rl_recipe.ipynb #e8f7a955

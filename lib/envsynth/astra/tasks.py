@@ -26,14 +26,17 @@ class GeneratedTask(BaseModel):
     target_tools: list[str]
     question: str
 
+# %% ../../../nbs/astra/02_tasks.ipynb #9318624d
 class GeneratedTasks(BaseModel):
     tasks: list[GeneratedTask]
 
+# %% ../../../nbs/astra/02_tasks.ipynb #2413947e
 def make_task(server: MCPServer, question: str, **metadata) -> Task:
     "A task of `server`: the question as instruction, the server's tools offered, provenance in metadata."
     return Task(env_id=server.name, instruction=question.strip(), tools=server.tool_names,
                 metadata={k: v for k, v in metadata.items() if v is not None} | {'language': language_of(question)})
 
+# %% ../../../nbs/astra/02_tasks.ipynb #3e983492
 async def _generate(server: MCPServer, prompt: str, tag: str, client, drops: Counter, **metadata) -> list[Task]:
     try: r = await client.chat([{'role': 'user', 'content': prompt}], response_model=GeneratedTasks, tag=tag)
     except LLMError: drops[f'{tag.split(".")[-1]}_failed'] += 1; return []
@@ -41,22 +44,70 @@ async def _generate(server: MCPServer, prompt: str, tag: str, client, drops: Cou
     for g in r.parsed.tasks:
         if not g.question.strip(): drops['empty_question'] += 1
         elif not g.target_tools or not set(g.target_tools) <= names: drops['unknown_target_tool'] += 1
-        else: out.append(make_task(server, g.question, target_tools=g.target_tools, server_analysis=g.server_analysis, **metadata))
+        else:
+            out.append(
+                make_task(
+                    server, g.question, target_tools=g.target_tools, server_analysis=g.server_analysis, **metadata
+                )
+            )
     return out
 
-async def chain_tasks(server: MCPServer, chain: VerifiedChain, client, n: int = 2, drops: Counter | None = None) -> list[Task]:
+# %% ../../../nbs/astra/02_tasks.ipynb #24098d5a
+async def chain_tasks(
+    server: MCPServer, chain: VerifiedChain, client, n: int = 2, drops: Counter | None = None
+) -> list[Task]:
     "𝒯_chain: `n` tasks whose solution follows `chain`."
-    prompt = load_prompt('task_from_chain', n=n, plan=' -> '.join(chain.chain), inputs=inputs_block(server_inputs(server) | {'chain': chain.chain, 'chain_task': chain.task}))
-    return await _generate(server, prompt, CHAIN_TASK_TAG, client, drops if drops is not None else Counter(), mode='chain', chain=chain.chain)
+    prompt = load_prompt(
+        'task_from_chain',
+        n=n,
+        plan=' -> '.join(chain.chain),
+        inputs=inputs_block(server_inputs(server) | {'chain': chain.chain, 'chain_task': chain.task}),
+    )
+    return await _generate(
+        server,
+        prompt,
+        CHAIN_TASK_TAG,
+        client,
+        drops if drops is not None else Counter(),
+        mode='chain',
+        chain=chain.chain,
+    )
 
-async def server_tasks(server: MCPServer, num_tools: int, client, n: int = 2, drops: Counter | None = None) -> list[Task]:
+# %% ../../../nbs/astra/02_tasks.ipynb #37bcc227
+async def server_tasks(
+    server: MCPServer, num_tools: int, client, n: int = 2, drops: Counter | None = None
+) -> list[Task]:
     "𝒯_server: `n` tasks from the server alone, each needing about `num_tools` tools."
-    prompt = load_prompt('task_from_server', n=n, num_tools=num_tools, inputs=inputs_block(server_inputs(server) | {'num_tools': num_tools}))
-    return await _generate(server, prompt, SERVER_TASK_TAG, client, drops if drops is not None else Counter(), mode='server', num_tools=num_tools)
+    prompt = load_prompt(
+        'task_from_server',
+        n=n,
+        num_tools=num_tools,
+        inputs=inputs_block(server_inputs(server) | {'num_tools': num_tools}),
+    )
+    return await _generate(
+        server,
+        prompt,
+        SERVER_TASK_TAG,
+        client,
+        drops if drops is not None else Counter(),
+        mode='server',
+        num_tools=num_tools,
+    )
 
 # %% ../../../nbs/astra/02_tasks.ipynb #94700e25
-_SCRIPTS = (('CJK', 'cjk'), ('HIRAGANA', 'cjk'), ('KATAKANA', 'cjk'), ('HANGUL', 'hangul'), ('CYRILLIC', 'cyrillic'),
-            ('ARABIC', 'arabic'), ('HEBREW', 'hebrew'), ('DEVANAGARI', 'devanagari'), ('GREEK', 'greek'), ('THAI', 'thai'), ('LATIN', 'latin'))
+_SCRIPTS = (
+    ('CJK', 'cjk'),
+    ('HIRAGANA', 'cjk'),
+    ('KATAKANA', 'cjk'),
+    ('HANGUL', 'hangul'),
+    ('CYRILLIC', 'cyrillic'),
+    ('ARABIC', 'arabic'),
+    ('HEBREW', 'hebrew'),
+    ('DEVANAGARI', 'devanagari'),
+    ('GREEK', 'greek'),
+    ('THAI', 'thai'),
+    ('LATIN', 'latin'),
+)
 
 def language_of(text: str) -> str:
     "The dominant script of the letters of `text` ('latin', 'cjk', 'cyrillic', ...; 'unknown' without letters)."
@@ -75,34 +126,70 @@ class Variation(BaseModel):
     context: str = ''
     question: str
 
+# %% ../../../nbs/astra/02_tasks.ipynb #2fbce248
 class Augmentations(BaseModel):
     variations: list[Variation]
 
+# %% ../../../nbs/astra/02_tasks.ipynb #2ada4902
 PERSONAS = [
     {'age': 34, 'occupation': 'nurse', 'education_level': 'bachelor', 'style': 'busy, concise, practical'},
-    {'age': 67, 'occupation': 'retired teacher', 'education_level': 'master', 'style': 'polite, detailed, not technical'},
-    {'age': 22, 'occupation': 'computer science student', 'education_level': 'some college', 'style': 'casual, technical'},
-    {'age': 45, 'occupation': 'small business owner', 'education_level': 'high school', 'style': 'direct, budget-minded'},
+    {
+        'age': 67,
+        'occupation': 'retired teacher',
+        'education_level': 'master',
+        'style': 'polite, detailed, not technical',
+    },
+    {
+        'age': 22,
+        'occupation': 'computer science student',
+        'education_level': 'some college',
+        'style': 'casual, technical',
+    },
+    {
+        'age': 45,
+        'occupation': 'small business owner',
+        'education_level': 'high school',
+        'style': 'direct, budget-minded',
+    },
     {'age': 29, 'occupation': 'data analyst', 'education_level': 'master', 'style': 'precise, expert'},
     {'age': 51, 'occupation': '餐厅经理 (restaurant manager)', 'education_level': 'bachelor', 'style': '说中文，简洁'},
 ]
 
-async def augment_task(task: Task, server: MCPServer, mode: str, client, variations: int = 2, persona: dict | None = None,
-                       drops: Counter | None = None) -> list[Task]:
+async def augment_task(
+    task: Task,
+    server: MCPServer,
+    mode: str,
+    client,
+    variations: int = 2,
+    persona: dict | None = None,
+    drops: Counter | None = None,
+) -> list[Task]:
     "Rewrites of `task` along `mode` in the task's language; dropped ones counted in `drops`."
     if mode not in AUGMENT_MODES: raise ValueError(f'unknown augmentation {mode!r}: choose from {list(AUGMENT_MODES)}')
     drops = drops if drops is not None else Counter()
-    inputs = server_inputs(server) | {'question': task.instruction, 'target_tools': task.metadata.get('target_tools')} | ({'persona': persona} if persona else {})
-    try: r = await client.chat([{'role': 'user', 'content': load_prompt(f'augment_{mode}', n=variations, inputs=inputs_block(inputs))}],
-                               response_model=Augmentations, tag=AUGMENT_TAGS[mode])
-    except LLMError: drops[f'augment_{mode}_failed'] += 1; return []
+    inputs = (
+        server_inputs(server)
+        | {'question': task.instruction, 'target_tools': task.metadata.get('target_tools')}
+        | ({'persona': persona} if persona else {})
+    )
+    try:
+        r = await client.chat(
+            [{'role': 'user', 'content': load_prompt(f'augment_{mode}', n=variations, inputs=inputs_block(inputs))}],
+            response_model=Augmentations,
+            tag=AUGMENT_TAGS[mode],
+        )
+    except LLMError:
+        drops[f'augment_{mode}_failed'] += 1
+        return []
     out, lang = [], task.metadata.get('language') or language_of(task.instruction)
     for v in r.parsed.variations[:variations]:
         if not v.question.strip() or v.question.strip() == task.instruction: drops['unchanged'] += 1
         elif language_of(v.question) != lang: drops['language_mismatch'] += 1
         else:
             meta = {k: task.metadata[k] for k in ('mode', 'chain', 'target_tools', 'num_tools') if k in task.metadata}
-            out.append(make_task(server, v.question, **meta, augmentation=mode, origin=task.id, context=v.context or None))
+            out.append(
+                make_task(server, v.question, **meta, augmentation=mode, origin=task.id, context=v.context or None)
+            )
     return out
 
 # %% ../../../nbs/astra/02_tasks.ipynb #932f0a72
@@ -115,18 +202,31 @@ class TaskScores(BaseModel):
     tool_necessity: int = Field(ge=1, le=5)
     reasoning: str = ''
 
+# %% ../../../nbs/astra/02_tasks.ipynb #561029a3
 async def score_task(task: Task, server: MCPServer, client) -> TaskScores | None:
     "The judge's three scores for `task`; None when it could not give them (the caller drops the task as unknown)."
     inputs = server_inputs(server) | {'question': task.instruction}
-    try: return (await client.chat([{'role': 'user', 'content': load_prompt('score_task', inputs=inputs_block(inputs))}],
-                                   response_model=TaskScores, tag=SCORE_TAG, temperature=0.0)).parsed
-    except LLMError: return None
+    try:
+        return (
+            await client.chat(
+                [{'role': 'user', 'content': load_prompt('score_task', inputs=inputs_block(inputs))}],
+                response_model=TaskScores,
+                tag=SCORE_TAG,
+                temperature=0.0,
+            )
+        ).parsed
+    except LLMError:
+        return None
 
+# %% ../../../nbs/astra/02_tasks.ipynb #54ce5454
 def task_gate(scores: TaskScores | None, theta_qq: int = 3, theta_sr: int = 3, theta_tn: int = 3) -> str | None:
     "Eq. (1): None when every score reaches its θ, else the first failing score's name (or 'score_unknown')."
     if scores is None: return 'score_unknown'
-    for name, value, theta in (('question_quality', scores.question_quality, theta_qq), ('scenario_realism', scores.scenario_realism, theta_sr),
-                               ('tool_necessity', scores.tool_necessity, theta_tn)):
+    for name, value, theta in (
+        ('question_quality', scores.question_quality, theta_qq),
+        ('scenario_realism', scores.scenario_realism, theta_sr),
+        ('tool_necessity', scores.tool_necessity, theta_tn),
+    ):
         if value < theta: return f'low_{name}'
     return None
 
@@ -136,10 +236,21 @@ def _pick(items: list, k: int, key: str) -> list:
     import random
     return random.Random(key).sample(items, min(k, len(items)))
 
-async def server_task_set(server: MCPServer, chains: Iterable[VerifiedChain], client, *, samples_per_prompt: int = 2,
-                          server_only_tool_counts: Iterable[int] = (2, 3), augment_modes: Iterable[str] = AUGMENT_MODES,
-                          variations: int = 2, personas: list[dict] | None = None, personas_per_task: int = 2) -> tuple[list[Task], dict]:
-    "𝒯̃ = 𝒯 ∪ 𝒜(𝒯) for one server, deduplicated by question; and the counts (generated per mode, augmented, dropped by reason)."
+# %% ../../../nbs/astra/02_tasks.ipynb #6336b688
+async def server_task_set(
+    server: MCPServer,
+    chains: Iterable[VerifiedChain],
+    client,
+    *,
+    samples_per_prompt: int = 2,
+    server_only_tool_counts: Iterable[int] = (2, 3),
+    augment_modes: Iterable[str] = AUGMENT_MODES,
+    variations: int = 2,
+    personas: list[dict] | None = None,
+    personas_per_task: int = 2,
+) -> tuple[list[Task], dict]:
+    ("𝒯̃ = 𝒯 ∪ 𝒜(𝒯) for one server, deduplicated by question; and the counts (generated per mode, augmented, dropped "
+     "by reason).")
     drops, personas = Counter(), PERSONAS if personas is None else personas
     jobs = [chain_tasks(server, c, client, samples_per_prompt, drops) for c in chains]
     jobs += [server_tasks(server, k, client, samples_per_prompt, drops) for k in server_only_tool_counts]
@@ -147,7 +258,9 @@ async def server_task_set(server: MCPServer, chains: Iterable[VerifiedChain], cl
     aug_jobs = []
     for t in base:
         for mode in augment_modes:
-            if mode != 'persona': aug_jobs.append(augment_task(t, server, mode, client, variations, drops=drops)); continue
+            if mode != 'persona':
+                aug_jobs.append(augment_task(t, server, mode, client, variations, drops=drops))
+                continue
             for p in _pick(personas, personas_per_task, t.id):
                 aug_jobs.append(augment_task(t, server, mode, client, variations, persona=p, drops=drops))
     augmented = [t for ts in await asyncio.gather(*aug_jobs) for t in ts]
@@ -155,6 +268,10 @@ async def server_task_set(server: MCPServer, chains: Iterable[VerifiedChain], cl
     for t in base + augmented:
         if t.instruction in seen: drops['duplicate_question'] += 1; continue
         seen.add(t.instruction); out.append(t)
-    stats = {'generated': dict(Counter(t.metadata['mode'] for t in base)), 'augmented': dict(Counter(t.metadata['augmentation'] for t in augmented)),
-             'kept': len(out), 'dropped': dict(sorted(drops.items()))}
+    stats = {
+        'generated': dict(Counter(t.metadata['mode'] for t in base)),
+        'augmented': dict(Counter(t.metadata['augmentation'] for t in augmented)),
+        'kept': len(out),
+        'dropped': dict(sorted(drops.items())),
+    }
     return out, stats

@@ -26,10 +26,12 @@ def prompts_dir() -> Path:
     "The `prompts/astra/` folder of this checkout."
     return prompt_folder('astra')
 
+# %% ../../../nbs/astra/00_tool_docs.ipynb #2c832ed3
 def load_prompt(name: str, **fields) -> str:
     "The prompt `prompts/astra/{name}.md` with its `{field}`s filled in (other braces are left alone)."
     return fill_prompt('astra', name, **fields)
 
+# %% ../../../nbs/astra/00_tool_docs.ipynb #95e679da
 def inputs_block(obj: Any) -> str:
     "The inputs of a prompt as a fenced JSON block (what the model reads, and what an offline stand-in parses)."
     return '```json\n' + json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=1) + '\n```'
@@ -44,7 +46,7 @@ class MCPServer(BaseModel):
     domain: str = ''
     tools: list[Tool]
     deployed: dict[str, str] = Field(default_factory=dict)
-    remote: str = ''                # a remote MCP server's endpoint (`call_info.url` / `python_sdk_url`); no credentials kept
+    remote: str = ''  # a remote MCP server's endpoint (`call_info.url` / `python_sdk_url`); no credentials kept
     source: str = 'file'
 
     @field_validator('tools', mode='before')
@@ -68,15 +70,29 @@ def remote_endpoint(call_info: dict) -> str:
     url = call_info.get('python_sdk_url') or call_info.get('url') or ''
     return url.split('?')[0] if isinstance(url, str) else ''
 
+# %% ../../../nbs/astra/00_tool_docs.ipynb #447c09c8
 def _server_record(rec: dict) -> tuple[str, str, str, list, dict, str]:
     if isinstance(rec.get('base_info'), dict):             # the official mcp_servers.jsonl shape
         gi, call = rec['base_info'].get('group_info') or {}, rec.get('call_info') or {}
         name = gi.get('server_name') or gi.get('server_title') or ''
-        return (name, gi.get('server_description') or '', gi.get('domain') or '', rec['base_info'].get('tool_list') or [],
-                call.get('deployed') or {}, remote_endpoint(call))
-    return (rec.get('server') or rec.get('name') or '', rec.get('description') or '', rec.get('domain') or '', rec.get('tools') or [],
-            rec.get('deployed') or {}, remote_endpoint(rec.get('call_info') or {}))
+        return (
+            name,
+            gi.get('server_description') or '',
+            gi.get('domain') or '',
+            rec['base_info'].get('tool_list') or [],
+            call.get('deployed') or {},
+            remote_endpoint(call),
+        )
+    return (
+        rec.get('server') or rec.get('name') or '',
+        rec.get('description') or '',
+        rec.get('domain') or '',
+        rec.get('tools') or [],
+        rec.get('deployed') or {},
+        remote_endpoint(rec.get('call_info') or {}),
+    )
 
+# %% ../../../nbs/astra/00_tool_docs.ipynb #fc305e60
 def read_mcp_servers(path: str | Path) -> tuple[list[MCPServer], Counter]:
     """Servers from a JSONL (or JSON list) file in the `mcp_servers.jsonl` shape, and the tools dropped on the way in by
     reason (`invalid_schema`, `invalid_json` lines, `unknown_deployment`: a deployed server envsynth cannot start)."""
@@ -99,7 +115,11 @@ def read_mcp_servers(path: str | Path) -> tuple[list[MCPServer], Counter]:
         names = {t.name for t in tools}
         ok = {t: s for t, s in deployed.items() if t in names and s in REFERENCE_SERVERS}
         dropped['unknown_deployment'] += len(deployed) - len(ok)
-        servers.append(MCPServer(name=name, description=desc, domain=domain, tools=tools, deployed=ok, remote=remote, source=path.name))
+        servers.append(
+            MCPServer(
+                name=name, description=desc, domain=domain, tools=tools, deployed=ok, remote=remote, source=path.name
+            )
+        )
     return servers, +dropped
 
 # %% ../../../nbs/astra/00_tool_docs.ipynb #88cb04a8
@@ -116,6 +136,7 @@ class ClarityVerdict(BaseModel):
     clear: bool
     reason: str = ''
 
+# %% ../../../nbs/astra/00_tool_docs.ipynb #0dc4276b
 async def tool_is_clear(tool: Tool, server: MCPServer, client) -> bool | None:
     "The judge's verdict on `tool`'s documentation; None when the judge could not answer (counted by the caller)."
     inputs = {'server': server.name, 'server_description': server.description, 'tool': tool.to_openai()['function']}
@@ -133,8 +154,15 @@ class ToolDocuments:
     @property
     def n_tools(self) -> int: return sum(len(s.tools) for s in self.servers)
 
-async def filter_servers(servers: Iterable[MCPServer], client, min_server_tools: int = 3, min_description_words: int = 4,
-                         clarity_check: bool = True, dropped: Counter | None = None) -> ToolDocuments:
+# %% ../../../nbs/astra/00_tool_docs.ipynb #3f4c1da2
+async def filter_servers(
+    servers: Iterable[MCPServer],
+    client,
+    min_server_tools: int = 3,
+    min_description_words: int = 4,
+    clarity_check: bool = True,
+    dropped: Counter | None = None,
+) -> ToolDocuments:
     "ASTRA's grouping filters: duplicates, vague descriptions (word rule, then the judge), servers with too few tools."
     if min_server_tools < 1: raise ValueError(f'min_server_tools must be >= 1, got {min_server_tools}')
     out, seen, candidates = Counter(dropped or {}), set(), []
@@ -147,7 +175,11 @@ async def filter_servers(servers: Iterable[MCPServer], client, min_server_tools:
             if vague_description(t, min_description_words): out['vague_description'] += 1; continue
             tools.append(t)
         candidates.append((s, tools))
-    verdicts = await asyncio.gather(*(tool_is_clear(t, s, client) for s, ts in candidates for t in ts)) if clarity_check else None
+    verdicts = (
+        await asyncio.gather(*(tool_is_clear(t, s, client) for s, ts in candidates for t in ts))
+        if clarity_check
+        else None
+    )
     kept, i = [], 0
     for s, tools in candidates:
         clear = []
@@ -158,5 +190,7 @@ async def filter_servers(servers: Iterable[MCPServer], client, min_server_tools:
             else: clear.append(t)
         if len(clear) < min_server_tools: out['small_server'] += len(clear); continue
         names = {t.name for t in clear}
-        kept.append(s.model_copy(update={'tools': clear, 'deployed': {k: v for k, v in s.deployed.items() if k in names}}))
+        kept.append(
+            s.model_copy(update={'tools': clear, 'deployed': {k: v for k, v in s.deployed.items() if k in names}})
+        )
     return ToolDocuments(sorted(kept, key=lambda s: s.name), +out)

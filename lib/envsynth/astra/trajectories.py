@@ -22,12 +22,19 @@ __all__ = ['AGENT_TAG', 'EMULATOR_TAG', 'reference_servers_bin', 'reference_serv
 def reference_servers_bin(path: str | Path | None = None) -> Path | None:
     "The folder holding the `mcp-server-*` executables, or None if it is not there."
     import envsynth
-    cand = Path(path or os.environ.get('ENVSYNTH_MCP_SERVERS_BIN') or Path(envsynth.__file__).resolve().parents[2] / '.venv-mcp-servers' / 'bin')
+
+    cand = Path(
+        path
+        or os.environ.get('ENVSYNTH_MCP_SERVERS_BIN')
+        or Path(envsynth.__file__).resolve().parents[2] / '.venv-mcp-servers' / 'bin'
+    )
     return cand if (cand / 'mcp-server-calculator').exists() or any(cand.glob('mcp-server-*')) else None
 
+# %% ../../../nbs/astra/03_trajectories.ipynb #328ad5ca
 def reference_server_command(name: str, bin_dir: Path, workdir: Path) -> tuple[str, list[str]]:
     "How to start reference server `name` over stdio, with its state in `workdir`."
-    if name not in REFERENCE_SERVERS: raise ValueError(f'unknown reference server {name!r}; envsynth starts {list(REFERENCE_SERVERS)}')
+    if name not in REFERENCE_SERVERS:
+        raise ValueError(f'unknown reference server {name!r}; envsynth starts {list(REFERENCE_SERVERS)}')
     exe = str(bin_dir / f'mcp-server-{name}')
     if name == 'time': return exe, ['--local-timezone', 'UTC']
     if name == 'sqlite': return exe, ['--db-path', str(workdir / 'db.sqlite')]
@@ -41,9 +48,9 @@ def reference_server_command(name: str, bin_dir: Path, workdir: Path) -> tuple[s
 
 # %% ../../../nbs/astra/03_trajectories.ipynb #b83f0e41
 class ServerSpares:
-    """Reference servers started ahead for the episodes that will take them, each a fresh process in a fresh folder of its
-    own. `take` hands one to a single episode, which closes it; at most `ahead` per server wait, and none beyond the takes
-    still `expected`; a take with no spare starts a server for itself. `close` closes every server not taken."""
+    """Reference servers started ahead for the episodes that will take them, each a fresh process in a fresh folder of
+    its own. `take` hands one to a single episode, which closes it; at most `ahead` per server wait, and none beyond the
+    takes still `expected`; a take with no spare starts a server for itself. `close` closes every server not taken."""
     def __init__(self, bin_dir: Path, expected: Mapping[str, int] | None = None, ahead: int = 2):
         self.bin_dir, self.ahead, self.closed = Path(bin_dir), ahead, False
         self._want, self._spares, self._untaken = Counter(), defaultdict(deque), set()
@@ -94,17 +101,32 @@ class ServerSpares:
     async def __aenter__(self): return self
     async def __aexit__(self, *exc): await asyncio.to_thread(self.close)
 
-def servers_needed(tasks: Iterable[Task], servers: Mapping[str, MCPServer], deploy: Iterable[str] = REFERENCE_SERVERS) -> Counter:
+# %% ../../../nbs/astra/03_trajectories.ipynb #50b31215
+def servers_needed(
+    tasks: Iterable[Task], servers: Mapping[str, MCPServer], deploy: Iterable[str] = REFERENCE_SERVERS
+) -> Counter:
     "How many of the episodes of `tasks` take each deployed reference server (what `ServerSpares` should expect)."
     deploy = set(deploy)
     return Counter(ref for t in tasks for ref in sorted(set(servers[t.env_id].deployed.values())) if ref in deploy)
 
 # %% ../../../nbs/astra/03_trajectories.ipynb #0881b3fc
 @asynccontextmanager
-async def hybrid_executor(server: MCPServer, emulator_client, *, deploy: Iterable[str] = REFERENCE_SERVERS, bin_dir: Path | None = None,
-                          failure_rate: float = 0.2, seed: int = 0, history: int | None = None, query: str | None = None,
-                          query_visibility: float = 0.5, emulator_tag: str = 'astra.tool_emulator', spares: ServerSpares | None = None):
-    "`(executor, routes, reasons)` for one episode; its MCP servers (from `spares`, or started here) are closed on exit."
+async def hybrid_executor(
+    server: MCPServer,
+    emulator_client,
+    *,
+    deploy: Iterable[str] = REFERENCE_SERVERS,
+    bin_dir: Path | None = None,
+    failure_rate: float = 0.2,
+    seed: int = 0,
+    history: int | None = None,
+    query: str | None = None,
+    query_visibility: float = 0.5,
+    emulator_tag: str = 'astra.tool_emulator',
+    spares: ServerSpares | None = None,
+):
+    ("`(executor, routes, reasons)` for one episode; its MCP servers (from `spares`, or started here) are closed on "
+     "exit.")
     from envsynth.mcp import MCPConnectionError
     bin_dir = spares.bin_dir if spares is not None else bin_dir
     deploy, reasons, routes, taken, execs = set(deploy), Counter(), {}, [], []
@@ -125,8 +147,18 @@ async def hybrid_executor(server: MCPServer, emulator_client, *, deploy: Iterabl
             if live: execs.append(MCPExecutor(c, live)); routes |= {n: f'mcp:{ref}' for n in live}
         emulated = [t for t in server.tools if t.name not in routes]
         if emulated:
-            execs.append(EmulatedExecutor(emulator_client, emulated, failure_rate=failure_rate, seed=seed, tag=emulator_tag,
-                                          history=history if history is not None else 10**9, query=query, query_visibility=query_visibility))
+            execs.append(
+                EmulatedExecutor(
+                    emulator_client,
+                    emulated,
+                    failure_rate=failure_rate,
+                    seed=seed,
+                    tag=emulator_tag,
+                    history=history if history is not None else 10**9,
+                    query=query,
+                    query_visibility=query_visibility,
+                )
+            )
             routes |= {t.name: 'emulated' for t in emulated}
         ex = HybridExecutor(execs)
         ex.tools = [t for name in server.tool_names for t in ex.tools if t.name == name]   # the server's order
@@ -138,16 +170,44 @@ async def hybrid_executor(server: MCPServer, emulator_client, *, deploy: Iterabl
 # %% ../../../nbs/astra/03_trajectories.ipynb #5a53f77f
 AGENT_TAG, EMULATOR_TAG = 'astra.agent', 'astra.tool_emulator'
 
-async def collect_trajectory(task: Task, server: MCPServer, agent_client, emulator_client, *, deploy: Iterable[str] = REFERENCE_SERVERS,
-                             bin_dir: Path | None = None, failure_rate: float = 0.2, seed: int = 0, history: int | None = None,
-                             query_visibility: float = 0.5, max_llm_calls: int = 20, timeout_s: float | None = 240.0,
-                             spares: ServerSpares | None = None) -> Trajectory:
+async def collect_trajectory(
+    task: Task,
+    server: MCPServer,
+    agent_client,
+    emulator_client,
+    *,
+    deploy: Iterable[str] = REFERENCE_SERVERS,
+    bin_dir: Path | None = None,
+    failure_rate: float = 0.2,
+    seed: int = 0,
+    history: int | None = None,
+    query_visibility: float = 0.5,
+    max_llm_calls: int = 20,
+    timeout_s: float | None = 240.0,
+    spares: ServerSpares | None = None,
+) -> Trajectory:
     "One rollout of `task` on `server`'s hybrid tools (`TimeoutError` past `timeout_s`)."
-    async with hybrid_executor(server, emulator_client, deploy=deploy, bin_dir=bin_dir, failure_rate=failure_rate, seed=seed,
-                               history=history, query=task.instruction, query_visibility=query_visibility, emulator_tag=EMULATOR_TAG,
-                               spares=spares) as (ex, routes, reasons):
-        episode = run_episode(LLMPolicy(agent_client, tag=AGENT_TAG), ex, None, task=task, system_prompt=load_prompt('agent_system'),
-                              limits=EpisodeLimits(max_turns=max_llm_calls, max_tool_calls=None))
+    async with hybrid_executor(
+        server,
+        emulator_client,
+        deploy=deploy,
+        bin_dir=bin_dir,
+        failure_rate=failure_rate,
+        seed=seed,
+        history=history,
+        query=task.instruction,
+        query_visibility=query_visibility,
+        emulator_tag=EMULATOR_TAG,
+        spares=spares,
+    ) as (ex, routes, reasons):
+        episode = run_episode(
+            LLMPolicy(agent_client, tag=AGENT_TAG),
+            ex,
+            None,
+            task=task,
+            system_prompt=load_prompt('agent_system'),
+            limits=EpisodeLimits(max_turns=max_llm_calls, max_tool_calls=None),
+        )
         traj = await asyncio.wait_for(episode, timeout_s) if timeout_s else await episode
     used = Counter(routes.get(c.name, 'unknown_tool').split(':')[0] for c in traj.tool_calls())
     info = {'server': server.name, 'routes': routes, 'emulation_reasons': dict(reasons),

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, model_validator
 from ..materialize import (DatabaseDesign, SeedRows, ToolCode, assemble_tools_code, build_round, code_request,
-                                  Domain, design_request, finish_environment, materializable_tools, method_problems, seed_request)
+                                  Domain, design_request, finish_environment, materializable_tools, method_problems,
+                                  seed_request)
 from .envgen import LLM_FAILURES, EnvProposal, ask_model
 from ..llm import LLMClient
 from ..pipeline import Drop
@@ -34,7 +35,8 @@ class UnitTest(BaseModel):
 
     @model_validator(mode='after')
     def _check(self):
-        if not TEST_NAME.match(self.name): raise ValueError(f'test name {self.name!r} must be test_ and lowercase letters, digits, _')
+        if not TEST_NAME.match(self.name):
+            raise ValueError(f'test name {self.name!r} must be test_ and lowercase letters, digits, _')
         try: mod = ast.parse(self.code)
         except SyntaxError as e: raise ValueError(f'{self.name}: the code does not parse: {e}') from None
         fns = [n for n in mod.body if isinstance(n, ast.FunctionDef)]
@@ -44,6 +46,7 @@ class UnitTest(BaseModel):
             raise ValueError(f'{self.name}: the function takes exactly one argument, env')
         return self
 
+# %% ../../../nbs/envfactory/01_build.ipynb #c2cd7a0f
 class UnitTests(BaseModel):
     "The test agent's answer: tests for the tools it was asked about."
     tests: list[UnitTest]
@@ -54,8 +57,10 @@ class UnitTests(BaseModel):
         names = [t.name for t in self.tests]
         if dups := sorted({n for n in names if names.count(n) > 1}): raise ValueError(f'duplicate test names {dups}')
         if self.tools is not None:
-            if unknown := sorted({t.tool for t in self.tests} - set(self.tools)): raise ValueError(f'tests of unknown tools {unknown}')
-            if untested := sorted(set(self.tools) - {t.tool for t in self.tests}): raise ValueError(f'tools without tests: {untested}')
+            if unknown := sorted({t.tool for t in self.tests} - set(self.tools)):
+                raise ValueError(f'tests of unknown tools {unknown}')
+            if untested := sorted(set(self.tools) - {t.tool for t in self.tests}):
+                raise ValueError(f'tools without tests: {untested}')
         return self
 
     @classmethod
@@ -75,7 +80,8 @@ def conforms(value, schema):
     t = schema.get('type')
     for k in ([t] if isinstance(t, str) else t or []):
         if k in ('integer', 'number'):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (k == 'integer' and isinstance(value, float) and not value.is_integer()): continue
+            not_number = isinstance(value, bool) or not isinstance(value, (int, float))
+            if not_number or (k == 'integer' and isinstance(value, float) and not value.is_integer()): continue
             break
         if isinstance(value, kinds.get(k, object)): break
     else:
@@ -83,7 +89,8 @@ def conforms(value, schema):
     if isinstance(value, dict):
         if any(r not in value for r in schema.get('required', [])): return False
         return all(conforms(value[p], s) for p, s in schema.get('properties', {}).items() if p in value)
-    if isinstance(value, list) and isinstance(schema.get('items'), dict): return all(conforms(v, schema['items']) for v in value)
+    if isinstance(value, list) and isinstance(schema.get('items'), dict):
+        return all(conforms(v, schema['items']) for v in value)
     return True
 
 class TestEnv:
@@ -97,7 +104,9 @@ class TestEnv:
         return r
     def call(self, tool, /, **arguments):
         r = self.try_call(tool, **arguments)
-        if 'error' in r: raise ToolCallFailed(f"{tool}({arguments}) failed: {r['error']['type']}: {r['error']['message']}")
+        if 'error' in r:
+            e = r['error']
+            raise ToolCallFailed(f"{tool}({arguments}) failed: {e['type']}: {e['message']}")
         return r['output']
     def state(self): return self.runtime.dump(self.episode)
     def output_schema(self, tool): return self.output_schemas[tool]
@@ -121,7 +130,8 @@ def envfactory_run_unit_tests(toolkit, seed_state, clock_start, output_schemas, 
         runtime.open(episode, seed=i)
         try:
             globals()[name](TestEnv(runtime, episode, output_schemas)); report[name] = None
-        except AssertionError as e: report[name] = f'{type(e).__name__}: {e}'[:600] if str(e) else 'AssertionError (an assert failed)'
+        except AssertionError as e:
+            report[name] = f'{type(e).__name__}: {e}'[:600] if str(e) else 'AssertionError (an assert failed)'
         except Exception as e: report[name] = f'{type(e).__name__} in the test: {e}'[:600]
         finally: runtime.close(episode)
     return {'tests': report, 'returned': {t: sorted(f) for t, f in sorted(RETURNED.items())}}
@@ -138,16 +148,33 @@ class TestReport(BaseModel):
     def failures_by_tool(self, tests: list[UnitTest]) -> dict[str, list[str]]:
         out = {}
         for t in tests:
-            if t.name in self.failed: out.setdefault(t.tool, []).append(f'unit test {t.name} ({t.criterion}): {self.failed[t.name]}')
+            if t.name in self.failed:
+                out.setdefault(t.tool, []).append(f'unit test {t.name} ({t.criterion}): {self.failed[t.name]}')
         return out
 
-def run_unit_tests(code: str, toolkit: str, seed_state: dict, tools: dict[str, Tool], tests: list[UnitTest], sandbox=None,
-                   clock_start: str = '2026-01-05T09:00:00+00:00', timeout: float | None = 60) -> TestReport:
-    "Run `tests` against the toolkit in `code` (the assembled tools.py), in `sandbox` (None: in this process, trusted code only)."
+# %% ../../../nbs/envfactory/01_build.ipynb #c5f2c7e1
+def run_unit_tests(
+    code: str,
+    toolkit: str,
+    seed_state: dict,
+    tools: dict[str, Tool],
+    tests: list[UnitTest],
+    sandbox=None,
+    clock_start: str = '2026-01-05T09:00:00+00:00',
+    timeout: float | None = 60,
+) -> TestReport:
+    ("Run `tests` against the toolkit in `code` (the assembled tools.py), in `sandbox` (None: in this process, trusted "
+     "code only).")
     if not tests: return TestReport()
     module = code + '\n\n' + TEST_HARNESS + '\n\n' + '\n\n'.join(t.code for t in tests) + '\n'
     schemas = {n: t.function.output_schema or {} for n, t in tools.items()}
-    kw = dict(toolkit=toolkit, seed_state=seed_state, clock_start=clock_start, output_schemas=schemas, tests=[t.name for t in tests])
+    kw = dict(
+        toolkit=toolkit,
+        seed_state=seed_state,
+        clock_start=clock_start,
+        output_schemas=schemas,
+        tests=[t.name for t in tests],
+    )
     if sandbox is None:
         scope: dict = {'__name__': 'envfactory_unit_tests'}
         try: exec(compile(module, '<unit tests>', 'exec'), scope); report = scope['envfactory_run_unit_tests'](**kw)
@@ -157,8 +184,11 @@ def run_unit_tests(code: str, toolkit: str, seed_state: dict, tools: dict[str, T
         if 'ok' not in res: return TestReport(error=f"{res['error']['type']}: {res['error']['message']}"[:600])
         report = res['ok']
     report, returned = report['tests'], report['returned']
-    return TestReport(passed=[n for n, m in report.items() if m is None], failed={n: m for n, m in report.items() if m is not None},
-                      returned=returned)
+    return TestReport(
+        passed=[n for n, m in report.items() if m is None],
+        failed={n: m for n, m in report.items() if m is not None},
+        returned=returned,
+    )
 
 # %% ../../../nbs/envfactory/01_build.ipynb #a0533ccb
 def declared_outputs(tool: Tool) -> list[str]:
@@ -167,25 +197,48 @@ def declared_outputs(tool: Tool) -> list[str]:
     if s.get('type') == 'array' or 'items' in s: s = s.get('items') or {}
     return sorted(s.get('properties') or {})
 
+# %% ../../../nbs/envfactory/01_build.ipynb #2d662418
 def missing_outputs(tools: dict[str, Tool], report: TestReport) -> dict[str, list[str]]:
     "Tool -> the declared output fields its tests never saw it return (only tools with no failing test)."
     failing = set(report.failed)
-    return {n: miss for n, t in tools.items() if (miss := sorted(set(declared_outputs(t)) - set(report.returned.get(n, []))))
-            and not any(f.startswith(f'test_{n}_') for f in failing)}
+    return {
+        n: miss
+        for n, t in tools.items()
+        if (miss := sorted(set(declared_outputs(t)) - set(report.returned.get(n, []))))
+        and not any(f.startswith(f'test_{n}_') for f in failing)
+    }
 
 # %% ../../../nbs/envfactory/01_build.ipynb #4319d1ca
-def measure_tests(code: str, toolkit: str, seed_state: dict, tools: dict[str, Tool], tests: list[UnitTest], sandbox=None,
-                  clock_start: str = '2026-01-05T09:00:00+00:00', test_timeout: float = 3.0) -> MutationReport:
+def measure_tests(
+    code: str,
+    toolkit: str,
+    seed_state: dict,
+    tools: dict[str, Tool],
+    tests: list[UnitTest],
+    sandbox=None,
+    clock_start: str = '2026-01-05T09:00:00+00:00',
+    test_timeout: float = 3.0,
+) -> MutationReport:
     "The mutation report of `tests` on the tools of `code` (run in `sandbox`; None: this process, trusted code only)."
     schemas = {n: t.function.output_schema or {} for n, t in tools.items()}
     names = [t.name for t in tests]
     kw = dict(toolkit=toolkit, seed_state=seed_state, clock_start=clock_start, output_schemas=schemas, tests=names)
     tests_code = TEST_HARNESS + '\n\n' + '\n\n'.join(t.code for t in tests) + '\n'
-    return mutation_test(code, toolkit, tests_code, 'envfactory_test_failures', kw, names, sandbox, test_timeout=test_timeout)
+    return mutation_test(
+        code, toolkit, tests_code, 'envfactory_test_failures', kw, names, sandbox, test_timeout=test_timeout
+    )
 
 # %% ../../../nbs/envfactory/01_build.ipynb #93cfa957
-def tests_request(name: str, description: str, tools: dict[str, Tool], design: DatabaseDesign, example_calls: dict[str, dict],
-                  seed_state: dict, rows: int = 3, survivors: list[dict] | None = None) -> dict:
+def tests_request(
+    name: str,
+    description: str,
+    tools: dict[str, Tool],
+    design: DatabaseDesign,
+    example_calls: dict[str, dict],
+    seed_state: dict,
+    rows: int = 3,
+    survivors: list[dict] | None = None,
+) -> dict:
     extra = {'surviving_mutants': survivors, 'previous_tests': None} if survivors else {}
     return extra | {'environment': name, 'description': description, 'criteria': list(CRITERIA),
             'tools': [{'schema': tools[n].to_openai(), 'output_schema': tools[n].function.output_schema,
@@ -193,6 +246,7 @@ def tests_request(name: str, description: str, tools: dict[str, Tool], design: D
                       for n in tools],
             'seed_rows': {t: dict(sorted(r.items())[:rows]) for t, r in sorted(seed_state.items())}}
 
+# %% ../../../nbs/envfactory/01_build.ipynb #2a4968bd
 async def ask_unit_tests(client: LLMClient, name: str, description: str, tools: dict[str, Tool], design: DatabaseDesign,
                          example_calls: dict[str, dict], seed_state: dict, survivors: list[dict] | None = None,
                          previous: list[UnitTest] | None = None, **sampling) -> tuple[list[UnitTest], str | None]:
@@ -203,10 +257,18 @@ async def ask_unit_tests(client: LLMClient, name: str, description: str, tools: 
     try: return (await ask_model(client, 'unit_tests', UnitTests.for_tools(list(tools)), req, **sampling)).tests, None
     except LLM_FAILURES as e: return [], f'test agent: {type(e).__name__}: {str(e)[:400]}'
 
-async def ask_code(client: LLMClient, name: str, tool: Tool, design: DatabaseDesign, previous: dict | None = None, **sampling):
-    "The code agent's method for `tool` (shown its previous attempt and the failures): `(code, None)` or `(None, why not)`."
-    try: return (await ask_model(client, 'tool_code', ToolCode, code_request(name, tool, design, previous), **sampling)).code, None
-    except LLM_FAILURES as e: return None, f'code agent: {type(e).__name__}: {str(e)[:400]}'
+# %% ../../../nbs/envfactory/01_build.ipynb #a2f5b8c4
+async def ask_code(
+    client: LLMClient, name: str, tool: Tool, design: DatabaseDesign, previous: dict | None = None, **sampling
+):
+    ("The code agent's method for `tool` (shown its previous attempt and the failures): `(code, None)` or `(None, why "
+     "not)`.")
+    try:
+        return (
+            await ask_model(client, 'tool_code', ToolCode, code_request(name, tool, design, previous), **sampling)
+        ).code, None
+    except LLM_FAILURES as e:
+        return None, f'code agent: {type(e).__name__}: {str(e)[:400]}'
 
 # %% ../../../nbs/envfactory/01_build.ipynb #5fe48c2b
 class EnvRecord(BaseModel):
@@ -223,17 +285,21 @@ class EnvRecord(BaseModel):
     tests: dict[str, int]                      # criterion -> tests that pass
     revisions: int = 0                         # rounds after the first that asked the code agent again
     failures_fixed: int = 0                    # failing tests that a revision made pass
-    missing_outputs: dict[str, list[str]] = Field(default_factory=dict)   # tool -> declared fields it did not return (a round)
+    # tool -> declared fields it did not return (a round)
+    missing_outputs: dict[str, list[str]] = Field(default_factory=dict)
     mutation: dict = Field(default_factory=dict)   # the tests' mutation report: score, kills per operator and per tool
     test_repairs: int = 0                      # rounds that rewrote the tests with the surviving mutants
     log: list[str] = Field(default_factory=list)
     state_hash: str = ''
 
-def _proposal_domain(p: EnvProposal) -> Domain: return Domain(name=p.name, index=0, tools=p.parsed_tools(), servers=[p.category])
+# %% ../../../nbs/envfactory/01_build.ipynb #41166662
+def _proposal_domain(p: EnvProposal) -> Domain:
+    return Domain(name=p.name, index=0, tools=p.parsed_tools(), servers=[p.category])
 
 # %% ../../../nbs/envfactory/01_build.ipynb #7b66bb24
 async def _gate_tests(client, prop, tools, design, r, code, toolkit, state, tests, sandbox, gate, rounds, sampling):
-    "(tests, their mutation report, repair rounds used): the tests, rewritten with their survivors while they fail `gate`."
+    ("(tests, their mutation report, repair rounds used): the tests, rewritten with their survivors while they fail "
+     "`gate`.")
     mut = await asyncio.to_thread(measure_tests, code, toolkit, state, tools, tests, sandbox)
     repairs = 0
     while gate.problems(mut) and repairs < rounds:
@@ -244,7 +310,8 @@ async def _gate_tests(client, prop, tools, design, r, code, toolkit, state, test
         if err: r.log.append(f'test repair {repairs}: {err}'); break
         check = await asyncio.to_thread(run_unit_tests, code, toolkit, state, tools, new, sandbox)
         if check.error or check.failed:
-            r.log.append(f'test repair {repairs}: the rewritten tests fail: {check.error or sorted(check.failed)[:5]}'); break
+            r.log.append(f'test repair {repairs}: the rewritten tests fail: {check.error or sorted(check.failed)[:5]}')
+            break
         tests, mut = new, await asyncio.to_thread(measure_tests, code, toolkit, state, tools, new, sandbox)
     r.log.append(f'mutation score {mut.score} ({mut.killed}/{mut.mutants}) after {repairs} test repairs')
     return tests, mut, repairs
@@ -258,18 +325,24 @@ class _Round(BaseModel):
     missing: dict[str, list[str]] = Field(default_factory=dict)
     log: list[str] = Field(default_factory=list)
 
+# %% ../../../nbs/envfactory/01_build.ipynb #832fe1c8
 async def _one_round(client, prop, tools, design, seed_rows, sandbox, staging, r: _Round, seed: int, sampling) -> None:
     "Check the code in `r`, write missing tests, run them; `r.problems` holds what each tool must fix."
     for n in tools:
-        if n in r.code and not r.problems.get(n): r.problems[n] = method_problems(r.code[n], tools[n], design.binding(n), design)
+        if n in r.code and not r.problems.get(n):
+            r.problems[n] = method_problems(r.code[n], tools[n], design.binding(n), design)
     ready = {n: r.code[n] for n in tools if n in r.code and not r.problems[n]}
     if not ready: return
-    built, probes, whole = await asyncio.to_thread(build_round, staging, prop.name, design, tools, ready, seed_rows, sandbox, seed)
+    built, probes, whole = await asyncio.to_thread(
+        build_round, staging, prop.name, design, tools, ready, seed_rows, sandbox, seed
+    )
     for n in ready: r.problems[n] = built.get(n) or ([f'load: {p}' for p in whole] if whole else [])
     r.examples.update({n: t.calls[0].arguments for n, t in probes.items()})
     live = [n for n in ready if not r.problems[n]]
     if need := [n for n in live if n not in r.tests]:
-        new, err = await ask_unit_tests(client, prop.name, prop.description, {n: tools[n] for n in need}, design, r.examples, seed_rows, **sampling)
+        new, err = await ask_unit_tests(
+            client, prop.name, prop.description, {n: tools[n] for n in need}, design, r.examples, seed_rows, **sampling
+        )
         if err: r.log.append(err)
         for n in need:
             r.tests[n] = [t for t in new if t.tool == n]
@@ -288,30 +361,69 @@ async def _one_round(client, prop, tools, design, seed_rows, sandbox, staging, r
             r.problems[n] = [f'declared output fields {miss} never returned in its tests\' calls']
 
 # %% ../../../nbs/envfactory/01_build.ipynb #7f03f9e9
-async def build_environment(prop: EnvProposal, client: LLMClient, out_dir: str | Path, sandbox, *, max_revisions: int = 3,
-                            rows_per_table: int = 12, seed: int = 0, sampling: dict | None = None,
-                            gate: MutationGate | None = None, test_repairs: int = 1) -> EnvRecord | Drop:
+async def build_environment(
+    prop: EnvProposal,
+    client: LLMClient,
+    out_dir: str | Path,
+    sandbox,
+    *,
+    max_revisions: int = 3,
+    rows_per_table: int = 12,
+    seed: int = 0,
+    sampling: dict | None = None,
+    gate: MutationGate | None = None,
+    test_repairs: int = 1,
+) -> EnvRecord | Drop:
     """EnvFactory's code agent and test agent on one proposal, into `out_dir/prop.name/` (see above). `sandbox` is a
     `SandboxPool` (None runs the code in this process: trusted code only). The final tests must pass `gate` (default
     `MutationGate()`), after at most `test_repairs` rounds of rewriting them with the surviving mutants. Returns the
     record, or a `Drop` with the reason."""
-    if max_revisions < 0 or rows_per_table < 1: raise ValueError(f'need max_revisions >= 0 and rows_per_table >= 1, got {max_revisions} and {rows_per_table}')
+    if max_revisions < 0 or rows_per_table < 1:
+        raise ValueError(f'need max_revisions >= 0 and rows_per_table >= 1, got {max_revisions} and {rows_per_table}')
     out_dir, sampling = Path(out_dir), dict(sampling or {})
     final, staging = out_dir / prop.name, out_dir / f'.{prop.name}.partial'
     def drop(reason: str, detail: str) -> Drop:
         for f in (staging, final): shutil.rmtree(f, ignore_errors=True)
         return Drop(reason, detail[:2000])
     tools, dropped = materializable_tools(_proposal_domain(prop))
-    if len(tools) < 2: return drop('too_few_tools', f'{len(tools)} tools can be methods; dropped: {json.dumps(dropped, sort_keys=True)}')
-    req = design_request(prop.name, list(tools.values())) | {'output_schemas': {n: t.function.output_schema for n, t in tools.items()}}
+    if len(tools) < 2:
+        return drop(
+            'too_few_tools', f'{len(tools)} tools can be methods; dropped: {json.dumps(dropped, sort_keys=True)}'
+        )
+    req = design_request(prop.name, list(tools.values())) | {
+        'output_schemas': {n: t.function.output_schema for n, t in tools.items()}
+    }
     try: design = await ask_model(client, 'db_design', DatabaseDesign.for_tools(list(tools.values())), req, **sampling)
     except LLM_FAILURES as e: return drop('design_failed', f'{type(e).__name__}: {e}')
-    if not any(b.kind == 'write' for b in design.bindings): return drop('no_write_tool', f'the design binds all {len(tools)} tools as reads')
-    try: seed_rows = (await ask_model(client, 'seed_rows', SeedRows.for_design(design), seed_request(prop.name, design, rows_per_table, seed), **sampling)).rows
-    except LLM_FAILURES as e: return drop('seed_failed', f'{type(e).__name__}: {e}')
+    if not any(b.kind == 'write' for b in design.bindings):
+        return drop('no_write_tool', f'the design binds all {len(tools)} tools as reads')
+    try:
+        seed_rows = (
+            await ask_model(
+                client,
+                'seed_rows',
+                SeedRows.for_design(design),
+                seed_request(prop.name, design, rows_per_table, seed),
+                **sampling,
+            )
+        ).rows
+    except LLM_FAILURES as e:
+        return drop('seed_failed', f'{type(e).__name__}: {e}')
     r, ask, attempts, ever_failed = _Round(), list(tools), 0, set()
     for rnd in range(max_revisions + 1):
-        replies = await asyncio.gather(*(ask_code(client, prop.name, tools[n], design, {'code': r.code.get(n), 'problems': r.problems[n]} if rnd else None, **sampling) for n in ask))
+        replies = await asyncio.gather(
+            *(
+                ask_code(
+                    client,
+                    prop.name,
+                    tools[n],
+                    design,
+                    {'code': r.code.get(n), 'problems': r.problems[n]} if rnd else None,
+                    **sampling,
+                )
+                for n in ask
+            )
+        )
         attempts += rnd > 0
         for n, (src, err) in zip(ask, replies):
             if err: r.code.pop(n, None); r.problems[n] = [err]
@@ -325,24 +437,76 @@ async def build_environment(prop: EnvProposal, client: LLMClient, out_dir: str |
     kept = [n for n in tools if not r.problems.get(n)]
     writes = [n for n in kept if design.binding(n).kind == 'write']
     if len(kept) < 2 or not writes:
-        return drop('tests_failed', f'{len(kept)} of {len(tools)} tools pass their tests' + (' and none writes' if kept and not writes else '')
-                    + f'; dropped: {json.dumps(dropped, sort_keys=True)}')
+        return drop(
+            'tests_failed',
+            f'{len(kept)} of {len(tools)} tools pass their tests'
+            + (' and none writes' if kept and not writes else '')
+            + f'; dropped: {json.dumps(dropped, sort_keys=True)}',
+        )
     tests = [t for n in kept for t in r.tests[n]]
-    provenance = {'method': 'envfactory', 'stage': 'build', 'proposal': prop.model_dump(mode='json'), 'model': client.model, 'seed': seed,
-                  'design': design.model_dump(mode='json'), 'dropped_tools': dropped}
-    info, late = await asyncio.to_thread(finish_environment, staging, final, prop.name, design, {n: tools[n] for n in kept},
-                                         {n: r.code[n] for n in kept}, seed_rows, sandbox, seed, provenance)
+    provenance = {
+        'method': 'envfactory',
+        'stage': 'build',
+        'proposal': prop.model_dump(mode='json'),
+        'model': client.model,
+        'seed': seed,
+        'design': design.model_dump(mode='json'),
+        'dropped_tools': dropped,
+    }
+    info, late = await asyncio.to_thread(
+        finish_environment,
+        staging,
+        final,
+        prop.name,
+        design,
+        {n: tools[n] for n in kept},
+        {n: r.code[n] for n in kept},
+        seed_rows,
+        sandbox,
+        seed,
+        provenance,
+    )
     if late: return drop('checks_failed', '; '.join(late[:10]))
     code, state = (final / 'tools.py').read_text(), json.loads((final / 'seed_state.json').read_text())
     rep = await asyncio.to_thread(run_unit_tests, code, info['toolkit'], state, tools, tests, sandbox)
     if rep.error or rep.failed: return drop('tests_failed', rep.error or json.dumps(rep.failed, sort_keys=True))
-    tests, mut, repairs = await _gate_tests(client, prop, {n: tools[n] for n in kept}, design, r, code, info['toolkit'], state,
-                                            tests, sandbox, gate or MutationGate(), test_repairs, sampling)
+    tests, mut, repairs = await _gate_tests(
+        client,
+        prop,
+        {n: tools[n] for n in kept},
+        design,
+        r,
+        code,
+        info['toolkit'],
+        state,
+        tests,
+        sandbox,
+        gate or MutationGate(),
+        test_repairs,
+        sampling,
+    )
     if why := (gate or MutationGate()).problems(mut):
-        return drop('weak_tests', f'mutation score {mut.score} ({mut.killed}/{mut.mutants} killed): ' + '; '.join(why[:8]))
+        return drop(
+            'weak_tests', f'mutation score {mut.score} ({mut.killed}/{mut.mutants} killed): ' + '; '.join(why[:8])
+        )
     (final / 'unit_tests.json').write_text(json.dumps([t.model_dump() for t in tests], indent=1) + '\n')
     counts = {c: sum(t.criterion == c for t in tests) for c in CRITERIA}
-    return EnvRecord(name=prop.name, category=prop.category, env_dir=prop.name, toolkit=info['toolkit'], tools=kept,
-                     read_tools=[n for n in kept if n not in writes], write_tools=writes, dropped_tools=dropped, tables=info['tables'],
-                     tests=counts, revisions=attempts, failures_fixed=len(ever_failed & set(kept)), log=r.log, state_hash=info['state_hash'],
-                     missing_outputs=r.missing, mutation=mut.short() | {'by_tool': mut.by_tool}, test_repairs=repairs)
+    return EnvRecord(
+        name=prop.name,
+        category=prop.category,
+        env_dir=prop.name,
+        toolkit=info['toolkit'],
+        tools=kept,
+        read_tools=[n for n in kept if n not in writes],
+        write_tools=writes,
+        dropped_tools=dropped,
+        tables=info['tables'],
+        tests=counts,
+        revisions=attempts,
+        failures_fixed=len(ever_failed & set(kept)),
+        log=r.log,
+        state_hash=info['state_hash'],
+        missing_outputs=r.missing,
+        mutation=mut.short() | {'by_tool': mut.by_tool},
+        test_repairs=repairs,
+    )

@@ -22,6 +22,7 @@ def prompts_dir() -> Path:
     "The `prompts/envfactory/` folder of this checkout."
     return prompt_folder('envfactory')
 
+# %% ../../../nbs/envfactory/00_envgen.ipynb #cf994afa
 def load_prompt(name: str, **fields) -> str:
     "The prompt `prompts/envfactory/{name}.md` with its `{field}`s filled in (other braces are left alone)."
     return fill_prompt('envfactory', name, **fields)
@@ -34,11 +35,14 @@ LLM_FAILURES = (StructuredOutputError, RequestError)
 
 def request_block(request: Any) -> str: return json.dumps(request, indent=1, ensure_ascii=False, sort_keys=True)
 
+# %% ../../../nbs/envfactory/00_envgen.ipynb #46e2632e
 async def ask_model(client: LLMClient, prompt: str, model: type[BaseModel], request: dict, **sampling) -> BaseModel:
     "One structured call: `prompts/envfactory/{prompt}.md` with `request` as its JSON block, answered as `model`."
     if prompt not in TAGS: raise KeyError(f'unknown EnvFactory prompt {prompt!r}; have {list(TAGS)}')
     text = load_prompt(prompt, request=request_block(request))
-    return (await client.chat([{'role': 'user', 'content': text}], response_model=model, tag=TAGS[prompt], **sampling)).parsed
+    return (
+        await client.chat([{'role': 'user', 'content': text}], response_model=model, tag=TAGS[prompt], **sampling)
+    ).parsed
 
 # %% ../../../nbs/envfactory/00_envgen.ipynb #75b3023b
 SEED_CATEGORIES: list[dict] = [
@@ -70,14 +74,20 @@ SEED_CATEGORIES: list[dict] = [
 
 def _slug(text: str) -> str: return re.sub(r'[^a-z0-9]+', '_', text.lower()).strip('_') or 'source'
 
+# %% ../../../nbs/envfactory/00_envgen.ipynb #06feecd1
 def _sections(text: str) -> list[tuple[str, str]]:
     "`(heading, text)` of each `## ` section of a Markdown document (none: the document has fewer than two)."
     parts = re.split(r'(?m)^## +(.+?)\s*$', text)
     if len(parts) < 5: return []
     return [(h, f'## {h}\n{body.strip()}') for h, body in zip(parts[1::2], parts[2::2])]
 
-def authentic_sources(folder: str | Path, max_chars: int = 1500, suffixes=('.md', '.txt', '.json', '.yaml', '.yml', '.html'),
-                      sections: bool = True) -> list[dict]:
+# %% ../../../nbs/envfactory/00_envgen.ipynb #afe94d64
+def authentic_sources(
+    folder: str | Path,
+    max_chars: int = 1500,
+    suffixes=('.md', '.txt', '.json', '.yaml', '.yml', '.html'),
+    sections: bool = True,
+) -> list[dict]:
     """Idea sources from a folder of documents, sorted by path: `{'name', 'description', 'document'}` per file (its
     stem, its first `max_chars` characters, its path in the folder); with `sections`, one per `## ` section of a
     Markdown file that has several (named after its heading; a name met before gets the file's stem in front)."""
@@ -100,7 +110,8 @@ def authentic_sources(folder: str | Path, max_chars: int = 1500, suffixes=('.md'
 ENV_NAME = re.compile(r'^[a-z][a-z0-9_]{1,40}$')
 
 class EnvProposal(BaseModel):
-    "EnvGen's answer: an environment to build next, the gap it fills, and its tools (OpenAI function schemas with output schemas)."
+    ("EnvGen's answer: an environment to build next, the gap it fills, and its tools (OpenAI function schemas with "
+     "output schemas).")
     name: str = Field(description='snake_case, unique in the pool')
     category: str = Field(description='the idea source it comes from')
     description: str
@@ -131,8 +142,17 @@ class EnvProposal(BaseModel):
 # %% ../../../nbs/envfactory/00_envgen.ipynb #6ed9f856
 def pool_summary(proposals: list[EnvProposal]) -> list[dict]:
     "What the proposer is shown of the pool: name, category, description and tool names of each environment."
-    return [{'name': p.name, 'category': p.category, 'description': p.description, 'tools': [t.name for t in p.parsed_tools()]} for p in proposals]
+    return [
+        {
+            'name': p.name,
+            'category': p.category,
+            'description': p.description,
+            'tools': [t.name for t in p.parsed_tools()],
+        }
+        for p in proposals
+    ]
 
+# %% ../../../nbs/envfactory/00_envgen.ipynb #1b0785b1
 def propose_request(pool: list[EnvProposal], sources: list[dict], min_tools: int, max_tools: int,
                     sources_per_ask: int | None = None) -> dict:
     "The proposer's request: the pool, and the first `sources_per_ask` sources it does not cover (None: all)."
@@ -140,20 +160,24 @@ def propose_request(pool: list[EnvProposal], sources: list[dict], min_tools: int
     return {'pool': pool_summary(pool), 'sources': [s for s in sources if s['name'] not in covered][:sources_per_ask],
             'min_tools': min_tools, 'max_tools': max_tools}
 
+# %% ../../../nbs/envfactory/00_envgen.ipynb #6c5967f1
 class Proposals(BaseModel):
     "The outcome of stage 1: the accepted proposals in order, and the rejected ones by reason."
     proposals: list[EnvProposal] = Field(default_factory=list)
     dropped: dict[str, int] = Field(default_factory=dict)
     log: list[str] = Field(default_factory=list)
 
+# %% ../../../nbs/envfactory/00_envgen.ipynb #145b169b
 async def propose_environments(client: LLMClient, sources: list[dict], n: int, *, existing: list[EnvProposal] = (),
                                min_tools: int = 4, max_tools: int = 12, max_asks: int | None = None,
                                sources_per_ask: int | None = None, **sampling) -> Proposals:
     """Ask EnvGen `n` times (at most `max_asks`, default 2n) for an environment that fills a gap in the pool
     (`existing` plus those accepted so far), showing it at most `sources_per_ask` uncovered sources (None: all);
     each rejection is counted with its reason."""
-    if sources_per_ask is not None and sources_per_ask < 1: raise ValueError(f'sources_per_ask must be >= 1, got {sources_per_ask}')
-    if n < 0 or min_tools < 2 or max_tools < min_tools: raise ValueError(f'need n >= 0 and 2 <= min_tools <= max_tools, got {n}, {min_tools}, {max_tools}')
+    if sources_per_ask is not None and sources_per_ask < 1:
+        raise ValueError(f'sources_per_ask must be >= 1, got {sources_per_ask}')
+    if n < 0 or min_tools < 2 or max_tools < min_tools:
+        raise ValueError(f'need n >= 0 and 2 <= min_tools <= max_tools, got {n}, {min_tools}, {max_tools}')
     if not sources: raise ValueError('EnvGen needs at least one idea source (a category or a document)')
     out, pool = Proposals(), list(existing)
     for ask in range(max_asks if max_asks is not None else 2 * n):
@@ -166,8 +190,13 @@ async def propose_environments(client: LLMClient, sources: list[dict], n: int, *
             reason, detail = None, ''
             if prop.name in {p.name for p in pool}: reason, detail = 'duplicate_name', prop.name
             elif prop.category in {p.category for p in pool}: reason, detail = 'covered_category', prop.category
-            elif not min_tools <= len(prop.tools) <= max_tools: reason, detail = 'tool_count', f'{len(prop.tools)} tools'
+            elif not min_tools <= len(prop.tools) <= max_tools:
+                reason, detail = 'tool_count', f'{len(prop.tools)} tools'
         if reason:
-            out.dropped[reason] = out.dropped.get(reason, 0) + 1; out.log.append(f'ask {ask}: {reason}: {detail}'); continue
-        pool.append(prop); out.proposals.append(prop); out.log.append(f'ask {ask}: {prop.name} ({len(prop.tools)} tools)')
+            out.dropped[reason] = out.dropped.get(reason, 0) + 1
+            out.log.append(f'ask {ask}: {reason}: {detail}')
+            continue
+        pool.append(prop)
+        out.proposals.append(prop)
+        out.log.append(f'ask {ask}: {prop.name} ({len(prop.tools)} tools)')
     return out

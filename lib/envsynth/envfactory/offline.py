@@ -32,12 +32,16 @@ def _field_schema(name: str, kind: str) -> dict:
     if kind.startswith('ref:'): return {'type': 'string', 'description': f'the id of the {kind[4:]}'}
     return {**_TYPES[kind], 'description': _TYPES[kind].get('description', f'the {name.replace("_", " ")}')}
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #60a26a18
 def _fn(name: str, description: str, params: dict, required: list, output: dict) -> dict:
     return {'type': 'function', 'function': {'name': name, 'description': description,
             'parameters': {'type': 'object', 'properties': params, 'required': required}, 'output_schema': output}}
 
-def _obj(props: dict, required: Iterable[str] = ()) -> dict: return {'type': 'object', 'properties': props, 'required': list(required)}
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #fc1b80d3
+def _obj(props: dict, required: Iterable[str] = ()) -> dict:
+    return {'type': 'object', 'properties': props, 'required': list(required)}
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #99abb34b
 def category_tools(source: dict) -> list[dict]:
     "The stand-in's tool schemas for an idea source (see above)."
     resources = source.get('resources') or {singular(source['name']): {'title': 'string', 'notes': 'string'}}
@@ -47,36 +51,65 @@ def category_tools(source: dict) -> list[dict]:
         rid, props = f'{r}_id', {k: _field_schema(k, v) for k, v in fields.items()}
         first = next(iter(fields))
         record = _obj({rid: {'type': 'string', 'description': f'the id of the {r}'}, **props}, [rid])
-        tools.append(_fn(f'search_{plural(r)}', f'Search the {plural(r)} of the {svc} service by a text query.',
-                         {'query': {'type': 'string', 'description': f'words to look for in the {first.replace("_", " ")}'}}, ['query'],
-                         {'type': 'array', 'items': _obj({rid: {'type': 'string'}, first: props[first]}, [rid])}))
+        tools.append(
+            _fn(
+                f'search_{plural(r)}',
+                f'Search the {plural(r)} of the {svc} service by a text query.',
+                {'query': {'type': 'string', 'description': f'words to look for in the {first.replace("_", " ")}'}},
+                ['query'],
+                {'type': 'array', 'items': _obj({rid: {'type': 'string'}, first: props[first]}, [rid])},
+            )
+        )
         tools.append(_fn(f'get_{r}', f'Get the details of one {r} of the {svc} service by its id.',
                          {rid: {'type': 'string', 'description': f'the id of the {r}'}}, [rid], record))
         if r == dependent:
             tools.append(_fn(f'create_{r}', f'Create a new {r} in the {svc} service.', props, list(props),
                              _obj({rid: {'type': 'string', 'description': f'the id of the new {r}'}}, [rid])))
-            tools.append(_fn(f'cancel_{r}', f'Cancel an existing {r} of the {svc} service.', {rid: {'type': 'string', 'description': f'the id of the {r}'}},
-                             [rid], _obj({rid: {'type': 'string'}, 'status': {'type': 'string'}}, [rid])))
+            tools.append(
+                _fn(
+                    f'cancel_{r}',
+                    f'Cancel an existing {r} of the {svc} service.',
+                    {rid: {'type': 'string', 'description': f'the id of the {r}'}},
+                    [rid],
+                    _obj({rid: {'type': 'string'}, 'status': {'type': 'string'}}, [rid]),
+                )
+            )
             tools.append(_fn(f'list_{plural(r)}', f'List every {r} of the {svc} service.', {}, [],
                              {'type': 'array', 'items': record}))
     r0, f0 = next(iter(resources.items()))
     last = [k for k, v in f0.items() if v == 'string'][-1:]
     if last:
-        tools.append(_fn(f'update_{r0}', f'Change the {last[0].replace("_", " ")} of one {r0} of the {svc} service.',
-                         {f'{r0}_id': {'type': 'string', 'description': f'the id of the {r0}'}, last[0]: _field_schema(last[0], 'string')},
-                         [f'{r0}_id', last[0]], _obj({f'{r0}_id': {'type': 'string'}, last[0]: {'type': 'string'}}, [f'{r0}_id'])))
+        tools.append(
+            _fn(
+                f'update_{r0}',
+                f'Change the {last[0].replace("_", " ")} of one {r0} of the {svc} service.',
+                {
+                    f'{r0}_id': {'type': 'string', 'description': f'the id of the {r0}'},
+                    last[0]: _field_schema(last[0], 'string'),
+                },
+                [f'{r0}_id', last[0]],
+                _obj({f'{r0}_id': {'type': 'string'}, last[0]: {'type': 'string'}}, [f'{r0}_id']),
+            )
+        )
     return tools
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #2b08edeb
 def offline_propose(req: ChatRequest) -> EnvProposal:
     "Stand-in for `envfactory.propose`: the first uncovered source, its resources (or its document's) as tools."
     r = request_json(req)
     source = r['sources'][0]
-    if 'resources' not in source: source = {**source, 'resources': document_resources(source.get('description', ''), source['name'])}
+    if 'resources' not in source:
+        source = {**source, 'resources': document_resources(source.get('description', ''), source['name'])}
     tools = category_tools(source)[:r['max_tools']]
     covered = ', '.join(p['category'] for p in r['pool']) or 'nothing yet'
     name = source['name'][:40].rstrip('_')
-    return EnvProposal(name=name if re.match(r'[a-z]', name) else f'env_{name[:36]}', category=source['name'], description=(source.get('description') or source['name'])[:400],
-                       gap=f'the pool covers {covered}; none of it is about {source["name"]}', tools=tools)
+    return EnvProposal(
+        name=name if re.match(r'[a-z]', name) else f'env_{name[:36]}',
+        category=source['name'],
+        description=(source.get('description') or source['name'])[:400],
+        gap=f'the pool covers {covered}; none of it is about {source["name"]}',
+        tools=tools,
+    )
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #eff0d001
 _RESOURCES = re.compile(r'(?im)^\s*resources?\s*:\s*(.+)$')
@@ -92,7 +125,10 @@ def document_resources(text: str, name: str) -> dict:
     if not found:
         r = singular(name)
         other = 'request' if r != 'request' else 'ticket'
-        return {r: {'title': 'string', 'notes': 'string'}, other: {f'{r}_id': f'ref:{r}', 'notes': 'string', 'date': 'date'}}
+        return {
+            r: {'title': 'string', 'notes': 'string'},
+            other: {f'{r}_id': f'ref:{r}', 'notes': 'string', 'date': 'date'},
+        }
     names, out = {r for r, _ in found}, {}
     for r, fields in found:
         out[r] = {}
@@ -112,7 +148,9 @@ def offline_envfactory_design(req: ChatRequest) -> DatabaseDesign:
     tables = {t.name: t for t in design.tables}
     for name, out in (r.get('output_schemas') or {}).items():
         out = out or {}
-        props = (out.get('items') or {}).get('properties', {}) if out.get('type') == 'array' else out.get('properties', {})
+        props = (
+            (out.get('items') or {}).get('properties', {}) if out.get('type') == 'array' else out.get('properties', {})
+        )
         t = tables[design.binding(name).table]
         for p, s in props.items():
             if t.column(p) is None and p != t.id_field and s.get('type') in _SCALAR and not p.endswith('_id'):
@@ -129,6 +167,7 @@ def _out_schema(tool: dict) -> tuple[dict, str | None, bool]:
     s = (s.get('items') or {}) if many else s
     return s.get('properties') or {}, next(iter(s.get('required') or []), None), many
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #c2b887c0
 def _other_args(tool: dict, binding: dict, args: dict) -> str:
     "Code for `ARGS2`: the example call with other rows' ids and other free text (a second valid input)."
     props = tool['function'].get('parameters', {}).get('properties') or {}
@@ -163,32 +202,56 @@ def _behaviour_lines(tool: dict, binding: dict, args: dict) -> list[str]:
         expect = (f'sorted(k for k, r in env.seed[{T!r}].items() if all(w in f"{{[*r.values()]}}".lower() '
                   f'for w in Q.lower().split()))[:50]' if q else f'sorted(env.seed[{T!r}])[:50]')
         lines = [f'for rid in sorted(env.seed[{T!r}])[:2]:']
-        if q: lines += [f'    Q = next((str(v).split()[0] for c, v in sorted(env.seed[{T!r}][rid].items()) if isinstance(v, str) and v.strip()), rid)',
+        if q: lines += [f'    Q = next((str(v).split()[0] for c, v in sorted(env.seed[{T!r}][rid].items()) if '
+                        f'isinstance(v, str) and v.strip()), rid)',
                         f'    out = {call(f"{{**ARGS, {q!r}: Q}}")}']
         else: lines += [f'    out = {call("ARGS")}']
         lines += [f'    got = sorted(h[{idf!r}] for h in out)', f'    assert got == {expect}, f"got {{got}}"',
-                  f'    assert all(h.get(c) == env.seed[{T!r}][h[{idf!r}]][c] for h in out for c in h if c in env.seed[{T!r}][h[{idf!r}]])']
+                  f'    assert all(h.get(c) == env.seed[{T!r}][h[{idf!r}]][c] for h in out for c in h if c in '
+                  f'env.seed[{T!r}][h[{idf!r}]])']
         if q: lines += [f'assert {call(f"{{**ARGS, {q!r}: {chr(39)}zzqx nothing matches{chr(39)}}}")} == []']
         return lines
     second = _other_args(tool, binding, args)
     if op == 'insert':
-        return ([f'for A in (ARGS, {second}):', '    before = env.state()', f'    out = {call("A")}', '    after = env.state()',
-                f'    new = sorted(set(after[{T!r}]) - set(before[{T!r}]))',
-                f'    assert len(new) == 1 and all(after[{T!r}][k] == r for k, r in before[{T!r}].items()), "not exactly one new row"',
-                f'    assert all(after[{T!r}][new[0]][p] == v for p, v in A.items() if p in after[{T!r}][new[0]]), "the new row differs from the call"']
-                + ([f'    assert out.get({idf!r}) == new[0], "the output does not name the new row"'] if idf else []))
+        return [
+            f'for A in (ARGS, {second}):',
+            '    before = env.state()',
+            f'    out = {call("A")}',
+            '    after = env.state()',
+            f'    new = sorted(set(after[{T!r}]) - set(before[{T!r}]))',
+            f'    assert len(new) == 1 and all(after[{T!r}][k] == r for k, r in before[{T!r}].items()), "not exactly '
+            f'one new row"',
+            f'    assert all(after[{T!r}][new[0]][p] == v for p, v in A.items() if p in after[{T!r}][new[0]]), "the '
+            f'new row differs from the call"',
+        ] + ([f'    assert out.get({idf!r}) == new[0], "the output does not name the new row"'] if idf else [])
     verb = name.split('_')[0] in _STATUS_VERBS
     pick = (f'[ARGS[{key!r}], *[k for k in sorted(env.seed[{T!r}]) if k != ARGS[{key!r}] and '
             f'env.seed[{T!r}][k].get("status") == env.seed[{T!r}][ARGS[{key!r}]].get("status")][:1]]')
-    lines = [f'for rid in {pick}:', f'    A = {{**{second}, {key!r}: rid}}', '    before = env.state()', f'    out = {call("A")}',
-             '    after = env.state()', f'    rows = after[{T!r}]',
-             f'    assert all(rows.get(k) == r for k, r in before[{T!r}].items() if k != rid), "another row changed"']
+    lines = [
+        f'for rid in {pick}:',
+        f'    A = {{**{second}, {key!r}: rid}}',
+        '    before = env.state()',
+        f'    out = {call("A")}',
+        '    after = env.state()',
+        f'    rows = after[{T!r}]',
+        f'    assert all(rows.get(k) == r for k, r in before[{T!r}].items() if k != rid), "another row changed"',
+    ]
     if op == 'delete': return lines + [f'    assert rid not in rows, "the row is still there"']
-    return (lines + [f'    assert rows[rid] != before[{T!r}][rid], "the row did not change"',
-                    f'    assert all(rows[rid][p] == v for p, v in A.items() if p != {key!r} and p in rows[rid]), "a value was not stored"',
-                    f'    assert "updated_at" not in rows[rid] or rows[rid]["updated_at"] != before[{T!r}][rid]["updated_at"]',
-                    f'    assert out.get({key!r}, rid) == rid and all(out[c] == rows[rid][c] for c in out if c in rows[rid])']
-            + ([f'    assert rows[rid].get("status") != before[{T!r}][rid].get("status"), "the status did not change"'] if verb else []))
+    return (
+        lines
+        + [
+            f'    assert rows[rid] != before[{T!r}][rid], "the row did not change"',
+            f'    assert all(rows[rid][p] == v for p, v in A.items() if p != {key!r} and p in rows[rid]), "a value was '
+            f'not stored"',
+            f'    assert "updated_at" not in rows[rid] or rows[rid]["updated_at"] != before[{T!r}][rid]["updated_at"]',
+            f'    assert out.get({key!r}, rid) == rid and all(out[c] == rows[rid][c] for c in out if c in rows[rid])',
+        ]
+        + (
+            [f'    assert rows[rid].get("status") != before[{T!r}][rid].get("status"), "the status did not change"']
+            if verb
+            else []
+        )
+    )
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #4bb60ce1
 def offline_unit_tests(tool: dict, binding: dict, args: dict) -> list[dict]:
@@ -197,43 +260,96 @@ def offline_unit_tests(tool: dict, binding: dict, args: dict) -> list[dict]:
     required = tool['function'].get('parameters', {}).get('required') or []
     unknown = [p for p in args if p in binding.get('ids', {}) and isinstance(args[p], str)]
     bodies = {
-        'interface': [f'out = env.call({name!r}, **ARGS)',
-                      f'assert env.conforms(out, env.output_schema({name!r})), f"output {{str(out)[:200]}} does not match the declared output schema"'],
-        'execution': [f'env.call({name!r}, **ARGS)'] + ([f'assert "error" in env.try_call({name!r}), "a call without its required arguments must fail"'] if required else [])
-                     + [f'assert "error" in env.try_call({name!r}, **{{**ARGS, {p!r}: "NO-SUCH-ID"}}), "an unknown {p} must fail"' for p in unknown],
+        'interface': [
+            f'out = env.call({name!r}, **ARGS)',
+            f'assert env.conforms(out, env.output_schema({name!r})), f"output {{str(out)[:200]}} does not match the '
+            f'declared output schema"',
+        ],
+        'execution': [f'env.call({name!r}, **ARGS)']
+        + (
+            [f'assert "error" in env.try_call({name!r}), "a call without its required arguments must fail"']
+            if required
+            else []
+        )
+        + [
+            f'assert "error" in env.try_call({name!r}, **{{**ARGS, {p!r}: "NO-SUCH-ID"}}), "an unknown {p} must fail"'
+            for p in unknown
+        ],
         'behaviour': _behaviour_lines(tool, binding, args),
-        'state': [f'env.call({name!r}, **ARGS)'] + (['assert env.state() == env.seed, "a read tool changed the state"'] if binding['kind'] == 'read' else
-                  ['changed = {t for t in env.seed if env.state()[t] != env.seed[t]}', 'assert changed, "the write changed no table"',
-                   f'assert changed <= {set(binding["writes"])!r}, f"it changed {{sorted(changed)}}, but declares only {sorted(binding["writes"])}"'])}
-    return [{'name': f'test_{name}_{c}', 'tool': name, 'criterion': c,
-             'code': f'def test_{name}_{c}(env):\n    ARGS = {args!r}\n' + ''.join(f'    {l}\n' for l in lines)} for c, lines in bodies.items()]
+        'state': [f'env.call({name!r}, **ARGS)']
+        + (
+            ['assert env.state() == env.seed, "a read tool changed the state"']
+            if binding['kind'] == 'read'
+            else [
+                'changed = {t for t in env.seed if env.state()[t] != env.seed[t]}',
+                'assert changed, "the write changed no table"',
+                f'assert changed <= {set(binding["writes"])!r}, f"it changed {{sorted(changed)}}, but declares only '
+                f'{sorted(binding["writes"])}"',
+            ]
+        ),
+    }
+    return [
+        {
+            'name': f'test_{name}_{c}',
+            'tool': name,
+            'criterion': c,
+            'code': f'def test_{name}_{c}(env):\n    ARGS = {args!r}\n' + ''.join(f'    {l}\n' for l in lines),
+        }
+        for c, lines in bodies.items()
+    ]
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #fd6a20c0
 def offline_test_agent(req: ChatRequest) -> UnitTests:
     "Stand-in for `envfactory.unit_tests` (it writes the same tests in a repair round: they are all it knows to write)."
     r = request_json(req)
-    with_out = lambda x: {**x['schema'], 'function': {**x['schema']['function'], 'output_schema': x.get('output_schema')}}
-    return UnitTests(tests=[t for x in r['tools'] for t in offline_unit_tests(with_out(x), x['binding'], x['example_arguments'] or {})])
+    with_out = lambda x: {
+        **x['schema'],
+        'function': {**x['schema']['function'], 'output_schema': x.get('output_schema')},
+    }
+    return UnitTests(
+        tests=[
+            t for x in r['tools'] for t in offline_unit_tests(with_out(x), x['binding'], x['example_arguments'] or {})
+        ]
+    )
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #04143e7b
 _ID_PARAM = re.compile(r'(^id$|_id$|_ids$)')
 
-def _outputs_field(tool: dict, param: str) -> bool: return any(o.split('.')[-1].removesuffix('[]') == param for o in tool['outputs'])
+def _outputs_field(tool: dict, param: str) -> bool:
+    return any(o.split('.')[-1].removesuffix('[]') == param for o in tool['outputs'])
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #ca466ff1
 def offline_graph_review(req: ChatRequest) -> GraphEdits:
     "Stand-in for `envfactory.refine_graph`."
     r = request_json(req)
     fed = {(e['target'], p) for e in r['edges'] for p in e['params']}
-    add = [GraphEdge(source=src['name'], target=t['name'], params=[p]) for t in r['tools'] for p in t['required'] if _ID_PARAM.search(p)
-           and (t['name'], p) not in fed for src in r['tools'] if src['name'] != t['name'] and _outputs_field(src, p)]
+    add = [
+        GraphEdge(source=src['name'], target=t['name'], params=[p])
+        for t in r['tools']
+        for p in t['required']
+        if _ID_PARAM.search(p) and (t['name'], p) not in fed
+        for src in r['tools']
+        if src['name'] != t['name'] and _outputs_field(src, p)
+    ]
     remove = [GraphEdge(**e) for e in r['edges'] if e['params'] == ['query']]
     return GraphEdits(add=add, remove=remove)
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #8b3b089a
 def offline_param_classes(req: ChatRequest) -> ParamClasses:
     "Stand-in for `envfactory.param_classes`."
     r = request_json(req)
     produced = {o.split('.')[-1].removesuffix('[]') for t in r['tools'] for o in t['outputs']}
-    return ParamClasses(classes={t['name']: {p: ('internal' if _ID_PARAM.search(p) and p in produced else 'external') if p in t['required'] else 'optional'
-                                            for p in t['parameters']} for t in r['tools']})
+    return ParamClasses(
+        classes={
+            t['name']: {
+                p: ('internal' if _ID_PARAM.search(p) and p in produced else 'external')
+                if p in t['required']
+                else 'optional'
+                for p in t['parameters']
+            }
+            for t in r['tools']
+        }
+    )
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #1f1a47e2
 _TEXT_COLUMNS = ('name', 'title', 'summary', 'notes')
@@ -241,18 +357,33 @@ _TEXT_COLUMNS = ('name', 'title', 'summary', 'notes')
 def offline_scenario(req: ChatRequest) -> Scenario:
     "Stand-in for `envfactory.scenario`."
     r = request_json(req)
-    people = [(t, rid, row) for t, rows in r['seed_rows'].items() for rid, row in rows.items() if isinstance(row.get('name'), str)]
+    people = [
+        (t, rid, row)
+        for t, rows in r['seed_rows'].items()
+        for rid, row in rows.items()
+        if isinstance(row.get('name'), str)
+    ]
     profile = {'name': people[0][2]['name'], 'id': people[0][1]} if people else {'name': 'Alex Morgan'}
     patch = {}
     for t, rows in r['seed_rows'].items():
         for rid, row in list(rows.items())[1:2]:
-            col = next((c for c in _TEXT_COLUMNS if isinstance(row.get(c), str) and c in r['db_schema'][t].get('properties', {})
-                        and 'enum' not in r['db_schema'][t]['properties'][c]), None)
+            col = next(
+                (
+                    c
+                    for c in _TEXT_COLUMNS
+                    if isinstance(row.get(c), str)
+                    and c in r['db_schema'][t].get('properties', {})
+                    and 'enum' not in r['db_schema'][t]['properties'][c]
+                ),
+                None,
+            )
             if col and not patch: patch = {t: {rid: {**row, col: row[col] + ' (revised)'}}}
     return Scenario(profile=profile, patch=patch)
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #fdb9ad84
 def _phrase(name: str) -> str: return name.replace('_', ' ')
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #4fbf9665
 def offline_querygen(req: ChatRequest) -> QueryPlan:
     "Stand-in for `envfactory.querygen`."
     r = request_json(req)
@@ -264,13 +395,24 @@ def offline_querygen(req: ChatRequest) -> QueryPlan:
     for i, turn in enumerate(turns):
         parts = []
         for c in turn:
-            need = [(k, v) for k, v in facts.items() if k not in said and any(json.dumps(v) == json.dumps(a) for a in calls[c]['arguments'].values())]
+            need = [
+                (k, v)
+                for k, v in facts.items()
+                if k not in said and any(json.dumps(v) == json.dumps(a) for a in calls[c]['arguments'].values())
+            ]
             said |= {k for k, _ in need}
-            parts.append(f'please {_phrase(calls[c]["name"])}' + (f' ({", ".join(f"{_phrase(k)} {v}" for k, v in need)})' if need else ''))
+            parts.append(
+                f'please {_phrase(calls[c]["name"])}'
+                + (f' ({", ".join(f"{_phrase(k)} {v}" for k, v in need)})' if need else '')
+            )
         hello = (f"Hi, I'm {r['profile'].get('name', 'a customer')}. With {_phrase(r['environment'])} "
                  f"I need to {plan}. ") if i == 0 else ''
         queries.append(hello + parts[0][:1].upper() + parts[0][1:] + ''.join(f'. Then {p}' for p in parts[1:]) + '.')
-    return QueryPlan(subgoals=[Subgoal(goal=_phrase(c['name']), calls=[i]) for i, c in enumerate(calls)], turns=turns, queries=queries)
+    return QueryPlan(
+        subgoals=[Subgoal(goal=_phrase(c['name']), calls=[i]) for i, c in enumerate(calls)],
+        turns=turns,
+        queries=queries,
+    )
 
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #eff0a002
 _LOOKUP = re.compile(r'\b([Pp]lease) (get|search|list|find|check)( [a-z]+)+(?=\.|$)')
@@ -279,10 +421,12 @@ _OBJECT = re.compile(r'\b[Pp]lease [a-z]+ ([a-z]{3,})')
 def _implicit_reference(q: str, earlier: list[str], facts: dict) -> str:
     "A value or a thing said in an earlier turn, referred back to instead of repeated."
     for v in facts.values():
-        if isinstance(v, str) and len(v) > 2 and any(v in e for e in earlier): q = q.replace(v, 'the same one as before')
+        if isinstance(v, str) and len(v) > 2 and any(v in e for e in earlier):
+            q = q.replace(v, 'the same one as before')
     m = next((m for m in _OBJECT.finditer(q) if earlier and any(m[1] in e for e in earlier)), None)
     return q[:m.start(1)] + f'the {m[1]} from before' + q[m.end(1):] if m else q
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #fee4f761
 def _rewrite(op: str, q: str, earlier: list[str], r: dict) -> str:
     "`q` rewritten by operator `op` (unchanged: `op` does not apply to it)."
     if op == 'implicit_reference': return _implicit_reference(q, earlier, r['user_facts'])
@@ -291,6 +435,7 @@ def _rewrite(op: str, q: str, earlier: list[str], r: dict) -> str:
         return _LOOKUP.sub(lambda m: f'{m[1]} look up whatever else that needs', q, count=1)
     return f'I am sorting out things with {_phrase(r["environment"])} today. ' + q
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #21b9feb3
 def offline_refine(req: ChatRequest) -> RefinedQueries:
     """Stand-in for `envfactory.refine_query`: each turn gets the first operator that changes it, trying
     them in turn from a place that depends on the task, those the task has not used yet first."""
@@ -308,24 +453,35 @@ def offline_refine(req: ChatRequest) -> RefinedQueries:
 # %% ../../../nbs/envfactory/99_offline_teacher.ipynb #6ec19a03
 OFFLINE_RESPONDERS: dict[str, Callable[[ChatRequest], Any]] = {
     TAGS['propose']: offline_propose,
-    TAGS['db_design']: offline_envfactory_design, TAGS['tool_code']: offline_code, TAGS['seed_rows']: offline_seed,
+    TAGS['db_design']: offline_envfactory_design,
+    TAGS['tool_code']: offline_code,
+    TAGS['seed_rows']: offline_seed,
     TAGS['unit_tests']: offline_test_agent,
-    TAGS['refine_graph']: offline_graph_review, TAGS['param_classes']: offline_param_classes,
-    TAGS['scenario']: offline_scenario, FILL_TAG: offline_fill_arguments, TAGS['querygen']: offline_querygen, TAGS['refine_query']: offline_refine,
+    TAGS['refine_graph']: offline_graph_review,
+    TAGS['param_classes']: offline_param_classes,
+    TAGS['scenario']: offline_scenario,
+    FILL_TAG: offline_fill_arguments,
+    TAGS['querygen']: offline_querygen,
+    TAGS['refine_query']: offline_refine,
 }
 
 def register_offline_teacher(teacher: OfflineTeacher) -> OfflineTeacher:
     "Register every responder of `OFFLINE_RESPONDERS` on `teacher`; returns it."
-    if not isinstance(teacher, OfflineTeacher): raise TypeError(f'teacher must be an envsynth.llm.OfflineTeacher, got {type(teacher).__name__}')
+    if not isinstance(teacher, OfflineTeacher):
+        raise TypeError(f'teacher must be an envsynth.llm.OfflineTeacher, got {type(teacher).__name__}')
     for tag, responder in OFFLINE_RESPONDERS.items(): teacher.register(tag, responder)
     return teacher
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #53a0c910
 def register_offline_agent(teacher: OfflineTeacher, tasks: Iterable[Task], noise: float = 0.0) -> OfflineTeacher:
-    "Register AgentScaler's replaying stand-in agent (gold calls of the task whose first query opened, `noise` share of seeded mistakes) for `envfactory.agent`."
-    if not isinstance(teacher, OfflineTeacher): raise TypeError(f'teacher must be an envsynth.llm.OfflineTeacher, got {type(teacher).__name__}')
+    ("Register AgentScaler's replaying stand-in agent (gold calls of the task whose first query opened, `noise` share "
+     "of seeded mistakes) for `envfactory.agent`.")
+    if not isinstance(teacher, OfflineTeacher):
+        raise TypeError(f'teacher must be an envsynth.llm.OfflineTeacher, got {type(teacher).__name__}')
     teacher.register(TAGS['agent'], offline_agent(tasks, noise))
     return teacher
 
+# %% ../../../nbs/envfactory/99_offline_teacher.ipynb #72672e26
 def offline_envfactory_teacher() -> OfflineTeacher:
     "An offline teacher that answers every EnvFactory request (the agent's once tasks exist: `register_offline_agent`)."
     return register_offline_teacher(offline_teacher())

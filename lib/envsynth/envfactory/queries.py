@@ -26,26 +26,36 @@ class Scenario(BaseModel):
     profile: dict[str, Any]
     patch: dict[str, dict[str, dict | None]] = Field(default_factory=dict)
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #34cf21d1
 def scenario_request(env: Environment, chain: list[str], rows: int = 3) -> dict:
     with env.reset() as ep: state = ep.state()
-    return {'environment': env.name, 'description': env.description, 'chain': [env.tool(n).to_openai()['function'] for n in chain],
-            'db_schema': env.db_schema, 'seed_rows': {t: dict(sorted(r.items())[:rows]) for t, r in sorted(state.items())}}
+    return {
+        'environment': env.name,
+        'description': env.description,
+        'chain': [env.tool(n).to_openai()['function'] for n in chain],
+        'db_schema': env.db_schema,
+        'seed_rows': {t: dict(sorted(r.items())[:rows]) for t, r in sorted(state.items())},
+    }
 
 # %% ../../../nbs/envfactory/03_queries.ipynb #0b6c2e7a
 def mentions(text: str, value: Any) -> bool:
-    "Whether `text` states `value` (strings case-insensitively, numbers in their plain forms; booleans and objects cannot be checked: True)."
+    ("Whether `text` states `value` (strings case-insensitively, numbers in their plain forms; booleans and objects "
+     "cannot be checked: True).")
     text = text.lower()
     if isinstance(value, bool) or value is None or isinstance(value, dict): return True
     if isinstance(value, list): return all(mentions(text, v) for v in value)
     if isinstance(value, str): return value.strip().lower() in text
     return any(f in text for f in {str(value), f'{value:g}' if isinstance(value, float) else str(value)})
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #414277c2
 class Subgoal(BaseModel):
     goal: str
     calls: list[int]                           # indices of the chain's calls it covers
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #5eef7d2a
 class QueryPlan(BaseModel):
-    "The model's decomposition: subgoals covering the calls in order, turns grouping the subgoals, one user query per turn."
+    ("The model's decomposition: subgoals covering the calls in order, turns grouping the subgoals, one user query per "
+     "turn.")
     subgoals: list[Subgoal]
     turns: list[list[int]]                     # subgoal indices per turn
     queries: list[str]
@@ -53,28 +63,39 @@ class QueryPlan(BaseModel):
     @model_validator(mode='after')
     def _check(self):
         calls = [c for s in self.subgoals for c in s.calls]
-        if calls != list(range(len(calls))): raise ValueError(f'subgoals must cover the calls 0..n-1 once, in order; got {calls}')
+        if calls != list(range(len(calls))):
+            raise ValueError(f'subgoals must cover the calls 0..n-1 once, in order; got {calls}')
         flat = [i for t in self.turns for i in t]
-        if flat != list(range(len(self.subgoals))): raise ValueError(f'turns must group the subgoals 0..m-1 once, in order; got {flat}')
-        if len(self.queries) != len(self.turns) or not all(q.strip() for q in self.queries): raise ValueError('one non-empty query per turn')
+        if flat != list(range(len(self.subgoals))):
+            raise ValueError(f'turns must group the subgoals 0..m-1 once, in order; got {flat}')
+        if len(self.queries) != len(self.turns) or not all(q.strip() for q in self.queries):
+            raise ValueError('one non-empty query per turn')
         return self
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #fc81415d
 class RefinedQueries(BaseModel):
     "The refined queries, one per turn, and the operator applied to each (None: left as it was)."
     queries: list[str]
     operators: list[str | None]
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #2ff0a346
 def turn_facts(plan: QueryPlan, actions: list, facts: dict) -> list[dict]:
     "The user facts each turn must state: those among the arguments of its calls, the first time they are needed."
     out, said = [], set()
     for turn in plan.turns:
         calls = [c for s in turn for c in plan.subgoals[s].calls]
-        need = {k: v for k, v in facts.items() if any(json.dumps(v) == json.dumps(a) for c in calls for a in actions[c].arguments.values())}
+        need = {
+            k: v
+            for k, v in facts.items()
+            if any(json.dumps(v) == json.dumps(a) for c in calls for a in actions[c].arguments.values())
+        }
         out.append({k: v for k, v in need.items() if k not in said}); said |= set(need)
     return out
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #19489e48
 def calibrate(original: list[str], refined: list[str], needed: list[dict]) -> tuple[list[str], int]:
-    "Keep each refined turn only if the dialogue up to it still states every fact needed so far; else revert it. Returns (queries, reverted)."
+    ("Keep each refined turn only if the dialogue up to it still states every fact needed so far; else revert it. "
+     "Returns (queries, reverted).")
     out, reverted = [], 0
     for i, (q0, q1) in enumerate(zip(original, refined)):
         so_far = ' '.join(out + [q1])
@@ -85,14 +106,17 @@ def calibrate(original: list[str], refined: list[str], needed: list[dict]) -> tu
 # %% ../../../nbs/envfactory/03_queries.ipynb #fe85e1bd
 def _canon(v: Any) -> str: return json.dumps(v, sort_keys=True)
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #8553d755
 def unambiguous_source(param: str, value: Any, outputs: list[Any]) -> int | None:
     "The index of the first output that holds `value` under key `param` and no other value under it (None: none does)."
     for j, out in enumerate(outputs):
         if {_canon(v) for k, v in json_leaves(out) if k == param} == {_canon(value)}: return j
     return None
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #e7fdc899
 def write_sources(env: Environment, actions: list, outputs: list[Any]) -> dict[str, int | str]:
-    "`'<call index>.<argument>'` -> the earlier call whose result gives the value, or `'user'` (the user must state it)."
+    ("`'<call index>.<argument>'` -> the earlier call whose result gives the value, or `'user'` (the user must state "
+     "it).")
     out = {}
     for i, a in enumerate(actions):
         if env.tool_info[a.name].kind != 'write': continue
@@ -102,6 +126,7 @@ def write_sources(env: Environment, actions: list, outputs: list[Any]) -> dict[s
             out[f'{i}.{k}'] = 'user' if src is None else src
     return out
 
+# %% ../../../nbs/envfactory/03_queries.ipynb #13dfb292
 def stated_facts(facts: dict, actions: list, sources: dict[str, int | str]) -> dict:
     "`facts` plus every write argument the user must state that is not among them already."
     out, have = dict(facts), {_canon(v) for v in facts.values()}
@@ -120,10 +145,22 @@ class QueryStats(BaseModel):
     refined_turns: int = 0
     reverted_turns: int = 0
 
-async def chain_task(env: Environment, chain: list[str], client: LLMClient, *, chain_id: str, refine: bool = True,
-                     operators: tuple[str, ...] = OPERATORS, max_turns: int = 3, seed: int = 0, **sampling) -> Task | Drop:
+# %% ../../../nbs/envfactory/03_queries.ipynb #0c3f1b74
+async def chain_task(
+    env: Environment,
+    chain: list[str],
+    client: LLMClient,
+    *,
+    chain_id: str,
+    refine: bool = True,
+    operators: tuple[str, ...] = OPERATORS,
+    max_turns: int = 3,
+    seed: int = 0,
+    **sampling,
+) -> Task | Drop:
     "QueryGen for one chain of `env` (see above): the multi-turn `Task`, or a `Drop` with the reason."
-    if bad := sorted(set(operators) - set(OPERATORS)): raise ValueError(f'unknown refinement operators {bad}; choose from {OPERATORS}')
+    if bad := sorted(set(operators) - set(OPERATORS)):
+        raise ValueError(f'unknown refinement operators {bad}; choose from {OPERATORS}')
     try: scen = await ask_model(client, 'scenario', Scenario, scenario_request(env, chain), **sampling)
     except LLM_FAILURES as e: return Drop('scenario_failed', f'{type(e).__name__}: {str(e)[:300]}')
     patch = scen.patch or None
@@ -132,20 +169,42 @@ async def chain_task(env: Environment, chain: list[str], client: LLMClient, *, c
     if walk.reason: return Drop(f'chain_{walk.reason}', '; '.join(walk.errors[-3:])[:500])
     sources = write_sources(env, walk.actions, walk.outputs)
     facts = stated_facts(user_facts(walk.actions, walk.outputs), walk.actions, sources)
-    calls = [{'name': a.name, 'arguments': a.arguments, 'output': compact(o)} for a, o in zip(walk.actions, walk.outputs)]
-    req = {'environment': env.name, 'description': env.description, 'profile': scen.profile, 'calls': calls, 'user_facts': facts, 'max_turns': max_turns}
+    calls = [
+        {'name': a.name, 'arguments': a.arguments, 'output': compact(o)} for a, o in zip(walk.actions, walk.outputs)
+    ]
+    req = {
+        'environment': env.name,
+        'description': env.description,
+        'profile': scen.profile,
+        'calls': calls,
+        'user_facts': facts,
+        'max_turns': max_turns,
+    }
     try: plan = await ask_model(client, 'querygen', QueryPlan, req, **sampling)
     except LLM_FAILURES as e: return Drop('querygen_failed', f'{type(e).__name__}: {str(e)[:300]}')
-    if len(plan.subgoals) != len(plan.subgoals) or len(plan.turns) > max_turns: return Drop('too_many_turns', f'{len(plan.turns)} > {max_turns}')
-    if [c for s in plan.subgoals for c in s.calls] != list(range(len(calls))): return Drop('querygen_failed', 'subgoals do not cover the calls')
+    if len(plan.subgoals) != len(plan.subgoals) or len(plan.turns) > max_turns:
+        return Drop('too_many_turns', f'{len(plan.turns)} > {max_turns}')
+    if [c for s in plan.subgoals for c in s.calls] != list(range(len(calls))):
+        return Drop('querygen_failed', 'subgoals do not cover the calls')
     needed = turn_facts(plan, walk.actions, facts)
-    if missing := [k for d, q in zip(needed, plan.queries) for k, v in d.items() if not mentions(' '.join(plan.queries), v)]:
+    if missing := [
+        k for d, q in zip(needed, plan.queries) for k, v in d.items() if not mentions(' '.join(plan.queries), v)
+    ]:
         return Drop('unstated_facts', f'the queries never state {missing}')
     queries, stats, applied = list(plan.queries), QueryStats(turns=len(plan.queries)), [None] * len(plan.queries)
     if refine and operators:
-        try: ref = await ask_model(client, 'refine_query', RefinedQueries, {**req, 'queries': plan.queries, 'operators': list(operators)}, **sampling)
-        except LLM_FAILURES as e: return Drop('refine_failed', f'{type(e).__name__}: {str(e)[:300]}')
-        if len(ref.queries) != len(queries) or len(ref.operators) != len(queries): return Drop('refine_failed', 'one refined query and operator per turn')
+        try:
+            ref = await ask_model(
+                client,
+                'refine_query',
+                RefinedQueries,
+                {**req, 'queries': plan.queries, 'operators': list(operators)},
+                **sampling,
+            )
+        except LLM_FAILURES as e:
+            return Drop('refine_failed', f'{type(e).__name__}: {str(e)[:300]}')
+        if len(ref.queries) != len(queries) or len(ref.operators) != len(queries):
+            return Drop('refine_failed', 'one refined query and operator per turn')
         queries, stats.reverted_turns = calibrate(plan.queries, ref.queries, needed)
         applied = [op if q != q0 else None for op, q, q0 in zip(ref.operators, queries, plan.queries)]
         stats.refined_turns = sum(a is not None for a in applied)
@@ -153,7 +212,22 @@ async def chain_task(env: Environment, chain: list[str], client: LLMClient, *, c
     if unstated := [k for k, s in sources.items() if s == 'user'
                     and not mentions(said, walk.actions[int(k.split('.')[0])].arguments[k.split('.', 1)[1]])]:
         return Drop('unstated_write_argument', f'the queries never state {unstated}')
-    return Task(env_id=env.name, instruction=queries[0], user_queries=queries, initial_state=patch, gold_actions=walk.actions,
-                gold_state_hash=walk.gold_hash, user_context={'profile': scen.profile, 'facts': facts},
-                metadata={'chain_id': chain_id, 'chain': chain, 'subgoals': [s.goal for s in plan.subgoals], 'turns': plan.turns,
-                          'unrefined_queries': plan.queries, 'operators': applied, 'write_sources': sources, **stats.model_dump()})
+    return Task(
+        env_id=env.name,
+        instruction=queries[0],
+        user_queries=queries,
+        initial_state=patch,
+        gold_actions=walk.actions,
+        gold_state_hash=walk.gold_hash,
+        user_context={'profile': scen.profile, 'facts': facts},
+        metadata={
+            'chain_id': chain_id,
+            'chain': chain,
+            'subgoals': [s.goal for s in plan.subgoals],
+            'turns': plan.turns,
+            'unrefined_queries': plan.queries,
+            'operators': applied,
+            'write_sources': sources,
+            **stats.model_dump(),
+        },
+    )

@@ -39,7 +39,7 @@ class EnvFactoryParams(BaseModel):
     model_config = ConfigDict(extra='forbid')
     # 1. EnvGen
     n_envs: int = Field(3, ge=1)
-    sources_dir: str | None = None                # a folder of documents as idea sources (None: the shipped API categories)
+    sources_dir: str | None = None  # a folder of documents as idea sources (None: the shipped API categories)
     sources_per_ask: int | None = Field(20, ge=1)  # ours: uncovered sources shown per proposal (None: all)
     min_tools: int = Field(4, ge=2)
     max_tools: int = Field(12, ge=2)
@@ -98,12 +98,17 @@ class EnvFactoryParams(BaseModel):
 
     @model_validator(mode='after')
     def _consistent(self):
-        if self.max_tools < self.min_tools: raise ValueError(f'max_tools ({self.max_tools}) < min_tools ({self.min_tools})')
+        if self.max_tools < self.min_tools:
+            raise ValueError(f'max_tools ({self.max_tools}) < min_tools ({self.min_tools})')
         if abs(self.name_weight + self.description_weight - 1) > 1e-9:
-            raise ValueError(f'name_weight + description_weight must be 1, got {self.name_weight} + {self.description_weight}')
+            raise ValueError(
+                f'name_weight + description_weight must be 1, got {self.name_weight} + {self.description_weight}'
+            )
         if bad := [n for n in self.pool_sizes if n < 1]: raise ValueError(f'pool_sizes must be >= 1, got {bad}')
         from envsynth.train.rl import RL_PRESETS
-        if self.rl_preset not in RL_PRESETS: raise ValueError(f'unknown rl_preset {self.rl_preset!r}; choose from {sorted(RL_PRESETS)}')
+
+        if self.rl_preset not in RL_PRESETS:
+            raise ValueError(f'unknown rl_preset {self.rl_preset!r}; choose from {sorted(RL_PRESETS)}')
         if bad := sorted(set(self.mutation_required) - set(MUTATION_OPERATORS)):
             raise ValueError(f'unknown mutation operators {bad}; choose from {list(MUTATION_OPERATORS)}')
         if bad := sorted(set(self.operators) - set(OPERATORS)):
@@ -133,13 +138,15 @@ def recipe_for(p: EnvFactoryParams) -> Recipe:
     if p.user_variant != 'scripted': return RECIPE
     return RECIPE.without('user_simulator')
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #e6de23e8
 class EnvFactoryRun(RecipeRun):
     "The frame's run, with the sandbox the environments run in and the environments loaded so far."
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.sandbox, self._envs = None, {}
     def env(self, name: str) -> Environment:
-        if name not in self._envs: self._envs[name] = load_environment(self.run.dir('envs') / name, sandbox=self.sandbox)
+        if name not in self._envs:
+            self._envs[name] = load_environment(self.run.dir('envs') / name, sandbox=self.sandbox)
         return self._envs[name]
     def close_envs(self):
         for e in self._envs.values(): e.close()
@@ -154,28 +161,59 @@ async def stage_propose(r: EnvFactoryRun) -> list[EnvProposal]:
     if p.sources_dir: cfg['sources'] = content_hash(sources, 16)     # an edited document re-runs EnvGen
     recs = r.run.cached('propose', cfg)
     if recs is None:
-        out = await propose_environments(r.client('teacher'), sources, p.n_envs, min_tools=p.min_tools, max_tools=p.max_tools,
-                                         sources_per_ask=p.sources_per_ask)
-        r.run.write_json('propose', 'stats.json', {'inputs': len(out.proposals) + sum(out.dropped.values()), 'kept': len(out.proposals),
-                                                   'dropped': out.dropped, 'log': out.log})
+        out = await propose_environments(
+            r.client('teacher'),
+            sources,
+            p.n_envs,
+            min_tools=p.min_tools,
+            max_tools=p.max_tools,
+            sources_per_ask=p.sources_per_ask,
+        )
+        r.run.write_json(
+            'propose',
+            'stats.json',
+            {
+                'inputs': len(out.proposals) + sum(out.dropped.values()),
+                'kept': len(out.proposals),
+                'dropped': out.dropped,
+                'log': out.log,
+            },
+        )
         recs = r.run.save('propose', cfg, [x.model_dump(mode='json') for x in out.proposals])
     return [EnvProposal.model_validate(x) for x in recs]
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #6389e403
 def test_gate(p: EnvFactoryParams) -> MutationGate:
     "The gate every environment's tests must pass: `min_mutation_score`, every mutant of `mutation_required` killed."
     return MutationGate(min_score=p.min_mutation_score, required=tuple(p.mutation_required))
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #b78a472c
 async def stage_build(r: EnvFactoryRun, proposals: list[EnvProposal], shard=None):
     "Stages 2-3: code agent and test agent per proposal → `envs/<name>/` and the journal of `EnvRecord`s."
     async def build(rec: dict):
-        return await build_environment(EnvProposal.model_validate(rec), r.client('teacher'), r.run.dir('envs'), r.sandbox,
-                                       max_revisions=r.p.max_revisions, rows_per_table=r.p.rows_per_table, seed=r.p.seed,
-                                       gate=test_gate(r.p), test_repairs=r.p.test_repairs)
-    cfg = r.p.model_dump(include={'max_revisions', 'rows_per_table', 'seed', 'min_mutation_score', 'mutation_required', 'test_repairs'})
-    return await r.run.run_items('build', build, [x.model_dump(mode='json') for x in proposals], config=cfg, shard=shard)
+        return await build_environment(
+            EnvProposal.model_validate(rec),
+            r.client('teacher'),
+            r.run.dir('envs'),
+            r.sandbox,
+            max_revisions=r.p.max_revisions,
+            rows_per_table=r.p.rows_per_table,
+            seed=r.p.seed,
+            gate=test_gate(r.p),
+            test_repairs=r.p.test_repairs,
+        )
+
+    cfg = r.p.model_dump(
+        include={'max_revisions', 'rows_per_table', 'seed', 'min_mutation_score', 'mutation_required', 'test_repairs'}
+    )
+    return await r.run.run_items(
+        'build', build, [x.model_dump(mode='json') for x in proposals], config=cfg, shard=shard
+    )
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #58cbaf93
-async def stage_graph(r: EnvFactoryRun, proposals: list[EnvProposal], records: list[EnvRecord], embedder=None) -> list[dict]:
+async def stage_graph(
+    r: EnvFactoryRun, proposals: list[EnvProposal], records: list[EnvRecord], embedder=None
+) -> list[dict]:
     "Stages 4-5: the tool graph, its LLM refinement, parameter classes and the sampled chains (a whole-set step)."
     p = r.p
     kept = {x.name: x.tools for x in records}
@@ -204,37 +242,76 @@ async def stage_graph(r: EnvFactoryRun, proposals: list[EnvProposal], records: l
             got, why = sample_chains(g, corpus, kinds, env, p.chains_per_env, seed=p.seed, min_len=p.min_chain_len,
                                      max_nodes=p.max_chain_nodes, max_depth=p.max_depth, extend=p.extend)
             chains += got; dropped += why
-        r.run.write_json('graph', 'graph.json', {'nodes': sorted(g.nodes), 'edges': [[u, v, d.get('params', [])] for u, v, d in sorted(g.edges(data=True))]})
+        r.run.write_json(
+            'graph',
+            'graph.json',
+            {
+                'nodes': sorted(g.nodes),
+                'edges': [[u, v, d.get('params', [])] for u, v, d in sorted(g.edges(data=True))],
+            },
+        )
         isolated['refined'] = len(isolated_tools(g))
         classes = {}                                  # tool key -> parameter -> its class
         for (key, param), kind in sorted(kinds.items()): classes.setdefault(key, {})[param] = kind
         r.run.write_json('graph', 'param_classes.json', classes, indent=1)
-        r.run.write_json('graph', 'stats.json', {'embedder': embedder.name, 'similarity_edges': similarity_edges,
-                                                 'edges': g.number_of_edges(), 'edits': dict(edits),
-                                                 'isolated_tools': isolated,
-                                                 'internal_params': sum(v == 'internal' for v in kinds.values()), 'params': len(kinds),
-                                                 'inputs': sum(dropped.values()) + len(chains), 'kept': len(chains), 'dropped': dict(dropped)})
+        r.run.write_json(
+            'graph',
+            'stats.json',
+            {
+                'embedder': embedder.name,
+                'similarity_edges': similarity_edges,
+                'edges': g.number_of_edges(),
+                'edits': dict(edits),
+                'isolated_tools': isolated,
+                'internal_params': sum(v == 'internal' for v in kinds.values()),
+                'params': len(kinds),
+                'inputs': sum(dropped.values()) + len(chains),
+                'kept': len(chains),
+                'dropped': dict(dropped),
+            },
+        )
         recs = r.run.save('graph', cfg, [c.model_dump(mode='json') for c in chains])
     return recs
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #3438e8f1
 async def stage_queries(r: EnvFactoryRun, chains: list[dict], shard=None):
     "Stage 6: QueryGen per chain → the journal of tasks."
     async def make(rec: dict):
         cid = f"{rec['env']}-{rec['index']}-" + content_hash(rec['tools'], 8)
-        out = await chain_task(r.env(rec['env']), rec['tools'], r.client('teacher'), chain_id=cid, refine=r.p.refine, operators=tuple(r.p.operators),
-                               max_turns=r.p.max_turns, seed=r.p.seed)
+        out = await chain_task(
+            r.env(rec['env']),
+            rec['tools'],
+            r.client('teacher'),
+            chain_id=cid,
+            refine=r.p.refine,
+            operators=tuple(r.p.operators),
+            max_turns=r.p.max_turns,
+            seed=r.p.seed,
+        )
         return out.model_dump(mode='json', exclude_none=True) if isinstance(out, Task) else out
     cfg = r.p.model_dump(include={'refine', 'operators', 'max_turns', 'seed'})
     return await r.run.run_items('queries', make, chains, config=cfg, shard=shard)
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #330d7d47
 async def stage_solutions(r: EnvFactoryRun, tasks: list[dict], shard=None):
     "Stage 7: k candidate solutions per task, the best kept if it replays to the gold state."
     async def solve(rec: dict):
         t = Task.model_validate(rec)
         user = r.client('user_simulator') if r.p.user_variant != 'scripted' else None
-        return await solve_task(r.env(t.env_id), t, r.client('policy'), user_client=user, k=r.p.candidates, user_variant=r.p.user_variant,
-                                max_turns=r.p.max_episode_turns, reward=reward_spec(r.p))
-    cfg = r.p.model_dump(include={'candidates', 'user_variant', 'agent_noise', 'max_episode_turns', 'seed'}) | {'reward': reward_spec(r.p).to_json()}
+        return await solve_task(
+            r.env(t.env_id),
+            t,
+            r.client('policy'),
+            user_client=user,
+            k=r.p.candidates,
+            user_variant=r.p.user_variant,
+            max_turns=r.p.max_episode_turns,
+            reward=reward_spec(r.p),
+        )
+
+    cfg = r.p.model_dump(include={'candidates', 'user_variant', 'agent_noise', 'max_episode_turns', 'seed'}) | {
+        'reward': reward_spec(r.p).to_json()
+    }
     return await r.run.run_items('solutions', solve, tasks, config=cfg, shard=shard)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #7412bc58
@@ -245,17 +322,26 @@ async def reward_check(r: EnvFactoryRun, tasks: list[Task]) -> dict:
     for name in sorted({t.env_id for t in tasks}):
         ts = [t for t in tasks if t.env_id == name]
         for make, out in ((OraclePolicy, oracle), (DoNothingPolicy, nothing)):
-            trajs = await rollout_env(r.env(name), ts, make_policy=make, make_user=lambda t: ScriptedUser([t.instruction]))
+            trajs = await rollout_env(
+                r.env(name), ts, make_policy=make, make_user=lambda t: ScriptedUser([t.instruction])
+            )
             out += [envfactory_reward_of(spec, t, tr).score for t, tr in zip(ts, trajs)]
     floor = 1 - r.p.alpha
-    return {'tasks': len(tasks), 'oracle_min': min(oracle, default=None), 'do_nothing_max': max(nothing, default=None), 'floor': floor,
-            'ok': bool(tasks) and min(oracle) >= 1 - 1e-9 and max(nothing) <= floor + 1e-9}
+    return {
+        'tasks': len(tasks),
+        'oracle_min': min(oracle, default=None),
+        'do_nothing_max': max(nothing, default=None),
+        'floor': floor,
+        'ok': bool(tasks) and min(oracle) >= 1 - 1e-9 and max(nothing) <= floor + 1e-9,
+    }
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #a4150b61
 def train_order(ids: Sequence[str], epochs: int, seed: int) -> list[str]:
     "The training file's order under a scheduled α: `epochs` passes over `ids`, each in a seeded order."
     rng, ids = random.Random(seed), sorted(ids)
     return [i for _ in range(epochs) for i in rng.sample(ids, len(ids))]
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #e5062484
 def train_specs(p: EnvFactoryParams, n_rows: int) -> tuple[list[EnvFactoryReward], dict | None]:
     "The reward spec of each of `n_rows` training rows in file order, and the α schedule (None: α fixed)."
     from envsynth.train.rl import get_rl_preset
@@ -264,20 +350,33 @@ def train_specs(p: EnvFactoryParams, n_rows: int) -> tuple[list[EnvFactoryReward
     preset = get_rl_preset(p.rl_preset)
     batch, total = preset.train_batch_size, max(1, n_rows // preset.train_batch_size)
     specs = [scheduled_spec(spec, p.alpha_end, i, batch, total, preset.total_epochs) for i in range(n_rows)]
-    return specs, {'start': p.alpha, 'end': p.alpha_end, 'rl_preset': preset.name, 'batch_size': batch, 'total_steps': total,
-                   'epochs': preset.total_epochs, 'seed': p.seed, 'verl': rl_overrides(specs)}
+    return specs, {
+        'start': p.alpha,
+        'end': p.alpha_end,
+        'rl_preset': preset.name,
+        'batch_size': batch,
+        'total_steps': total,
+        'epochs': preset.total_epochs,
+        'seed': p.seed,
+        'verl': rl_overrides(specs),
+    }
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #3813cf4b
 def rl_overrides(specs: Sequence[EnvFactoryReward]) -> list[str]:
     "The verl overrides training rows with these specs need: in file order, one epoch, when α is scheduled."
     return ['data.shuffle=False', 'trainer.total_epochs=1'] if any(s.schedule for s in specs) else []
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #496fed9f
 def write_rows(r: EnvFactoryRun, solutions: list[dict]) -> dict:
-    "SFT trajectories (JSONL), verl RL rows carrying the reward spec: `rl_train.parquet` and the held-out `rl_val.parquet`."
+    ("SFT trajectories (JSONL), verl RL rows carrying the reward spec: `rl_train.parquet` and the held-out "
+     "`rl_val.parquet`.")
     from envsynth.data import rl_row, split_by_hash, write_rl_parquet
     from envsynth.rollout import env_system_prompt
     from envsynth.train.rl import ENV_FOLDER_KEY, get_rl_preset
     p, out = r.p, r.run.dir('data'); out.mkdir(parents=True, exist_ok=True)
-    (out / 'sft_trajectories.jsonl').write_text(''.join(json.dumps(s['trajectory'], sort_keys=True) + '\n' for s in solutions))
+    (out / 'sft_trajectories.jsonl').write_text(
+        ''.join(json.dumps(s['trajectory'], sort_keys=True) + '\n' for s in solutions)
+    )
     tasks = {s['task']['id']: Task.model_validate(s['task']) for s in solutions}
     split = split_by_hash(tasks, p.val_fraction, p.seed) if tasks else {}
     train = [i for i in sorted(tasks) if split[i] == 'train']
@@ -295,9 +394,15 @@ def write_rows(r: EnvFactoryRun, solutions: list[dict]) -> dict:
     for name, rows in (('rl_train', train_rows), ('rl_val', val_rows)):
         if rows: write_rl_parquet(rows, out / f'{name}.parquet')
         else: (out / f'{name}.parquet').unlink(missing_ok=True)
-    return {'sft_trajectories': len(solutions), 'rl_rows': len(train_rows) + len(val_rows), 'rl_train_rows': len(train_rows),
-            'rl_val_rows': len(val_rows), 'rl_tasks': {'train': len(train), 'val': len(val)},
-            'reward': reward_spec(p).model_dump(mode='json'), 'alpha_schedule': schedule}
+    return {
+        'sft_trajectories': len(solutions),
+        'rl_rows': len(train_rows) + len(val_rows),
+        'rl_train_rows': len(train_rows),
+        'rl_val_rows': len(val_rows),
+        'rl_tasks': {'train': len(train), 'val': len(val)},
+        'reward': reward_spec(p).model_dump(mode='json'),
+        'alpha_schedule': schedule,
+    }
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #4067b8b0
 def candidate_rewards(r: EnvFactoryRun) -> dict[int, list[float]]:
@@ -310,6 +415,7 @@ def candidate_rewards(r: EnvFactoryRun) -> dict[int, list[float]]:
         out[e['index']] = [c['score'] for c in scores]
     return out
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #ff100f05
 def scaling_table(r: EnvFactoryRun, order: list[str]) -> dict:
     "Per size in `pool_sizes`: what the first n environments of the pool (in `order`) yield."
     built = {x['name']: x for x in r.run.records('build')}
@@ -371,27 +477,55 @@ def finish_run(r: EnvFactoryRun, proposals: list[EnvProposal], reward: dict) -> 
     run = r.run
     sols = run.records('solutions')
     tasks = [Task.model_validate(x) for x in run.records('queries')]
-    stages = {'propose': run.stats('propose') and {k: run.stats('propose')[k] for k in ('inputs', 'kept', 'dropped')},
-              **{s: stage_counts(run.dir(s)) for s in r.recipe.item_stages}, 'graph': {k: v for k, v in run.stats('graph').items()}}
+    stages = {
+        'propose': run.stats('propose') and {k: run.stats('propose')[k] for k in ('inputs', 'kept', 'dropped')},
+        **{s: stage_counts(run.dir(s)) for s in r.recipe.item_stages},
+        'graph': {k: v for k, v in run.stats('graph').items()},
+    }
     builds = [EnvRecord.model_validate(x) for x in run.records('build')]
-    card = {'title': 'EnvFactory data card', 'stages': stages,
-            'environments': {b.name: {'tools': len(b.tools), 'dropped_tools': len(b.dropped_tools), 'tests': b.tests, 'revisions': b.revisions,
-                                      'mutation_score': b.mutation.get('score'), 'mutants': b.mutation.get('mutants'),
-                                      'killed_by_operator': b.mutation.get('by_operator'), 'test_repairs': b.test_repairs,
-                                      'missing_outputs': b.missing_outputs} for b in builds},
-            'test_gate': {'min_mutation_score': r.p.min_mutation_score, 'required': r.p.mutation_required,
-                          'weak_tests': (stages.get('build') or {}).get('dropped', {}).get('weak_tests', 0),
-                          'tools_missing_outputs': sum(len(b.missing_outputs) for b in builds)},
-            'queries': {'turns': dict(Counter(str(len(t.user_queries or [])) for t in tasks)),
-                        'refined_turns': sum(t.metadata.get('refined_turns', 0) for t in tasks),
-                        'reverted_turns': sum(t.metadata.get('reverted_turns', 0) for t in tasks),
-                        'operators': dict(Counter(o for t in tasks for o in t.metadata.get('operators', []) if o)),
-                        # tasks whose first query another task also has (offline, the stand-in agent would replay one gold for both)
-                        'shared_openings': sum(n for n in Counter(t.instruction.strip() for t in tasks).values() if n > 1)},
-            'solutions': {'candidate_reward_mean': round(sum(c['score'] for s in sols for c in s['candidates']) / max(1, sum(len(s['candidates']) for s in sols)), 4),
-                          'masked_arguments': sum(len(s['task'].get('masked_arguments', [])) for s in sols)},
-            'reward_check': reward, 'rows': write_rows(r, sols),
-            'scaling': write_scaling(r, [x.name for x in proposals])}
+    card = {
+        'title': 'EnvFactory data card',
+        'stages': stages,
+        'environments': {
+            b.name: {
+                'tools': len(b.tools),
+                'dropped_tools': len(b.dropped_tools),
+                'tests': b.tests,
+                'revisions': b.revisions,
+                'mutation_score': b.mutation.get('score'),
+                'mutants': b.mutation.get('mutants'),
+                'killed_by_operator': b.mutation.get('by_operator'),
+                'test_repairs': b.test_repairs,
+                'missing_outputs': b.missing_outputs,
+            }
+            for b in builds
+        },
+        'test_gate': {
+            'min_mutation_score': r.p.min_mutation_score,
+            'required': r.p.mutation_required,
+            'weak_tests': (stages.get('build') or {}).get('dropped', {}).get('weak_tests', 0),
+            'tools_missing_outputs': sum(len(b.missing_outputs) for b in builds),
+        },
+        'queries': {
+            'turns': dict(Counter(str(len(t.user_queries or [])) for t in tasks)),
+            'refined_turns': sum(t.metadata.get('refined_turns', 0) for t in tasks),
+            'reverted_turns': sum(t.metadata.get('reverted_turns', 0) for t in tasks),
+            'operators': dict(Counter(o for t in tasks for o in t.metadata.get('operators', []) if o)),
+            # tasks whose first query another task also has (offline, the stand-in agent would replay one gold for both)
+            'shared_openings': sum(n for n in Counter(t.instruction.strip() for t in tasks).values() if n > 1),
+        },
+        'solutions': {
+            'candidate_reward_mean': round(
+                sum(c['score'] for s in sols for c in s['candidates'])
+                / max(1, sum(len(s['candidates']) for s in sols)),
+                4,
+            ),
+            'masked_arguments': sum(len(s['task'].get('masked_arguments', [])) for s in sols),
+        },
+        'reward_check': reward,
+        'rows': write_rows(r, sols),
+        'scaling': write_scaling(r, [x.name for x in proposals]),
+    }
     card = finish_card(r, card, 'ok' if sols else 'no data: no solution replayed to its gold state')
     write_data_card(run, card)
     return card
@@ -422,6 +556,7 @@ def register_offline_agent_for(client: LLMClient, tasks: list[Task], noise: floa
     register_offline_agent(t, tasks, noise)
     t.responders[TAGS['agent']].recipe_agent = True
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #a13cbf88
 async def run_stages(r: EnvFactoryRun, embedder=None) -> dict:
     "Every stage in order, stopping after the ones this process runs; the data card (a partial run: what it ran)."
     run, todo, shard = r.run, r.todo, r.shard
@@ -436,11 +571,13 @@ async def run_stages(r: EnvFactoryRun, embedder=None) -> dict:
     if not run.finished('queries'): return r.partial_summary()
     tasks = [Task.model_validate(x) for x in run.records('queries')]
     register_offline_agent_for(r.client('policy'), tasks, r.p.agent_noise)
-    if 'solutions' in todo: await stage_solutions(r, [t.model_dump(mode='json', exclude_none=True) for t in tasks], shard)
+    if 'solutions' in todo:
+        await stage_solutions(r, [t.model_dump(mode='json', exclude_none=True) for t in tasks], shard)
     if r.partial: return r.partial_summary()
     kept = [Task.model_validate(s['task']) for s in run.records('solutions')]
     return finish_run(r, proposals, await reward_check(r, kept))
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #8cc85429
 async def run_envfactory(params: EnvFactoryParams | None = None, run_dir: str | Path = 'runs/envfactory',
                          client: LLMClient | Mapping[str, LLMClient] | None = None, *, embedder=None,
                          stages: Sequence[str] | None = None, shard: str | None = None, progress: bool = False) -> dict:
@@ -493,9 +630,11 @@ def summarize(card: dict) -> dict:
     return {'reward_check': card['reward_check'], 'rows': card['rows'],
             'kept': {k: v.get('kept') for k, v in card['stages'].items()}}
 
+# %% ../../../nbs/envfactory/05_recipe.ipynb #4ecd2c04
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the EnvFactory recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
-    `envsynth envfactory run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    `envsynth envfactory run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit
+    status."""
     return recipe_command(RECIPE, run_envfactory, summarize, argv)
 
 # %% ../../../nbs/envfactory/05_recipe.ipynb #6e7942ad

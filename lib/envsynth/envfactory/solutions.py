@@ -36,6 +36,7 @@ def solution_actions(traj: Trajectory) -> list[Action]:
         seen.add(key); out.append(a)
     return out
 
+# %% ../../../nbs/envfactory/04_solutions.ipynb #1ba3d456
 def masked_arguments(env: Environment, actions: list[Action]) -> list[MaskedArgument]:
     "Free-text string arguments (see `FREE_TEXT`) of the calls: what the trace reward should not compare."
     out = []
@@ -49,6 +50,7 @@ def masked_arguments(env: Environment, actions: list[Action]) -> list[MaskedArgu
 def _write_key(env: Environment, a: Action) -> str:
     return json.dumps([a.name, {k: v for k, v in a.arguments.items() if not FREE_TEXT.search(k)}], sort_keys=True)
 
+# %% ../../../nbs/envfactory/04_solutions.ipynb #fe218247
 def unasked_writes(env: Environment, task: Task, actions: list[Action]) -> list[Action]:
     "The write calls among `actions` that the task's gold writes do not include (each gold write matches once)."
     left = [_write_key(env, a) for a in task.gold_actions if env.tool_info[a.name].kind == 'write']
@@ -61,32 +63,53 @@ def unasked_writes(env: Environment, task: Task, actions: list[Action]) -> list[
     return out
 
 # %% ../../../nbs/envfactory/04_solutions.ipynb #329acee7
-async def solve_task(env: Environment, task: Task, client: LLMClient, *, k: int = 3, user_variant: Literal['scripted', 'customer'] = 'scripted',
-                     max_turns: int = 20, reward: EnvFactoryReward | None = None, user_client: LLMClient | None = None) -> dict | Drop:
-    """The best of `k` candidate solutions of the agent `client` (the user: `user_client`, else `client`), each scored by `reward`,
-    cleaned and replayed: `{'task', 'trajectory', 'reward', 'candidates', 'candidate_trajectories'}`, or a `Drop`. `candidates`
-    are scored on `task`; `reward` is the kept trajectory's score on the cleaned task (the task its RL row carries)."""
+async def solve_task(
+    env: Environment,
+    task: Task,
+    client: LLMClient,
+    *,
+    k: int = 3,
+    user_variant: Literal['scripted', 'customer'] = 'scripted',
+    max_turns: int = 20,
+    reward: EnvFactoryReward | None = None,
+    user_client: LLMClient | None = None,
+) -> dict | Drop:
+    """The best of `k` candidate solutions of the agent `client` (the user: `user_client`, else `client`), each scored
+    by `reward`, cleaned and replayed: `{'task', 'trajectory', 'reward', 'candidates', 'candidate_trajectories'}`, or a
+    `Drop`. `candidates` are scored on `task`; `reward` is the kept trajectory's score on the cleaned task (the task its
+    RL row carries)."""
     if k < 1: raise ValueError(f'k must be >= 1, got {k}')
     spec = reward or EnvFactoryReward()
     cands = []
     for i in range(k):
         ex = EnvExecutor(env.reset(task))
         try:
-            traj = await run_episode(LLMPolicy(client, tag=TAGS['agent'], seed=i), ex,
-                                     user_for_task(task, user_variant, (user_client or client) if user_variant != 'scripted' else None),
-                                     task=task, system_prompt=env_system_prompt(env), limits=EpisodeLimits(max_turns=max_turns))
+            traj = await run_episode(
+                LLMPolicy(client, tag=TAGS['agent'], seed=i),
+                ex,
+                user_for_task(task, user_variant, (user_client or client) if user_variant != 'scripted' else None),
+                task=task,
+                system_prompt=env_system_prompt(env),
+                limits=EpisodeLimits(max_turns=max_turns),
+            )
         finally: ex.close()
         cands.append((traj, envfactory_reward_of(spec, task, traj).model_dump(mode='json')))
     scores = [s for _, s in cands]
     faithful = [c for c in cands if not unasked_writes(env, task, solution_actions(c[0]))]
-    best, score = max(faithful or cands, key=lambda c: (c[1]['parts']['r_state'], c[1]['score'], -count_tool_calls(c[0])))
+    best, score = max(
+        faithful or cands, key=lambda c: (c[1]['parts']['r_state'], c[1]['score'], -count_tool_calls(c[0]))
+    )
     if score['parts']['r_state'] < 1: return Drop('no_state_match', json.dumps(scores))
-    if not faithful: return Drop('unasked_write', f'every candidate makes a write the user did not ask for: {json.dumps(scores)}')
+    if not faithful:
+        return Drop('unasked_write', f'every candidate makes a write the user did not ask for: {json.dumps(scores)}')
     actions = solution_actions(best)
-    clean = task.model_copy(update={'gold_actions': actions, 'masked_arguments': masked_arguments(env, actions) or None, 'id': ''})
+    clean = task.model_copy(
+        update={'gold_actions': actions, 'masked_arguments': masked_arguments(env, actions) or None, 'id': ''}
+    )
     clean = Task.model_validate(clean.model_dump(mode='json', exclude={'id'}))
     results, end = env.run_actions(actions, clean)
-    if not all(r.ok for r in results) or end != task.gold_state_hash: return Drop('replay_mismatch', f'{len(actions)} calls end in another state')
+    if not all(r.ok for r in results) or end != task.gold_state_hash:
+        return Drop('replay_mismatch', f'{len(actions)} calls end in another state')
     dump = lambda t: t.model_copy(update={'task_id': clean.id}).model_dump(mode='json', exclude_none=True)
     return {'task': clean.model_dump(mode='json', exclude_none=True), 'trajectory': dump(best),
             'reward': envfactory_reward_of(spec, clean, best).model_dump(mode='json'),

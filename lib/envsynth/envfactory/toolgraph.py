@@ -24,10 +24,15 @@ __all__ = ['Similarity', 'ParamClass', 'pool_corpus', 'weighted_embeddings', 'to
 
 # %% ../../../nbs/envfactory/02_toolgraph.ipynb #f78e6416
 def pool_corpus(proposals: list[EnvProposal], kept: dict[str, list[str]]) -> ToolCorpus:
-    "The tools of the built environments (`kept`: env name -> tool names), with their declared output schemas, one server each."
+    ("The tools of the built environments (`kept`: env name -> tool names), with their declared output schemas, one "
+     "server each.")
     out = []
     for p in sorted(proposals, key=lambda p: p.name):
-        out += [CorpusTool(tool=t, server=p.name, source='envfactory') for t in p.parsed_tools() if t.name in kept.get(p.name, ())]
+        out += [
+            CorpusTool(tool=t, server=p.name, source='envfactory')
+            for t in p.parsed_tools()
+            if t.name in kept.get(p.name, ())
+        ]
     return ToolCorpus(out)
 
 # %% ../../../nbs/envfactory/02_toolgraph.ipynb #6309e114
@@ -35,6 +40,7 @@ def _type_name(schema: dict) -> str:
     t = schema.get('type', 'any')
     return '/'.join(map(str, t)) if isinstance(t, list) else str(t)
 
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #f2c14514
 def _joined(embedder, named: list[tuple[str, dict]], wn: float, wd: float, dim: int) -> np.ndarray:
     "Rows [√wn·e(`name (type)`), √wd·e(description)] of `(name, schema)` pairs (no description: 0)."
     names = embedder.encode([f'{n} ({_type_name(s)})' for n, s in named]).reshape(len(named), dim)
@@ -71,7 +77,8 @@ def tool_graph(corpus: ToolCorpus, embedder, *, mode: Literal['outputs', 'io'] =
                name_weight: float = 0.6, description_weight: float = 0.4, name_links: bool = True,
                id_guard: bool = True) -> nx.DiGraph:
     """Similarity edges from outputs to inputs inside each environment (`envsynth.graph.dependency_graph`,
-    scope='server'); `name_links` adds exact-name links (ours), `id_guard` keeps identifiers to their own kind (ours)."""
+    scope='server'); `name_links` adds exact-name links (ours), `id_guard` keeps identifiers to their own kind
+    (ours)."""
     if not len(corpus): raise ValueError('the pool has no tools to link')
     if similarity not in ('text', 'weighted'):
         raise ValueError(f"similarity must be 'text' or 'weighted', got {similarity!r}")
@@ -80,6 +87,7 @@ def tool_graph(corpus: ToolCorpus, embedder, *, mode: Literal['outputs', 'io'] =
     return dependency_graph(corpus, emb, mode=mode, threshold=threshold, k=k, scope='server',
                             name_links=name_links, id_guard=id_guard)
 
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #55d4afb6
 def isolated_tools(graph: nx.DiGraph) -> list[str]:
     "The tools no edge touches: no chain can reach them or leave them."
     return sorted(n for n in graph.nodes if graph.degree(n) == 0)
@@ -90,20 +98,36 @@ class GraphEdge(BaseModel):
     target: str
     params: list[str] = Field(default_factory=list)       # the target's parameters the source's output feeds
 
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #39cea8e5
 class GraphEdits(BaseModel):
     "The model's review of one environment's graph."
     add: list[GraphEdge] = Field(default_factory=list)
     remove: list[GraphEdge] = Field(default_factory=list)
 
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #5e338ed7
 def graph_request(env: str, corpus: ToolCorpus, graph: nx.DiGraph) -> dict:
     tools = [t for t in corpus if t.server == env]
     keys = {t.key for t in tools}
-    return {'environment': env,
-            'tools': [{'name': t.name, 'description': t.tool.function.description, 'parameters': sorted(t.tool.function.parameters.get('properties') or {}),
-                       'required': list(t.tool.function.parameters.get('required') or []), 'outputs': [f.path for f in output_fields(t.tool)]} for t in tools],
-            'edges': [{'source': graph.nodes[u]['name'], 'target': graph.nodes[v]['name'], 'params': d.get('params', [])}
-                      for u, v, d in sorted(graph.edges(data=True)) if u in keys and v in keys]}
+    return {
+        'environment': env,
+        'tools': [
+            {
+                'name': t.name,
+                'description': t.tool.function.description,
+                'parameters': sorted(t.tool.function.parameters.get('properties') or {}),
+                'required': list(t.tool.function.parameters.get('required') or []),
+                'outputs': [f.path for f in output_fields(t.tool)],
+            }
+            for t in tools
+        ],
+        'edges': [
+            {'source': graph.nodes[u]['name'], 'target': graph.nodes[v]['name'], 'params': d.get('params', [])}
+            for u, v, d in sorted(graph.edges(data=True))
+            if u in keys and v in keys
+        ],
+    }
 
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #232cdf9f
 async def refine_graph(graph: nx.DiGraph, corpus: ToolCorpus, client: LLMClient, **sampling) -> Counter:
     """Apply the model's edits to `graph` in place, per environment; returns counts (added, removed,
     ignored, failed). An added edge into a tool without parameters names no parameter."""
@@ -127,7 +151,13 @@ async def refine_graph(graph: nx.DiGraph, corpus: ToolCorpus, client: LLMClient,
             u, v = src.key, dst.key
             old = set(graph[u][v].get('params', [])) if graph.has_edge(u, v) else set()
             if graph.has_edge(u, v) and set(e.params) <= old: counts['ignored'] += 1; continue
-            graph.add_edge(u, v, weight=graph[u][v]['weight'] if graph.has_edge(u, v) else 1.0, params=sorted(old | set(e.params)), source='llm')
+            graph.add_edge(
+                u,
+                v,
+                weight=graph[u][v]['weight'] if graph.has_edge(u, v) else 1.0,
+                params=sorted(old | set(e.params)),
+                source='llm',
+            )
             counts['added'] += 1
     return counts
 
@@ -138,12 +168,27 @@ class ParamClasses(BaseModel):
     "The model's classes: tool name -> parameter -> external / internal / optional."
     classes: dict[str, dict[str, ParamClass]]
 
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #a099c179
 def classes_request(env: str, corpus: ToolCorpus) -> dict:
-    return {'environment': env, 'tools': [{'name': t.name, 'description': t.tool.function.description,
-            'parameters': t.tool.function.parameters.get('properties') or {}, 'required': list(t.tool.function.parameters.get('required') or []),
-            'outputs': [f.path for f in output_fields(t.tool)]} for t in corpus if t.server == env]}
+    return {
+        'environment': env,
+        'tools': [
+            {
+                'name': t.name,
+                'description': t.tool.function.description,
+                'parameters': t.tool.function.parameters.get('properties') or {},
+                'required': list(t.tool.function.parameters.get('required') or []),
+                'outputs': [f.path for f in output_fields(t.tool)],
+            }
+            for t in corpus
+            if t.server == env
+        ],
+    }
 
-async def classify_parameters(corpus: ToolCorpus, client: LLMClient, **sampling) -> tuple[dict[tuple[str, str], str], list[str]]:
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #74dd694d
+async def classify_parameters(
+    corpus: ToolCorpus, client: LLMClient, **sampling
+) -> tuple[dict[tuple[str, str], str], list[str]]:
     "`({(tool key, parameter): class}, [environments whose classification failed])`."
     envs, kinds, failed = sorted({t.server for t in corpus}), {}, []
     async def one(env):
@@ -151,7 +196,9 @@ async def classify_parameters(corpus: ToolCorpus, client: LLMClient, **sampling)
         except LLM_FAILURES: return None
     for env, ans in zip(envs, await asyncio.gather(*(one(e) for e in envs))):
         tools = [t for t in corpus if t.server == env]
-        if ans is None or any(set(ans.classes.get(t.name, {})) != set(t.tool.function.parameters.get('properties') or {}) for t in tools):
+        if ans is None or any(
+            set(ans.classes.get(t.name, {})) != set(t.tool.function.parameters.get('properties') or {}) for t in tools
+        ):
             failed.append(env); continue
         kinds |= {(t.key, p): c for t in tools for p, c in ans.classes[t.name].items()}
     return kinds, failed
@@ -162,18 +209,40 @@ class ChainSample(BaseModel):
     tools: list[str]                           # tool names, in call order
     index: int
 
-def sample_chains(graph: nx.DiGraph, corpus: ToolCorpus, kinds: dict, env: str, n: int, *, seed: int = 0, min_len: int = 2,
-                  max_nodes: int = 5, max_depth: int = 3, extend: int = 2, tries: int = 8) -> tuple[list[ChainSample], Counter]:
+# %% ../../../nbs/envfactory/02_toolgraph.ipynb #ca9f2ab3
+def sample_chains(
+    graph: nx.DiGraph,
+    corpus: ToolCorpus,
+    kinds: dict,
+    env: str,
+    n: int,
+    *,
+    seed: int = 0,
+    min_len: int = 2,
+    max_nodes: int = 5,
+    max_depth: int = 3,
+    extend: int = 2,
+    tries: int = 8,
+) -> tuple[list[ChainSample], Counter]:
     "Up to `n` distinct satisfiable chains in `env`; and the failed tries by reason."
-    if min_len < 1 or max_nodes < min_len or extend < 1: raise ValueError(f'need 1 <= min_len <= max_nodes and extend >= 1, got {min_len}, {max_nodes}, {extend}')
+    if min_len < 1 or max_nodes < min_len or extend < 1:
+        raise ValueError(f'need 1 <= min_len <= max_nodes and extend >= 1, got {min_len}, {max_nodes}, {extend}')
     by_key = {t.key: t for t in corpus if t.server == env}
     sub = graph.subgraph(sorted(by_key)).copy()
     rng, seen, out, dropped = random.Random(f'{seed}/{env}'), set(), [], Counter()
     targets = sorted(by_key)
     for i in range(n * tries):
         if len(out) >= n: break
-        chain = sample_topology_chain(sub, kinds, by_key, rng, target=targets[i % len(targets)] if i < len(targets) else None,
-                                      max_len=max_nodes, max_depth=max_depth, extend=(1, extend))
+        chain = sample_topology_chain(
+            sub,
+            kinds,
+            by_key,
+            rng,
+            target=targets[i % len(targets)] if i < len(targets) else None,
+            max_len=max_nodes,
+            max_depth=max_depth,
+            extend=(1, extend),
+        )
         if chain is None: dropped['unresolvable'] += 1; continue
         if len(chain) < min_len: dropped['too_short'] += 1; continue
         if chain_satisfiable(chain, sub, kinds, by_key): dropped['unsatisfiable'] += 1; continue

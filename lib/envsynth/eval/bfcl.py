@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 from ..formats import bfcl_function_to_tool, parse_bfcl_calls
 from .results import TIDY_KEYS     # the tidy-table columns every benchmark writes
-from .harness import (HarnessError, api_key_from_env, check_endpoint, harness_env, harness_version, require_harness,
-                                   run_logged, sampling_kwargs, site_packages)
+from .harness import (HarnessError, api_key_from_env, check_endpoint, harness_env, harness_version,
+                                   require_harness, run_logged, sampling_kwargs, site_packages)
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'PREFIX', 'bfcl_category', 'parse_categories', 'bfcl_data_dir', 'read_jsonl', 'category_files',
@@ -30,6 +30,7 @@ def bfcl_category(name: str) -> str:
         raise ValueError(f'unknown BFCL multi-turn category {name!r}; choose from {", ".join(CATEGORIES)}')
     return f'multi_turn_{short}'
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #92555e1e
 def parse_categories(spec: str | Iterable[str] | None) -> list[str]:
     "Categories from `'base,miss_func'`, a list, or None/`'all'` (all four), in canonical order, without repeats."
     if spec is None or spec == 'all': return [bfcl_category(c) for c in CATEGORIES]
@@ -43,14 +44,17 @@ def bfcl_data_dir(root: Path | str | None = None) -> Path:
     "The `data/` folder of `bfcl_eval` in the harness venv."
     return site_packages('bfcl', root) / 'bfcl_eval' / 'data'
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #a59b94cd
 def read_jsonl(path: Path | str) -> list[dict]:
     return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #6d91c498
 def category_files(data_dir: Path | str, category: str) -> tuple[Path, Path]:
     "Question file and ground-truth file of a category."
     name = f'{PREFIX}_{bfcl_category(category)}.json'
     return Path(data_dir) / name, Path(data_dir) / 'possible_answer' / name
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #492f235c
 def data_revision(data_dir: Path | str, category: str) -> str:
     "`BFCL_v4@<sha256[:12]>` of the category's question and ground-truth files."
     h = hashlib.sha256()
@@ -75,13 +79,16 @@ class BFCLOracle:
         if self.category not in self._cache:
             qf, gf = category_files(self.data_dir, self.category)
             gold = {g['id']: g['ground_truth'] for g in read_jsonl(gf)}
-            self._cache[self.category] = [(e['id'], [[m['content'] for m in t if m['role'] == 'user'] for t in e['question']], gold[e['id']])
-                                          for e in read_jsonl(qf)]
+            self._cache[self.category] = [
+                (e['id'], [[m['content'] for m in t if m['role'] == 'user'] for t in e['question']], gold[e['id']])
+                for e in read_jsonl(qf)
+            ]
 
     def find(self, user_texts: list[str]) -> tuple[str, list[list[str]]]:
         "Id and ground truth of the first entry whose turns start with `user_texts`; `KeyError` if none does."
         for eid, turns, gold in self._cache[self.category]:
-            if len(user_texts) <= len(turns) and all(not t or t == [u] for u, t in zip(user_texts, turns)): return eid, gold
+            if len(user_texts) <= len(turns) and all(not t or t == [u] for u, t in zip(user_texts, turns)):
+                return eid, gold
         raise KeyError(f'no {self.category} entry starts with {user_texts[:2]!r}')
 
     def __call__(self, body: dict) -> dict:
@@ -93,17 +100,22 @@ class BFCLOracle:
         if any(m.get('role') == 'assistant' for m in msgs[users[-1] + 1:]): return {'content': 'Done.'}
         if not gold[turn]: return {'content': 'Could you give me the missing details first?'}
         calls = parse_bfcl_calls(gold[turn], list(self.tools.values()))
-        return {'content': None, 'tool_calls': [{**c.model_dump(), 'id': f'call_{turn}_{i}_{c.id[5:13]}'} for i, c in enumerate(calls)]}
+        return {
+            'content': None,
+            'tool_calls': [{**c.model_dump(), 'id': f'call_{turn}_{i}_{c.id[5:13]}'} for i, c in enumerate(calls)],
+        }
 
 # %% ../../../nbs/eval/01_bfcl.ipynb #361c9cef
 def registry_key(model: str) -> str:
     "The name our model is registered under in bfcl (function-calling mode)."
     return model if model.endswith('-FC') else f'{model}-FC'
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #97a11079
 def model_dir_name(model: str) -> str:
     "The folder bfcl writes results and scores of `model` into."
     return registry_key(model).replace('/', '_')
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #08b17c72
 def wrapper_source(model: str, display_name: str | None = None, sampling: dict | None = None) -> str:
     """A script that registers `model` (OpenAI-compatible, native tool calls) with bfcl-eval and runs bfcl's CLI.
     `sampling` (`sampling_kwargs`) is added to every request: bfcl's own handler sends temperature only."""
@@ -130,7 +142,8 @@ if __name__ == "__main__":
 # %% ../../../nbs/eval/01_bfcl.ipynb #701cfab9
 def select_ids(data_dir: Path | str, categories: list[str], ids: Iterable[str] | None = None,
                limit: int | None = None) -> dict[str, list[str]] | None:
-    "Ids to run per category, or None for everything; `ValueError` for ids that do not exist or lie outside `categories`."
+    ("Ids to run per category, or None for everything; `ValueError` for ids that do not exist or lie outside "
+     "`categories`.")
     if ids is None and limit is None: return None
     known = {c: [e['id'] for e in read_jsonl(category_files(data_dir, c)[0])] for c in categories}
     if ids is None: return {c: known[c][:limit] for c in categories}
@@ -152,6 +165,7 @@ def read_score_file(path: Path | str) -> tuple[dict, dict[str, int]]:
         counts[kind or 'unknown'] = counts.get(kind or 'unknown', 0) + 1
     return header, dict(sorted(counts.items()))
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #2f9487a1
 def score_rows(score_dir: Path | str, model: str, categories: list[str], harness_version: str,
                revisions: dict[str, str]) -> list[dict]:
     "The tidy rows of `model`'s multi-turn score files under `score_dir`; `HarnessError` if one is missing."
@@ -167,10 +181,19 @@ def score_rows(score_dir: Path | str, model: str, categories: list[str], harness
         rows += [dict(row, metric=f'error:{k}', value=v) for k, v in errors.items()]
         accs.append(header['accuracy'])
     if len(categories) == len(CATEGORIES):      # the overall of a subset would not be BFCL's overall: none
-        rows.append(dict(base, category='multi_turn_overall', metric='accuracy', value=sum(accs) / len(accs),
-                         n=sum(r['n'] for r in rows if r['metric'] == 'accuracy'), data_revision=';'.join(revisions.get(c, '') for c in categories)))
+        rows.append(
+            dict(
+                base,
+                category='multi_turn_overall',
+                metric='accuracy',
+                value=sum(accs) / len(accs),
+                n=sum(r['n'] for r in rows if r['metric'] == 'accuracy'),
+                data_revision=';'.join(revisions.get(c, '') for c in categories),
+            )
+        )
     return [{k: r[k] for k in TIDY_KEYS} for r in rows]
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #3d7ab3ef
 def write_table(rows: list[dict], out_dir: Path | str, stem: str) -> tuple[Path, Path]:
     "Write tidy rows as `<stem>.csv` and `<stem>.json` in `out_dir`."
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
@@ -180,9 +203,19 @@ def write_table(rows: list[dict], out_dir: Path | str, stem: str) -> tuple[Path,
     return out_dir / f'{stem}.csv', out_dir / f'{stem}.json'
 
 # %% ../../../nbs/eval/01_bfcl.ipynb #37371973
-def bfcl_generate(run_dir: Path, model: str, base_url: str, categories: list[str], ids: dict[str, list[str]] | None = None,
-                  api_key: str = 'EMPTY', temperature: float = 0.001, num_threads: int = 4,
-                  on_category: Callable[[str], None] | None = None, timeout_s: float = 7200, root=None):
+def bfcl_generate(
+    run_dir: Path,
+    model: str,
+    base_url: str,
+    categories: list[str],
+    ids: dict[str, list[str]] | None = None,
+    api_key: str = 'EMPTY',
+    temperature: float = 0.001,
+    num_threads: int = 4,
+    on_category: Callable[[str], None] | None = None,
+    timeout_s: float = 7200,
+    root=None,
+):
     "`bfcl generate` for each category in turn, results under `run_dir/result/`."
     py = require_harness('bfcl', root) / 'bin' / 'python'
     env = harness_env('bfcl', {'BFCL_PROJECT_ROOT': run_dir, 'OPENAI_BASE_URL': base_url, 'OPENAI_API_KEY': api_key,
@@ -199,20 +232,50 @@ def bfcl_generate(run_dir: Path, model: str, base_url: str, categories: list[str
         if not (run_dir / 'result' / model_dir_name(model) / 'multi_turn' / f'{PREFIX}_{c}_result.json').exists():
             raise HarnessError(f'bfcl generate {c} wrote no result file; see {run_dir / "bfcl.log"}')
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #aef40028
 def bfcl_evaluate(run_dir: Path, model: str, categories: list[str], partial: bool, api_key: str = 'EMPTY',
                   timeout_s: float = 3600, root=None):
     "`bfcl evaluate` of all `categories` in one call, scores under `run_dir/score/`."
     py = require_harness('bfcl', root) / 'bin' / 'python'
     env = harness_env('bfcl', {'BFCL_PROJECT_ROOT': run_dir, 'OPENAI_API_KEY': api_key, 'HF_HUB_OFFLINE': 1}, root)
-    cmd = [str(py), 'bfcl_wrapper.py', 'evaluate', '--model', registry_key(model), '--test-category', ','.join(categories)]
-    run_logged(cmd + (['--partial-eval'] if partial else []), env, run_dir, run_dir / 'bfcl.log', timeout_s, what='bfcl evaluate')
+    cmd = [
+        str(py),
+        'bfcl_wrapper.py',
+        'evaluate',
+        '--model',
+        registry_key(model),
+        '--test-category',
+        ','.join(categories),
+    ]
+    run_logged(
+        cmd + (['--partial-eval'] if partial else []),
+        env,
+        run_dir,
+        run_dir / 'bfcl.log',
+        timeout_s,
+        what='bfcl evaluate',
+    )
 
 # %% ../../../nbs/eval/01_bfcl.ipynb #372469ba
-def run_bfcl(model: str, base_url: str, run_dir: Path | str, categories: str | Iterable[str] | None = None,
-             ids: Iterable[str] | None = None, limit: int | None = None, api_key: str = 'EMPTY', temperature: float = 0.001,
-             num_threads: int = 4, display_name: str | None = None, on_category: Callable[[str], None] | None = None,
-             timeout_s: float = 7200, root=None, top_p: float | None = None, top_k: int | None = None) -> list[dict]:
-    "Generate and evaluate BFCL multi-turn for `model` served at `base_url`; tidy rows, also written to `run_dir/bfcl_scores.{csv,json}`."
+def run_bfcl(
+    model: str,
+    base_url: str,
+    run_dir: Path | str,
+    categories: str | Iterable[str] | None = None,
+    ids: Iterable[str] | None = None,
+    limit: int | None = None,
+    api_key: str = 'EMPTY',
+    temperature: float = 0.001,
+    num_threads: int = 4,
+    display_name: str | None = None,
+    on_category: Callable[[str], None] | None = None,
+    timeout_s: float = 7200,
+    root=None,
+    top_p: float | None = None,
+    top_k: int | None = None,
+) -> list[dict]:
+    ("Generate and evaluate BFCL multi-turn for `model` served at `base_url`; tidy rows, also written to "
+     "`run_dir/bfcl_scores.{csv,json}`.")
     cats = parse_categories(categories)
     require_harness('bfcl', root)
     data_dir, version = bfcl_data_dir(root), harness_version('bfcl', root)
@@ -223,53 +286,104 @@ def run_bfcl(model: str, base_url: str, run_dir: Path | str, categories: str | I
     sampling = sampling_kwargs(top_p, top_k)
     (run_dir / 'bfcl_wrapper.py').write_text(wrapper_source(model, display_name, sampling))
     t0 = time.monotonic()
-    bfcl_generate(run_dir, model, base_url, cats, chosen, api_key, temperature, num_threads, on_category, timeout_s, root)
+    bfcl_generate(
+        run_dir, model, base_url, cats, chosen, api_key, temperature, num_threads, on_category, timeout_s, root
+    )
     t1 = time.monotonic()
     bfcl_evaluate(run_dir, model, cats, chosen is not None, api_key, timeout_s, root)
     rows = score_rows(run_dir / 'score', model, cats, version, {c: data_revision(data_dir, c) for c in cats})
     write_table(rows, run_dir, 'bfcl_scores')
-    (run_dir / 'bfcl_run.json').write_text(json.dumps({'model': model, 'base_url': base_url, 'categories': cats, 'ids': chosen,
-        'harness_version': version, 'temperature': temperature, 'top_p': top_p, 'top_k': top_k, 'generate_s': round(t1 - t0, 1),
-        'evaluate_s': round(time.monotonic() - t1, 1)}, indent=1) + '\n')
+    (run_dir / 'bfcl_run.json').write_text(
+        json.dumps(
+            {
+                'model': model,
+                'base_url': base_url,
+                'categories': cats,
+                'ids': chosen,
+                'harness_version': version,
+                'temperature': temperature,
+                'top_p': top_p,
+                'top_k': top_k,
+                'generate_s': round(t1 - t0, 1),
+                'evaluate_s': round(time.monotonic() - t1, 1),
+            },
+            indent=1,
+        )
+        + '\n'
+    )
     return rows
 
 # %% ../../../nbs/eval/01_bfcl.ipynb #1cb450ef
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='envsynth eval bfcl', description='BFCL v4 multi-turn with the official bfcl-eval harness')
+    ap = argparse.ArgumentParser(
+        prog='envsynth eval bfcl', description='BFCL v4 multi-turn with the official bfcl-eval harness'
+    )
     ap.add_argument('--base-url', help='OpenAI-compatible /v1 base URL of the model (e.g. http://127.0.0.1:8000/v1)')
-    ap.add_argument('--model', default=None, help='model name sent in requests and used for the results (default: envsynth-policy, or bfcl-oracle-<mode>)')
-    ap.add_argument('--run-dir', required=True, help='output folder (BFCL_PROJECT_ROOT): result/, score/, bfcl_scores.csv/.json, bfcl.log')
-    ap.add_argument('--categories', default='all', help=f'comma-separated subset of {",".join(CATEGORIES)} (default all)')
-    ap.add_argument('--ids', default=None, help='comma-separated entry ids, e.g. multi_turn_base_0,multi_turn_miss_func_3')
+    ap.add_argument(
+        '--model',
+        default=None,
+        help='model name sent in requests and used for the results (default: envsynth-policy, or bfcl-oracle-<mode>)',
+    )
+    ap.add_argument(
+        '--run-dir',
+        required=True,
+        help='output folder (BFCL_PROJECT_ROOT): result/, score/, bfcl_scores.csv/.json, bfcl.log',
+    )
+    ap.add_argument(
+        '--categories', default='all', help=f'comma-separated subset of {",".join(CATEGORIES)} (default all)'
+    )
+    ap.add_argument(
+        '--ids', default=None, help='comma-separated entry ids, e.g. multi_turn_base_0,multi_turn_miss_func_3'
+    )
     ap.add_argument('--limit', type=int, default=None, help='only the first N entries of each category')
     ap.add_argument('--api-key', default='EMPTY', help='sent as OPENAI_API_KEY')
-    ap.add_argument('--api-key-env', default=None, help='name of the environment variable holding the key (instead of --api-key)')
+    ap.add_argument(
+        '--api-key-env', default=None, help='name of the environment variable holding the key (instead of --api-key)'
+    )
     ap.add_argument('--temperature', type=float, default=0.001)
-    ap.add_argument('--top-p', type=float, default=None, help='nucleus sampling, sent with every request (default: the server\'s)')
-    ap.add_argument('--top-k', type=int, default=None, help='top-k sampling, sent in the request body\'s extra fields (vLLM, SGLang)')
+    ap.add_argument(
+        '--top-p', type=float, default=None, help='nucleus sampling, sent with every request (default: the server\'s)'
+    )
+    ap.add_argument(
+        '--top-k',
+        type=int,
+        default=None,
+        help='top-k sampling, sent in the request body\'s extra fields (vLLM, SGLang)',
+    )
     ap.add_argument('--num-threads', type=int, default=4, help='concurrent conversations')
     ap.add_argument('--display-name', default=None)
-    ap.add_argument('--oracle', choices=['gold', 'empty'], default=None,
-                    help='serve the validation oracle (gold answers) or the never-call-tools policy instead of --base-url')
+    ap.add_argument(
+        '--oracle',
+        choices=['gold', 'empty'],
+        default=None,
+        help='serve the validation oracle (gold answers) or the never-call-tools policy instead of --base-url',
+    )
     return ap
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #a483a510
 def inference_errors(rows: list[dict]) -> int:
     "How many entries got no answer from the model (bfcl's `inference_error` class), over all categories."
     return sum(int(r['value']) for r in rows if r['metric'].startswith('error:') and 'inference_error' in r['metric'])
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #fd9c3383
 def score_table(rows: list[dict]) -> str:
     "The table `envsynth eval bfcl` prints: accuracy, n and inference errors per category."
     errors = {}
     for r in rows:
-        if r['metric'].startswith('error:') and 'inference_error' in r['metric']: errors[r['category']] = errors.get(r['category'], 0) + int(r['value'])
+        if r['metric'].startswith('error:') and 'inference_error' in r['metric']:
+            errors[r['category']] = errors.get(r['category'], 0) + int(r['value'])
     errors['multi_turn_overall'] = sum(errors.values())
-    return '\n'.join(f"{r['category']:<26} accuracy {r['value']:.4f}  (n={r['n']})  inference errors {errors.get(r['category'], 0)}"
-                     for r in rows if r['metric'] == 'accuracy')
+    return '\n'.join(
+        f"{r['category']:<26} accuracy {r['value']:.4f}  (n={r['n']})  inference errors {errors.get(r['category'], 0)}"
+        for r in rows
+        if r['metric'] == 'accuracy'
+    )
 
+# %% ../../../nbs/eval/01_bfcl.ipynb #ac1779a6
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run BFCL v4 multi-turn (the official bfcl-eval harness) against an OpenAI-compatible endpoint or an oracle.
-    `envsynth eval bfcl --base-url URL --model NAME --run-dir DIR [--categories ...] [--ids ...|--limit N] [--oracle gold|empty]`;
-    returns the score rows; bad input, and any inference error, is `SystemExit` with the reason."""
+    `envsynth eval bfcl --base-url URL --model NAME --run-dir DIR [--categories ...] [--ids ...|--limit N] [--oracle
+    gold|empty]`; returns the score rows; bad input, and any inference error, is `SystemExit` with the reason."""
     args = _parser().parse_args(argv)
     if (args.base_url is None) == (args.oracle is None): raise SystemExit('give exactly one of --base-url and --oracle')
     ids = [i.strip() for i in args.ids.split(',') if i.strip()] if args.ids else None
@@ -281,14 +395,27 @@ def main(argv: list[str] | None = None) -> list[dict]:
             from envsynth.fake_server import FakeOpenAIServer
             oracle = BFCLOracle(bfcl_data_dir(), args.oracle, cats[0]); ctx = FakeOpenAIServer(oracle)
         with ctx as srv:
-            rows = run_bfcl(args.model or (f'bfcl-oracle-{args.oracle}' if oracle else 'envsynth-policy'),
-                            srv.base_url if oracle else args.base_url, args.run_dir, cats, ids, args.limit, args.api_key,
-                            args.temperature, args.num_threads, args.display_name, oracle.use if oracle else None,
-                            top_p=args.top_p, top_k=args.top_k)
+            rows = run_bfcl(
+                args.model or (f'bfcl-oracle-{args.oracle}' if oracle else 'envsynth-policy'),
+                srv.base_url if oracle else args.base_url,
+                args.run_dir,
+                cats,
+                ids,
+                args.limit,
+                args.api_key,
+                args.temperature,
+                args.num_threads,
+                args.display_name,
+                oracle.use if oracle else None,
+                top_p=args.top_p,
+                top_k=args.top_k,
+            )
     except (HarnessError, ValueError) as e: raise SystemExit(str(e)) from None
     print(score_table(rows))
     print(f'tidy table: {Path(args.run_dir) / "bfcl_scores.csv"}')
     if n := inference_errors(rows):
-        raise SystemExit(f'{n} entries got no answer from the model (inference errors: the endpoint failed), so the accuracy above '
-                         f'does not measure the model; see {Path(args.run_dir) / "bfcl.log"} and the result files')
+        raise SystemExit(
+            f'{n} entries got no answer from the model (inference errors: the endpoint failed), so the accuracy above '
+            f'does not measure the model; see {Path(args.run_dir) / "bfcl.log"} and the result files'
+        )
     return rows

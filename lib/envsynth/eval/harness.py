@@ -22,9 +22,11 @@ CONSTRAINTS_DIR = REPO_ROOT / 'eval_harness_constraints'
 class HarnessError(RuntimeError):
     "A harness venv, endpoint or run that cannot work; the message says what to do about it."
 
+# %% ../../../nbs/eval/00_harness.ipynb #2153f39b
 @dataclass(frozen=True)
 class HarnessSpec:
-    "A harness venv: its folder, the pip installs that build it (in order), the distribution and the command it provides."
+    ("A harness venv: its folder, the pip installs that build it (in order), the distribution and the command it "
+     "provides.")
     name: str
     venv: str
     steps: tuple[tuple[str, ...], ...]
@@ -35,10 +37,39 @@ class HarnessSpec:
     def constraints(self) -> Path: return CONSTRAINTS_DIR / f'{self.name}.txt'
 
 # %% ../../../nbs/eval/00_harness.ipynb #10bd57e2
-_BFCL_LEAN = ('requests', 'tqdm', 'numpy', 'pandas', 'huggingface_hub', 'pydantic', 'python-dotenv', 'tree_sitter',
-              'tree-sitter-java', 'tree-sitter-javascript', 'openai', 'mistralai', 'anthropic', 'cohere', 'typer', 'tabulate',
-              'datamodel-code-generator', 'google-genai', 'qwen-agent', 'mpmath', 'tenacity', 'writer-sdk', 'overrides', 'boto3',
-              'beautifulsoup4', 'html2text', 'rank_bm25', 'google-search-results', 'networkx', 'filelock', 'soundfile')
+_BFCL_LEAN = (
+    'requests',
+    'tqdm',
+    'numpy',
+    'pandas',
+    'huggingface_hub',
+    'pydantic',
+    'python-dotenv',
+    'tree_sitter',
+    'tree-sitter-java',
+    'tree-sitter-javascript',
+    'openai',
+    'mistralai',
+    'anthropic',
+    'cohere',
+    'typer',
+    'tabulate',
+    'datamodel-code-generator',
+    'google-genai',
+    'qwen-agent',
+    'mpmath',
+    'tenacity',
+    'writer-sdk',
+    'overrides',
+    'boto3',
+    'beautifulsoup4',
+    'html2text',
+    'rank_bm25',
+    'google-search-results',
+    'networkx',
+    'filelock',
+    'soundfile',
+)
 
 HARNESSES = {
     'bfcl': HarnessSpec('bfcl', '.venv-bfcl', (('--no-deps', 'bfcl-eval==2026.3.23'), _BFCL_LEAN), 'bfcl_eval', 'bfcl'),
@@ -55,13 +86,16 @@ def venv_dir(name: str, root: Path | str | None = None) -> Path:
     "Where harness `name`'s venv lives (under the repository root unless `root` is given)."
     return Path(root or REPO_ROOT) / harness_spec(name).venv
 
+# %% ../../../nbs/eval/00_harness.ipynb #29c26ae2
 def expected_stamp(name: str) -> str:
     "What the stamp file of an up-to-date venv contains: install steps and pins."
     spec = harness_spec(name)
     return json.dumps({'steps': spec.steps, 'constraints': spec.constraints.read_text()}, indent=1)
 
+# %% ../../../nbs/eval/00_harness.ipynb #29d411d9
 def _stamp(name, root=None) -> Path: return venv_dir(name, root) / '.envsynth-harness.json'
 
+# %% ../../../nbs/eval/00_harness.ipynb #398b97b6
 def harness_ready(name: str, root: Path | str | None = None) -> bool:
     "Whether the venv of `name` exists and was built with the current pins."
     s = _stamp(name, root)
@@ -76,8 +110,12 @@ def ensure_harness(name: str, root: Path | str | None = None, quiet: bool = True
     subprocess.run([sys.executable, '-m', 'venv', '--clear', str(venv)], check=True)
     q = ['--quiet'] if quiet else []
     for step in spec.steps:
-        res = subprocess.run([str(py), '-m', 'pip', 'install', *q, '--disable-pip-version-check', '-c', str(spec.constraints), *step],
-                             capture_output=True, text=True, timeout=1800)
+        res = subprocess.run(
+            [str(py), '-m', 'pip', 'install', *q, '--disable-pip-version-check', '-c', str(spec.constraints), *step],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         if res.returncode:
             errs = [l for l in res.stderr.splitlines() if not l.startswith('WARNING: Location')]
             raise HarnessError(f'pip install of {" ".join(step)[:120]} into {venv} failed:\n' + '\n'.join(errs[-20:]))
@@ -85,6 +123,7 @@ def ensure_harness(name: str, root: Path | str | None = None, quiet: bool = True
     print(f'{venv.name}: created in {time.monotonic() - t0:.0f} s')
     return venv
 
+# %% ../../../nbs/eval/00_harness.ipynb #65a0b81f
 def require_harness(name: str, root: Path | str | None = None) -> Path:
     "The venv of harness `name`; `HarnessError` saying how to create it when it is missing or stale."
     venv = venv_dir(name, root)
@@ -101,6 +140,7 @@ def site_packages(name: str, root: Path | str | None = None) -> Path:
     if not found: raise HarnessError(f'{venv_dir(name, root)} has no site-packages: create it with `make eval-venvs`')
     return found[0]
 
+# %% ../../../nbs/eval/00_harness.ipynb #9e253dad
 def dist_version(site: Path, distribution: str) -> str | None:
     "The version of `distribution` installed in a site-packages folder, from its `*.dist-info` name."
     norm = distribution.replace('-', '_').lower()
@@ -109,6 +149,7 @@ def dist_version(site: Path, distribution: str) -> str | None:
         if n.replace('-', '_').lower() == norm: return v
     return None
 
+# %% ../../../nbs/eval/00_harness.ipynb #0da4c7f1
 def harness_version(name: str, root: Path | str | None = None) -> str:
     "`distribution==version` of harness `name` as installed."
     spec = harness_spec(name)
@@ -122,26 +163,38 @@ def harness_env(name: str, extra: dict | None = None, root: Path | str | None = 
     env.update({k: str(v) for k, v in (extra or {}).items()})
     return env
 
-def run_logged(cmd: list[str], env: dict, cwd: Path | str, log: Path | str, timeout_s: float = 3600, what: str = 'harness') -> str:
+# %% ../../../nbs/eval/00_harness.ipynb #a76736bd
+def run_logged(
+    cmd: list[str], env: dict, cwd: Path | str, log: Path | str, timeout_s: float = 3600, what: str = 'harness'
+) -> str:
     "Run `cmd`, append its output to `log`; `HarnessError` with the tail of the output when it fails or times out."
     log = Path(log); log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    try: res = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    try:
+        res = subprocess.run(
+            cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired as e:
         raise HarnessError(f'{what} timed out after {timeout_s:.0f} s: {" ".join(map(str, cmd))[:200]}') from None
     out = (res.stdout or '') + (res.stderr or '')
-    with log.open('a') as f: f.write(f'$ {" ".join(map(str, cmd))}\n{out}\n[exit {res.returncode} after {time.monotonic() - t0:.1f} s]\n')
+    with log.open('a') as f:
+        f.write(f'$ {" ".join(map(str, cmd))}\n{out}\n[exit {res.returncode} after {time.monotonic() - t0:.1f} s]\n')
     if res.returncode:
-        raise HarnessError(f'{what} failed (exit {res.returncode}); see {log}. Last lines:\n' + '\n'.join(out.splitlines()[-25:]))
+        raise HarnessError(
+            f'{what} failed (exit {res.returncode}); see {log}. Last lines:\n' + '\n'.join(out.splitlines()[-25:])
+        )
     return out
 
+# %% ../../../nbs/eval/00_harness.ipynb #0746badc
 def check_endpoint(base_url: str, timeout_s: float = 5.0):
     "Raise `HarnessError` unless an HTTP server answers at `base_url` (any status counts: some servers lack /models)."
     try: urllib.request.urlopen(base_url.rstrip('/') + '/models', timeout=timeout_s).read()
     except urllib.error.HTTPError: pass
     except (urllib.error.URLError, OSError, ValueError) as e:
-        raise HarnessError(f'endpoint {base_url} is unreachable ({getattr(e, "reason", e)}); start the model server first '
-                           '(e.g. `envsynth serve-policy` or vLLM) and pass its /v1 base URL') from None
+        raise HarnessError(
+            f'endpoint {base_url} is unreachable ({getattr(e, "reason", e)}); start the model server first '
+            '(e.g. `envsynth serve-policy` or vLLM) and pass its /v1 base URL'
+        ) from None
 
 # %% ../../../nbs/eval/00_harness.ipynb #03d5125d
 def api_key_from_env(name: str | None, given: str | None = None) -> str | None:
@@ -150,19 +203,25 @@ def api_key_from_env(name: str | None, given: str | None = None) -> str | None:
     if not (key := os.environ.get(name)): raise ValueError(f'the API key variable {name} is not set in the environment')
     return key
 
+# %% ../../../nbs/eval/00_harness.ipynb #f756dab3
 def sampling_kwargs(top_p: float | None = None, top_k: int | None = None) -> dict:
     "Request keyword arguments for an openai-SDK call: `top_p` as is, `top_k` in `extra_body`; {} for neither."
     if top_p is not None and not 0 < top_p <= 1: raise ValueError(f'top_p must be in (0, 1], got {top_p}')
     if top_k is not None and (not isinstance(top_k, int) or top_k < -1 or top_k == 0):
         raise ValueError(f'top_k must be a positive int (or -1 for all tokens), got {top_k!r}')
-    return ({'top_p': top_p} if top_p is not None else {}) | ({'extra_body': {'top_k': top_k}} if top_k is not None else {})
+    return ({'top_p': top_p} if top_p is not None else {}) | (
+        {'extra_body': {'top_k': top_k}} if top_k is not None else {}
+    )
 
 # %% ../../../nbs/eval/00_harness.ipynb #90aa22fd
 def main(argv: list[str] | None = None):
     """Create or refresh the pinned BFCL and tau2 harness venvs (.venv-bfcl/, .venv-tau2/).
     `envsynth eval venvs [bfcl] [tau2]` (what `make eval-venvs` runs); a failure is `SystemExit` with the reason."""
     import argparse
-    ap = argparse.ArgumentParser(prog='envsynth eval venvs', description='Create or refresh the pinned BFCL / tau2 harness venvs.')
+
+    ap = argparse.ArgumentParser(
+        prog='envsynth eval venvs', description='Create or refresh the pinned BFCL / tau2 harness venvs.'
+    )
     # no `choices=`: Python 3.11's argparse checks an empty `nargs='*'` list against them and fails
     ap.add_argument('names', nargs='*', metavar='name', help=f'any of {", ".join(sorted(HARNESSES))} (default: all)')
     names = ap.parse_args(argv).names or sorted(HARNESSES)

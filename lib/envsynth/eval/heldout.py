@@ -23,8 +23,10 @@ __all__ = ['HELDOUT_BENCHMARK', 'heldout_split', 'tasks_revision', 'subtask_f1',
 def heldout_split(names: Iterable[str], test_fraction: float = 0.25, seed: int = 0) -> tuple[list[str], list[str]]:
     "(train, held-out) environment names: a deterministic split by seeded hash of the names."
     names = list(names)
-    if not names or not all(isinstance(n, str) and n for n in names): raise ValueError(f'need a non-empty list of environment names, got {names!r:.100}')
-    if len(set(names)) != len(names): raise ValueError(f'duplicate environment names: {sorted(n for n in set(names) if names.count(n) > 1)}')
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f'need a non-empty list of environment names, got {names!r:.100}')
+    if len(set(names)) != len(names):
+        raise ValueError(f'duplicate environment names: {sorted(n for n in set(names) if names.count(n) > 1)}')
     if not 0 < test_fraction < 1: raise ValueError(f'test_fraction must be in (0, 1), got {test_fraction!r}')
     if len(names) < 2: raise ValueError('need at least two environments to hold one out')
     ranked = sorted(names, key=lambda n: hashlib.sha256(f'{seed}:{n}'.encode()).hexdigest())
@@ -40,7 +42,9 @@ def tasks_revision(tasks: Iterable[Task]) -> str:
 def subtask_f1(trajectory: Trajectory, task: Task) -> float | None:
     "ASTRA's F1 with the task's gold actions as sub-tasks (None if it has none)."
     if not task.gold_actions: return None
-    solved = matched_gold_actions(trajectory, task.gold_actions, skip_failed=True)   # a sub-task is solved by a distinct successful call
+    solved = matched_gold_actions(
+        trajectory, task.gold_actions, skip_failed=True
+    )  # a sub-task is solved by a distinct successful call
     return round(f1_reward(len(task.gold_actions), solved, count_tool_calls(trajectory)), 6)
 
 # %% ../../../nbs/eval/04_heldout.ipynb #bdd69219
@@ -51,33 +55,54 @@ class HeldoutResult:
     "Episode records and the tidy-table rows of a held-out evaluation."
     episodes: list[dict] = field(default_factory=list)
     rows: list[dict] = field(default_factory=list)
-    def __add__(self, other: HeldoutResult) -> HeldoutResult: return HeldoutResult(self.episodes + other.episodes, self.rows + other.rows)
 
+    def __add__(self, other: HeldoutResult) -> HeldoutResult:
+        return HeldoutResult(self.episodes + other.episodes, self.rows + other.rows)
+
+# %% ../../../nbs/eval/04_heldout.ipynb #daff9eda
 def _is_write_task(env: Environment, task: Task) -> bool:
-    return any(env.tool_info.get(a.name) is not None and env.tool_info[a.name].kind == 'write' for a in task.gold_actions)
+    return any(
+        env.tool_info.get(a.name) is not None and env.tool_info[a.name].kind == 'write' for a in task.gold_actions
+    )
 
+# %% ../../../nbs/eval/04_heldout.ipynb #f9aa1fb0
 def _mean(xs) -> float | None:
     xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else None
 
+# %% ../../../nbs/eval/04_heldout.ipynb #dfefaf1f
 def summary_rows(episodes: list[dict], category: str, model: str, k: int, revision: str) -> list[dict]:
     "Tidy rows (reward, pass^1..k, f1, reward_write) of one category's episode records."
     tasks = sorted({e['task_id'] for e in episodes})
     trials = {t: [e['reward'] for e in episodes if e['task_id'] == t] for t in tasks}
     write = [e for e in episodes if e['write']]
-    row = lambda metric, value, n: tidy_row(HELDOUT_BENCHMARK, category, model, metric, value, n, 'envsynth', envsynth.__version__, revision)
+    row = lambda metric, value, n: tidy_row(
+        HELDOUT_BENCHMARK, category, model, metric, value, n, 'envsynth', envsynth.__version__, revision
+    )
     out = [row('reward', _mean(e['reward'] for e in episodes), len(tasks))]
     out += [row(f'pass^{j}', v, len(tasks)) for j, v in pass_hat_k_table(trials, k).items()]
-    if (f1 := _mean(e['f1'] for e in episodes)) is not None: out.append(row('f1', f1, len({e['task_id'] for e in episodes if e['f1'] is not None})))
+    if (f1 := _mean(e['f1'] for e in episodes)) is not None:
+        out.append(row('f1', f1, len({e['task_id'] for e in episodes if e['f1'] is not None})))
     if write: out.append(row('reward_write', _mean(e['reward'] for e in write), len({e['task_id'] for e in write})))
     return out
 
-async def evaluate_env(env: Environment | str, make_policy: Callable[[Task], Any] = OraclePolicy, make_user: Callable[[Task], Any] | None = None,
-                       *, model: str = 'oracle', k: int = 1, tasks: Iterable[Task | str] | None = None,
-                       limits: EpisodeLimits = EpisodeLimits(), concurrency: int = 8) -> HeldoutResult:
-    "k rollouts of each task of `env` (a curated name or an `Environment`) with the policy, scored; episodes + tidy rows."
+# %% ../../../nbs/eval/04_heldout.ipynb #cafc165c
+async def evaluate_env(
+    env: Environment | str,
+    make_policy: Callable[[Task], Any] = OraclePolicy,
+    make_user: Callable[[Task], Any] | None = None,
+    *,
+    model: str = 'oracle',
+    k: int = 1,
+    tasks: Iterable[Task | str] | None = None,
+    limits: EpisodeLimits = EpisodeLimits(),
+    concurrency: int = 8,
+) -> HeldoutResult:
+    ("k rollouts of each task of `env` (a curated name or an `Environment`) with the policy, scored; episodes + tidy "
+     "rows.")
     if isinstance(env, str): env = load_curated(env)
-    if not isinstance(env, Environment): raise TypeError(f'env must be an Environment or a curated environment name, got {type(env).__name__}')
+    if not isinstance(env, Environment):
+        raise TypeError(f'env must be an Environment or a curated environment name, got {type(env).__name__}')
     if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise ValueError(f'k must be an int >= 1, got {k!r}')
     tasks = [env.task(t) for t in (env.tasks.values() if tasks is None else tasks)]
     if not tasks: raise ValueError(f'environment {env.name!r} has no tasks to evaluate')
@@ -85,9 +110,20 @@ async def evaluate_env(env: Environment | str, make_policy: Callable[[Task], Any
     if unverified: raise ValueError(f'tasks without a gold state hash cannot be scored: {unverified[:5]}')
     trajs = await rollout_env(env, tasks, make_policy, make_user, k=k, concurrency=concurrency, limits=limits)
     by_id = {t.id: t for t in tasks}
-    episodes = [{'env': env.name, 'task_id': tr.task_id, 'attempt': tr.info.get('attempt'), 'write': _is_write_task(env, by_id[tr.task_id]),
-                 'reward': state_hash_reward(tr, by_id[tr.task_id].gold_state_hash), 'f1': subtask_f1(tr, by_id[tr.task_id]),
-                 'tool_calls': tr.info.get('tool_calls'), 'termination': tr.info.get('termination'), 'model': model} for tr in trajs]
+    episodes = [
+        {
+            'env': env.name,
+            'task_id': tr.task_id,
+            'attempt': tr.info.get('attempt'),
+            'write': _is_write_task(env, by_id[tr.task_id]),
+            'reward': state_hash_reward(tr, by_id[tr.task_id].gold_state_hash),
+            'f1': subtask_f1(tr, by_id[tr.task_id]),
+            'tool_calls': tr.info.get('tool_calls'),
+            'termination': tr.info.get('termination'),
+            'model': model,
+        }
+        for tr in trajs
+    ]
     return HeldoutResult(episodes, summary_rows(episodes, env.name, model, k, tasks_revision(tasks)))
 
 # %% ../../../nbs/eval/04_heldout.ipynb #f857d46e
@@ -98,7 +134,10 @@ async def evaluate_environments(envs: Iterable[Environment | str], make_policy: 
     envs = [load_curated(e) if isinstance(e, str) else e for e in envs]
     if not envs: raise ValueError('no environments to evaluate')
     out = HeldoutResult()
-    for env in envs: out = out + await evaluate_env(env, make_policy, make_user, model=model, k=k, limits=limits, concurrency=concurrency)
+    for env in envs:
+        out = out + await evaluate_env(
+            env, make_policy, make_user, model=model, k=k, limits=limits, concurrency=concurrency
+        )
     pooled = [dict(e, task_id=f"{e['env']}/{e['task_id']}") for e in out.episodes]
     revision = tasks_revision([t for env in envs for t in env.tasks.values()])
     return HeldoutResult(out.episodes, out.rows + summary_rows(pooled, 'all', model, k, revision))

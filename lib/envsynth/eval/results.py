@@ -21,25 +21,33 @@ TIDY_KEYS = ('benchmark', 'category', 'model', 'metric', 'value', 'n', 'harness'
 class TidyTableError(ValueError):
     "A results row that does not follow the tidy-table format."
 
+# %% ../../../nbs/eval/05_results.ipynb #46135b4e
 def _check_row(r, where: str = '') -> dict:
     if not isinstance(r, dict): raise TidyTableError(f'{where}row must be a dict, got {type(r).__name__}')
     missing = [k for k in TIDY_KEYS if k not in r]
     if missing: raise TidyTableError(f'{where}row lacks {missing}: {json.dumps(r, default=str)[:120]}')
     v = r['value']
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v): raise TidyTableError(f'{where}value must be a finite number, got {v!r}')
-    if r['n'] is not None and (isinstance(r['n'], bool) or not isinstance(r['n'], int) or r['n'] < 0): raise TidyTableError(f"{where}n must be a count, got {r['n']!r}")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise TidyTableError(f'{where}value must be a finite number, got {v!r}')
+    if r['n'] is not None and (isinstance(r['n'], bool) or not isinstance(r['n'], int) or r['n'] < 0):
+        raise TidyTableError(f"{where}n must be a count, got {r['n']!r}")
     for k in ('benchmark', 'category', 'model', 'metric', 'harness'):
-        if not isinstance(r[k], str) or not r[k]: raise TidyTableError(f'{where}{k} must be a non-empty string, got {r[k]!r}')
+        if not isinstance(r[k], str) or not r[k]:
+            raise TidyTableError(f'{where}{k} must be a non-empty string, got {r[k]!r}')
     return r
 
+# %% ../../../nbs/eval/05_results.ipynb #0a509767
 def check_rows(rows: Iterable[dict]) -> list[dict]:
     "The rows, checked (`TidyTableError` names the first bad one)."
     return [_check_row(r, f'row {i}: ') for i, r in enumerate(rows)]
 
+# %% ../../../nbs/eval/05_results.ipynb #b7796272
 def tidy_row(benchmark: str, category: str, model: str, metric: str, value: float, n: int | None, harness: str,
              harness_version: str, data_revision: str | None) -> dict:
     "One checked tidy-table row."
-    return _check_row(dict(zip(TIDY_KEYS, (benchmark, category, model, metric, value, n, harness, harness_version, data_revision))))
+    return _check_row(
+        dict(zip(TIDY_KEYS, (benchmark, category, model, metric, value, n, harness, harness_version, data_revision)))
+    )
 
 # %% ../../../nbs/eval/05_results.ipynb #93203a25
 def write_rows(rows: Iterable[dict], path: str | Path) -> Path:
@@ -49,21 +57,29 @@ def write_rows(rows: Iterable[dict], path: str | Path) -> Path:
     atomic_write(path, text.encode())
     return path
 
+# %% ../../../nbs/eval/05_results.ipynb #89202497
 def _records(path: Path) -> list | None:
     try:
         text = path.read_text()
         recs = [json.loads(l) for l in text.splitlines() if l.strip()] if path.suffix == '.jsonl' else json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError): return None
     if isinstance(recs, dict): recs = recs.get('rows')
-    return recs if isinstance(recs, list) and recs and all(isinstance(r, dict) and set(TIDY_KEYS) <= set(r) for r in recs) else None
+    return (
+        recs
+        if isinstance(recs, list) and recs and all(isinstance(r, dict) and set(TIDY_KEYS) <= set(r) for r in recs)
+        else None
+    )
 
+# %% ../../../nbs/eval/05_results.ipynb #cdf19453
 def read_rows(run_dirs: Iterable[str | Path]) -> list[dict]:
     "Tidy rows of every results file under `run_dirs` (directories or files), each with `run` = its directory's name."
     rows = []
     for d in run_dirs:
         d = Path(d)
         if not d.exists(): raise FileNotFoundError(f'run directory {d} does not exist')
-        files = [d] if d.is_file() else sorted(p for p in d.rglob('*') if p.suffix in ('.jsonl', '.json') and p.is_file())
+        files = (
+            [d] if d.is_file() else sorted(p for p in d.rglob('*') if p.suffix in ('.jsonl', '.json') and p.is_file())
+        )
         for f in files:
             recs = _records(f)
             if recs is None: continue
@@ -74,6 +90,7 @@ def read_rows(run_dirs: Iterable[str | Path]) -> list[dict]:
 def reported_numbers_path() -> Path:
     return Path(envsynth.__file__).resolve().parents[2] / 'papers_repro' / 'reported_numbers.json'
 
+# %% ../../../nbs/eval/05_results.ipynb #d7aec47f
 RECORD_KEYS = ('paper', 'table', 'model', 'benchmark', 'category', 'metric', 'value', 'printed',
                'data_revision')
 UNITS = ('percent', 'count', 'steps', 'tokens')
@@ -121,12 +138,14 @@ def check_reported_numbers(doc: dict, repo: Path | None = None) -> dict:
             raise TidyTableError(f'ablations_without_numbers[{i}]: {f!r} does not exist')
     return doc
 
+# %% ../../../nbs/eval/05_results.ipynb #4f1b5134
 def reported_numbers(path: str | Path | None = None, other_tables: bool = False) -> list[dict]:
     "The papers' main-table records (with `other_tables`: every table's), checked first."
     path = Path(path or reported_numbers_path())
     d = check_reported_numbers(json.loads(path.read_text()), path.resolve().parents[1])
     return d['entries'] + (d.get('other_tables', []) if other_tables else [])
 
+# %% ../../../nbs/eval/05_results.ipynb #03245db2
 def reported_rows(entries: Iterable[dict]) -> list[dict]:
     """The percentages among the reported numbers as tidy rows: value as a fraction,
     model = '<model> [<paper> <table>]'. Counts, steps and tokens are left out (they are not scores)."""
@@ -135,16 +154,34 @@ def reported_rows(entries: Iterable[dict]) -> list[dict]:
             for e in entries if e.get('unit', 'percent') == 'percent']
 
 # %% ../../../nbs/eval/05_results.ipynb #ca6e266d
-def _norm_category(c: str) -> str: return c.lower().removeprefix('multi_turn_') if c.lower() != 'multi_turn_overall' else 'overall'
+def _norm_category(c: str) -> str:
+    return c.lower().removeprefix('multi_turn_') if c.lower() != 'multi_turn_overall' else 'overall'
 
+# %% ../../../nbs/eval/05_results.ipynb #58b94225
 def comparison_table(rows: Iterable[dict], benchmark: str, metrics: Iterable[str] | None = None):
     "A pandas DataFrame (models × categories, values in percent) of `rows` for `benchmark` (and `metrics`, if given)."
     import pandas as pd
-    rows = [r for r in rows if r['benchmark'].lower() == benchmark.lower() and (metrics is None or r['metric'] in set(metrics))]
-    if not rows: raise TidyTableError(f'no rows for benchmark {benchmark!r}' + (f' and metrics {sorted(metrics)}' if metrics else ''))
+
+    rows = [
+        r
+        for r in rows
+        if r['benchmark'].lower() == benchmark.lower() and (metrics is None or r['metric'] in set(metrics))
+    ]
+    if not rows:
+        raise TidyTableError(
+            f'no rows for benchmark {benchmark!r}' + (f' and metrics {sorted(metrics)}' if metrics else '')
+        )
     mixed = len({r['metric'] for r in rows}) > 1
-    df = pd.DataFrame([{'model': r['model'] + (f" ({r['metric']})" if mixed else ''), 'category': _norm_category(r['category']),
-                        'value': 100 * r['value']} for r in rows])
+    df = pd.DataFrame(
+        [
+            {
+                'model': r['model'] + (f" ({r['metric']})" if mixed else ''),
+                'category': _norm_category(r['category']),
+                'value': 100 * r['value'],
+            }
+            for r in rows
+        ]
+    )
     return df.pivot_table(index='model', columns='category', values='value', aggfunc='mean', sort=False).round(2)
 
 # %% ../../../nbs/eval/05_results.ipynb #a173b082

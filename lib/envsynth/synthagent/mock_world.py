@@ -9,9 +9,10 @@ from collections import Counter
 from typing import Any, Iterable
 from pydantic import BaseModel, Field
 from ..llm import LLMClient, LLMError
-from ..rollout import (SYNTHAGENT_USER_PROMPT, ConsistencyMap, ConsistencyMaps, EpisodeLimits, LLMPolicy, LLMUser,
-                              ToolExecutor, error_result, run_episode, task_hidden_context)
-from ..schema import Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, Trajectory, canonical_json, validate_arguments, validate_output
+from ..rollout import (SYNTHAGENT_USER_PROMPT, ConsistencyMap, ConsistencyMaps, EpisodeLimits, LLMPolicy,
+                              LLMUser, ToolExecutor, error_result, run_episode, task_hidden_context)
+from ..schema import (Task, Tool, ToolCall, ToolCallError, ToolError, ToolResult, Trajectory, canonical_json,
+                             validate_arguments, validate_output)
 from .tasks import load_prompt, prompts_dir, task_tools
 
 # %% auto #0
@@ -22,10 +23,16 @@ __all__ = ['MockToolReply', 'MapEntry', 'MockWorld', 'world_answer', 'world_stat
 # %% ../../../nbs/synthagent/01_mock_world.ipynb #8fcfd76d
 class MockToolReply(BaseModel):
     "The tool simulator's answer: an equivalent earlier call of M, or a new output / error."
-    same_as: int | None = Field(None, description='the number of an earlier call in the map that asks the same thing, else null')
-    output: Any = Field(None, description='the tool output for a new call (an object that fits the output schema)')
-    error: str | None = Field(None, description='the error message the real tool would give, for a call it would refuse')
 
+    same_as: int | None = Field(
+        None, description='the number of an earlier call in the map that asks the same thing, else null'
+    )
+    output: Any = Field(None, description='the tool output for a new call (an object that fits the output schema)')
+    error: str | None = Field(
+        None, description='the error message the real tool would give, for a call it would refuse'
+    )
+
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #17aea824
 class MapEntry(BaseModel):
     "One (u, y) of M: the call and the answer given."
     number: int
@@ -38,8 +45,17 @@ class MockWorld:
     """The task-level map M: unique (call, answer) entries in order, the canonical call keys that reach them (exact
     repeats and semantic matches), a lock per tool, and counts. `max_entries` caps M (new answers beyond it are given,
     not recorded); `prompt_entries` caps how many of the latest entries the prompt shows."""
-    def __init__(self, task_id: str, tools: Iterable[Tool], keys: ConsistencyMap | None = None, *, max_entries: int = 160,
-                 prompt_entries: int = 160, instruction: str = ''):
+
+    def __init__(
+        self,
+        task_id: str,
+        tools: Iterable[Tool],
+        keys: ConsistencyMap | None = None,
+        *,
+        max_entries: int = 160,
+        prompt_entries: int = 160,
+        instruction: str = '',
+    ):
         self.task_id, self.tools = task_id, {t.name: t for t in tools}
         self.keys = keys if keys is not None else ConsistencyMap()
         self.entries: list[MapEntry] = []
@@ -52,23 +68,42 @@ class MockWorld:
     def request(self, tool: Tool, args: dict) -> dict:
         "What the simulator is asked: the tool suite, the map M (numbered), and the call."
         shown = self.entries[-self.prompt_entries:] if self.prompt_entries else []
-        return {'tools': [t.model_dump(mode='json', exclude_none=True)['function'] for t in self.tools.values()],
-                'task': self.instruction, 'map': [{'number': e.number, 'name': e.name, 'arguments': e.arguments, 'answer': e.result.content(),
-                                                   'error': e.result.error is not None} for e in shown],
-                'call': {'name': tool.name, 'arguments': args}}
+        return {
+            'tools': [t.model_dump(mode='json', exclude_none=True)['function'] for t in self.tools.values()],
+            'task': self.instruction,
+            'map': [
+                {
+                    'number': e.number,
+                    'name': e.name,
+                    'arguments': e.arguments,
+                    'answer': e.result.content(),
+                    'error': e.result.error is not None,
+                }
+                for e in shown
+            ],
+            'call': {'name': tool.name, 'arguments': args},
+        }
 
 # %% ../../../nbs/synthagent/01_mock_world.ipynb #77805637
 def _result(name: str, reply: MockToolReply) -> ToolResult:
-    if reply.error: return ToolResult(call_id='', name=name, error=ToolError(type='execution_error', message=reply.error))
+    if reply.error:
+        return ToolResult(call_id='', name=name, error=ToolError(type='execution_error', message=reply.error))
     return ToolResult(call_id='', name=name, output=reply.output)
 
-async def _ask(world: MockWorld, tool: Tool, args: dict, client: LLMClient, tag: str, sampling: dict) -> tuple[ToolResult, bool]:
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #263fadfa
+async def _ask(
+    world: MockWorld, tool: Tool, args: dict, client: LLMClient, tag: str, sampling: dict
+) -> tuple[ToolResult, bool]:
     "One simulator call (match + generate), under the tool's lock: `(result, keep)`; records a new entry in M."
     messages = [{'role': 'user', 'content': load_prompt('mock_tool', world.request(tool, args))}]
     try: reply: MockToolReply = (await client.chat(messages, response_model=MockToolReply, tag=tag, **sampling)).parsed
     except LLMError as e:
         world.stats['failed'] += 1; world.stats[f'failed_{e.kind}'] += 1
-        return ToolResult(call_id='', name=tool.name, error=ToolError(type='internal_error', message=f'tool simulator failed: {e.kind}')), False
+        return ToolResult(
+            call_id='',
+            name=tool.name,
+            error=ToolError(type='internal_error', message=f'tool simulator failed: {e.kind}'),
+        ), False
     if reply.same_as is not None:
         match = next((e for e in world.entries if e.number == reply.same_as), None)
         if match is not None and match.name == tool.name:
@@ -77,9 +112,14 @@ async def _ask(world: MockWorld, tool: Tool, args: dict, client: LLMClient, tag:
         world.stats['bad_match'] += 1                     # names no earlier call of this tool: not trusted
         if reply.output is None and not reply.error:
             world.stats['failed'] += 1
-            return ToolResult(call_id='', name=tool.name, error=ToolError(type='internal_error', message='tool simulator matched an unknown call')), False
+            return ToolResult(
+                call_id='',
+                name=tool.name,
+                error=ToolError(type='internal_error', message='tool simulator matched an unknown call'),
+            ), False
     res = _result(tool.name, reply)
-    if res.error is None and tool.function.output_schema and validate_output(tool, res.output): world.stats['output_schema_mismatch'] += 1
+    if res.error is None and tool.function.output_schema and validate_output(tool, res.output):
+        world.stats['output_schema_mismatch'] += 1
     world.stats['new'] += 1; world._last_kind = 'new'
     if len(world.entries) >= world.max_entries:
         world.stats['not_recorded_full'] += 1; return res, False
@@ -87,8 +127,11 @@ async def _ask(world: MockWorld, tool: Tool, args: dict, client: LLMClient, tag:
     return res, True
 
 # %% ../../../nbs/synthagent/01_mock_world.ipynb #c8007add
-async def world_answer(world: MockWorld, tool: Tool, args: dict, client: LLMClient, tag: str = 'synthagent.mock_tool', **sampling) -> tuple[ToolResult, str]:
-    "The answer to a valid call of `tool` in `world`: `(result, kind)` with kind 'exact', 'semantic', 'new' or 'failed'."
+async def world_answer(
+    world: MockWorld, tool: Tool, args: dict, client: LLMClient, tag: str = 'synthagent.mock_tool', **sampling
+) -> tuple[ToolResult, str]:
+    ("The answer to a valid call of `tool` in `world`: `(result, kind)` with kind 'exact', 'semantic', 'new' or "
+     "'failed'.")
     key = canonical_json({'name': tool.name, 'arguments': args})
     world.stats['calls'] += 1
     lock = world._locks.setdefault(tool.name, asyncio.Lock())
@@ -99,28 +142,54 @@ async def world_answer(world: MockWorld, tool: Tool, args: dict, client: LLMClie
     if kind == 'exact': world.stats['exact'] += 1
     return res, kind
 
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #2ec48513
 def world_stats(world: MockWorld) -> dict:
     "|M| and the hit rate (exact + semantic answers over valid calls), with the raw counts."
     s, calls = world.stats, world.stats['calls']
-    return {'map_size': len(world), 'calls': calls, 'exact_hits': s['exact'], 'semantic_hits': s['semantic'], 'new': s['new'],
-            'failed': s['failed'], 'bad_match': s['bad_match'], 'hit_rate': round((s['exact'] + s['semantic']) / calls, 4) if calls else 0.0,
-            'not_recorded_full': s['not_recorded_full'], 'output_schema_mismatch': s['output_schema_mismatch']}
+    return {
+        'map_size': len(world),
+        'calls': calls,
+        'exact_hits': s['exact'],
+        'semantic_hits': s['semantic'],
+        'new': s['new'],
+        'failed': s['failed'],
+        'bad_match': s['bad_match'],
+        'hit_rate': round((s['exact'] + s['semantic']) / calls, 4) if calls else 0.0,
+        'not_recorded_full': s['not_recorded_full'],
+        'output_schema_mismatch': s['output_schema_mismatch'],
+    }
 
 # %% ../../../nbs/synthagent/01_mock_world.ipynb #008f0ee9
 class MockWorlds:
-    "Mock worlds by task: one per task id shared by its rollouts (`scope='task'`), or a fresh one per episode (`'episode'`)."
+    ("Mock worlds by task: one per task id shared by its rollouts (`scope='task'`), or a fresh one per episode "
+     "(`'episode'`).")
     def __init__(self, scope: str = 'task', max_entries: int = 160, prompt_entries: int = 160):
         self.maps = ConsistencyMaps(scope)
         self.scope, self.max_entries, self.prompt_entries, self.by_task = scope, max_entries, prompt_entries, {}
     def for_task(self, task: Task) -> MockWorld:
         "The world an episode of `task` runs in."
         keys = self.maps.for_task(task.id)
-        if self.scope == 'episode': return MockWorld(task.id, task_tools(task), keys, max_entries=self.max_entries, prompt_entries=self.prompt_entries, instruction=task.instruction)
+        if self.scope == 'episode':
+            return MockWorld(
+                task.id,
+                task_tools(task),
+                keys,
+                max_entries=self.max_entries,
+                prompt_entries=self.prompt_entries,
+                instruction=task.instruction,
+            )
         if task.id not in self.by_task:
-            self.by_task[task.id] = MockWorld(task.id, task_tools(task), keys, max_entries=self.max_entries, prompt_entries=self.prompt_entries,
-                                              instruction=task.instruction)
+            self.by_task[task.id] = MockWorld(
+                task.id,
+                task_tools(task),
+                keys,
+                max_entries=self.max_entries,
+                prompt_entries=self.prompt_entries,
+                instruction=task.instruction,
+            )
         return self.by_task[task.id]
 
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #087a9ee2
 class MockToolExecutor(ToolExecutor):
     "One episode's tool calls into a `MockWorld` through the tool simulator `client`."
     def __init__(self, world: MockWorld, client: LLMClient, tag: str = 'synthagent.mock_tool', **sampling):
@@ -140,7 +209,13 @@ class MockToolExecutor(ToolExecutor):
         return res.model_copy(update={'call_id': call.id})
 
     def info(self) -> dict:
-        return {'mock_world': {'scope_size': len(self.world), 'answers': dict(sorted(self.kinds.items())), 'calls': self.seen}}
+        return {
+            'mock_world': {
+                'scope_size': len(self.world),
+                'answers': dict(sorted(self.kinds.items())),
+                'calls': self.seen,
+            }
+        }
 
 # %% ../../../nbs/synthagent/01_mock_world.ipynb #676f430c
 def agent_system_prompt(task: Task) -> str:
@@ -148,37 +223,66 @@ def agent_system_prompt(task: Task) -> str:
     policy = '\n'.join(task.forbidden_behaviors or []) or 'None.'
     return (prompts_dir() / 'agent_system.md').read_text().replace('{policy}', policy).strip()
 
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #7312237c
 def synthagent_user_template(task: Task) -> str:
     """The SynthAgent user's prompt for `task`: the core one plus the task-level restriction, which the official user
     simulator sees too (it knows the assistant's policy; it does not push the assistant to break it)."""
     rules = '\n'.join(task.forbidden_behaviors or [])
     if not rules: return SYNTHAGENT_USER_PROMPT
     rules = rules.replace('{', '{{').replace('}', '}}')
-    return (SYNTHAGENT_USER_PROMPT + '\nThe assistant must follow this restriction of the task (you know it; never ask the '
-            f'assistant to break it):\n<restriction>\n{rules}\n</restriction>')
+    return (
+        SYNTHAGENT_USER_PROMPT + '\nThe assistant must follow this restriction of the task (you know it; never ask the '
+        f'assistant to break it):\n<restriction>\n{rules}\n</restriction>'
+    )
 
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #bde02dcd
 def synthagent_user(task: Task, client: LLMClient, tag: str = 'synthagent.user', **sampling) -> LLMUser:
     "The SynthAgent user of `task`: the instruction I, the hidden context C, and the restriction."
-    return LLMUser(client, task.instruction, task_hidden_context(task), tag, template=synthagent_user_template(task), **sampling)
+    return LLMUser(
+        client, task.instruction, task_hidden_context(task), tag, template=synthagent_user_template(task), **sampling
+    )
 
-async def rollout_in_world(task: Task, policy, world: MockWorld, tool_client: LLMClient, user_client: LLMClient, *, max_turns: int = 16,
-                           attempt: int = 0, tool_sampling: dict | None = None, user_sampling: dict | None = None) -> Trajectory:
-    "One episode of `task` in `world`: the SynthAgent user opens with I, the policy acts until `<answer>`, a stop or `max_turns`."
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #5fb3df1a
+async def rollout_in_world(
+    task: Task,
+    policy,
+    world: MockWorld,
+    tool_client: LLMClient,
+    user_client: LLMClient,
+    *,
+    max_turns: int = 16,
+    attempt: int = 0,
+    tool_sampling: dict | None = None,
+    user_sampling: dict | None = None,
+) -> Trajectory:
+    ("One episode of `task` in `world`: the SynthAgent user opens with I, the policy acts until `<answer>`, a stop or "
+     "`max_turns`.")
     executor = MockToolExecutor(world, tool_client, **(tool_sampling or {}))
     user = synthagent_user(task, user_client, **(user_sampling or {}))
     return await run_episode(policy, executor, user, task=task, system_prompt=agent_system_prompt(task),
                              limits=EpisodeLimits(max_turns=max_turns, stop_on_answer=True), info={'attempt': attempt})
 
 # %% ../../../nbs/synthagent/01_mock_world.ipynb #bdf51b50
-async def teacher_demos(task: Task, teacher: LLMClient, tool_client: LLMClient, user_client: LLMClient, world: MockWorld, k: int = 4,
-                        max_turns: int = 16, temperature: float = 0.9) -> list[Trajectory]:
+async def teacher_demos(
+    task: Task,
+    teacher: LLMClient,
+    tool_client: LLMClient,
+    user_client: LLMClient,
+    world: MockWorld,
+    k: int = 4,
+    max_turns: int = 16,
+    temperature: float = 0.9,
+) -> list[Trajectory]:
     "`k` teacher demonstrations of `task` in its (shared) world, sequentially."
     out = []
     for i in range(k):
         policy = LLMPolicy(teacher, tag='synthagent.agent', temperature=temperature, seed=i)
-        out.append(await rollout_in_world(task, policy, world, tool_client, user_client, max_turns=max_turns, attempt=i))
+        out.append(
+            await rollout_in_world(task, policy, world, tool_client, user_client, max_turns=max_turns, attempt=i)
+        )
     return out
 
+# %% ../../../nbs/synthagent/01_mock_world.ipynb #db96b905
 def user_interactions(traj: Trajectory) -> int:
     "User replies after the opening message (the agent asked, the user answered)."
     return sum(1 for r in traj.info.get('turns', []) if r['role'] == 'user')

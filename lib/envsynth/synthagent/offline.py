@@ -10,8 +10,8 @@ from ..rollout import offline_user_simulator
 from ..schema import Tool, ToolCall, assistant, canonical_json, content_hash
 from .mock_world import MockToolReply
 from .rubrics import DemoReading, SubgoalReading, fill_arguments
-from .tasks import (CheckedTools, FuzzyTask, GapVerdict, PersonaCategory, ProblemSolution, ScenarioProblem, ToolSpec,
-                                       ToolSuiteDraft)
+from .tasks import (CheckedTools, FuzzyTask, GapVerdict, PersonaCategory, ProblemSolution,
+                                       ScenarioProblem, ToolSpec, ToolSuiteDraft)
 from ..rewards import RubricVerdict, read_transcript
 
 # %% auto #0
@@ -29,8 +29,10 @@ def request_json(req: ChatRequest) -> dict:
         if m.role == 'user' and (blocks := _JSON_BLOCK.findall(m.content or '')): return json.loads(blocks[-1])
     raise ValueError(f'{req.tag}: the request carries no ```json block')
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #8bc4d256
 def _stable(*parts) -> int: return int(content_hash(list(parts), 8), 16)
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #8a6fa0e4
 _STOP = set('a an the who of for in on at to and with their his her its that keeps running online end'.split())
 def persona_noun(persona: str) -> str:
     "A noun of the persona to name tools after (the last long word that is not a stop word)."
@@ -39,54 +41,101 @@ def persona_noun(persona: str) -> str:
 
 # %% ../../../nbs/synthagent/99_offline_teacher.ipynb #1dab8487
 def _spec(name: str, what: str, param: str, out: dict) -> ToolSpec:
-    return ToolSpec(name=name, description=what, parameters={'type': 'object', 'properties': {param: {'type': 'string', 'description': f'the {param.replace("_", " ")}'}},
-                                                              'required': [param]}, outputs={'type': 'object', 'properties': out})
+    return ToolSpec(
+        name=name,
+        description=what,
+        parameters={
+            'type': 'object',
+            'properties': {param: {'type': 'string', 'description': f'the {param.replace("_", " ")}'}},
+            'required': [param],
+        },
+        outputs={'type': 'object', 'properties': out},
+    )
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #4679d091
 def offline_tool_suite(req: ChatRequest) -> ToolSuiteDraft:
-    "Stand-in for `synthagent.tool_suite`: 3 tools (4 for one persona in ten) over the persona's noun, a 5–7-step workflow, a forbidden reset tool."
+    ("Stand-in for `synthagent.tool_suite`: 3 tools (4 for one persona in ten) over the persona's noun, a 5–7-step "
+     "workflow, a forbidden reset tool.")
     r = request_json(req); noun = persona_noun(r['persona']); h = _stable(r['persona'])
     s = {'status': {'type': 'string'}}
-    tools = [_spec(f'lookup_{noun}', f'Look up a {noun} by its reference.', 'reference', {'record': {'type': 'string'}, **s}),
-             _spec(f'inspect_{noun}_history', f'Read the recent history of a {noun}.', 'reference', {'events': {'type': 'string'}}),
-             _spec(f'update_{noun}', f'Apply a change to a {noun}.', 'change', s),
-             _spec(f'notify_{noun}_owner', f'Tell the owner of a {noun} what was done.', 'message', s),
-             _spec(f'reset_{noun}', f'Reset a {noun} to its factory state.', 'reference', s)]
+    tools = [
+        _spec(
+            f'lookup_{noun}', f'Look up a {noun} by its reference.', 'reference', {'record': {'type': 'string'}, **s}
+        ),
+        _spec(
+            f'inspect_{noun}_history',
+            f'Read the recent history of a {noun}.',
+            'reference',
+            {'events': {'type': 'string'}},
+        ),
+        _spec(f'update_{noun}', f'Apply a change to a {noun}.', 'change', s),
+        _spec(f'notify_{noun}_owner', f'Tell the owner of a {noun} what was done.', 'message', s),
+        _spec(f'reset_{noun}', f'Reset a {noun} to its factory state.', 'reference', s),
+    ]
     n_tools = min(max(r['min_tools'], 3 + (h % 10 == 0)), r['max_tools'])      # mostly 3 (4 now and then)
     keep = {3: (0, 2), 4: (0, 1, 2), 5: (0, 1, 2, 3)}.get(n_tools, tuple(range(min(n_tools, 5) - 1)))
     tools = [tools[i] for i in keep] + [tools[-1]]
-    if h % 7 == 3: tools[0] = tools[0].model_copy(update={'parameters': {'type': 'object', 'properties': {'reference': {'type': 'text'}}}})
+    if h % 7 == 3:
+        tools[0] = tools[0].model_copy(
+            update={'parameters': {'type': 'object', 'properties': {'reference': {'type': 'text'}}}}
+        )
     work = [t for t in tools[:-1]]
-    steps = ['Ask the user for the details of the request'] + [f'Use `{t.name}`: {t.description[0].lower()}{t.description[1:]}' for t in work]
+    steps = ['Ask the user for the details of the request'] + [
+        f'Use `{t.name}`: {t.description[0].lower()}{t.description[1:]}' for t in work
+    ]
     if h % 5 == 1: steps.append('Obtain a sign-off from the external review board')
-    while len(steps) < r['min_steps']: steps.append(f'Use `{work[len(steps) % len(work)].name}` again to confirm the result')
-    return ToolSuiteDraft(background=f'{r["persona"]} needs help with a {noun}.', task=f'Resolve the problem with my {noun}: ' + '; then '.join(s.lower() for s in steps) + '.',
-                          workflow=steps[:r['max_steps']], tools=tools, forbidden_tool=tools[-1].name,
-                          forbidden=f'Tool {tools[-1].name} must NOT be used to fix the {noun}. This restriction exists because a reset '
-                                    f'destroys the {noun}\'s records. Violating this restriction will result in task failure.')
+    while len(steps) < r['min_steps']:
+        steps.append(f'Use `{work[len(steps) % len(work)].name}` again to confirm the result')
+    return ToolSuiteDraft(
+        background=f'{r["persona"]} needs help with a {noun}.',
+        task=f'Resolve the problem with my {noun}: ' + '; then '.join(s.lower() for s in steps) + '.',
+        workflow=steps[: r['max_steps']],
+        tools=tools,
+        forbidden_tool=tools[-1].name,
+        forbidden=f'Tool {tools[-1].name} must NOT be used to fix the {noun}. This restriction exists because a reset '
+        f'destroys the {noun}\'s records. Violating this restriction will result in task failure.',
+    )
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #09a0ecba
 def offline_fuzzy_task(req: ChatRequest) -> FuzzyTask:
     "Stand-in for `synthagent.fuzzy_task`: a one-line request; the reference and the change go to the hidden context."
     r = request_json(req); noun = persona_noun(r['persona']); h = _stable(r['task'])
     ref, change = f'{noun.upper()[:3]}-{h % 9000 + 1000}', f'raise the limit to {h % 40 + 10}'
     return FuzzyTask(instruction=f'Something is wrong with my {noun} again, can you sort it out?',
-                     hidden_context=f'The {noun} reference is {ref}. The change I want is to {change}. Please tell the owner when it is done.',
+                     hidden_context=f'The {noun} reference is {ref}. The change I want is to {change}. Please tell the '
+                                    f'owner when it is done.',
                      hidden_facts=[ref, change])
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #3e068bfc
 def offline_tool_check(req: ChatRequest) -> CheckedTools:
     "Stand-in for `synthagent.tool_check`: the suite as it is, plus one distractor (two for one task in five)."
     r = request_json(req)
-    tools = [ToolSpec(name=t['name'], description=t['description'], parameters=t['parameters'], outputs=t.get('output_schema')) for t in r['tools']]
+    tools = [
+        ToolSpec(
+            name=t['name'], description=t['description'], parameters=t['parameters'], outputs=t.get('output_schema')
+        )
+        for t in r['tools']
+    ]
     noun = tools[0].name.split('_', 1)[1]
-    extra = [_spec(f'archive_{noun}_report', f'Archive a report about a {noun}.', 'reference', {'status': {'type': 'string'}}),
-             _spec(f'translate_{noun}_note', f'Translate a note about a {noun}.', 'note', {'text': {'type': 'string'}})]
+    extra = [
+        _spec(
+            f'archive_{noun}_report', f'Archive a report about a {noun}.', 'reference', {'status': {'type': 'string'}}
+        ),
+        _spec(f'translate_{noun}_note', f'Translate a note about a {noun}.', 'note', {'text': {'type': 'string'}}),
+    ]
     n = min(r['min_distractors'] + (_stable(r['task']) % 5 == 0), r['max_distractors'])   # mostly one, now and then two
     return CheckedTools(tools=tools + extra[:n], distractors=[t.name for t in extra[:n]])
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #622747ed
 def offline_gap_check(req: ChatRequest) -> GapVerdict:
     "Stand-in for `synthagent.gap_check`: the instruction determines the task iff it states a hidden fact."
     r = request_json(req)
     stated = [f for f in r['hidden_facts'] if f.lower() in r['instruction'].lower()]
-    return GapVerdict(determined=bool(stated), stated_facts=stated, reason='facts stated' if stated else 'the decisive details are missing')
+    return GapVerdict(
+        determined=bool(stated),
+        stated_facts=stated,
+        reason='facts stated' if stated else 'the decisive details are missing',
+    )
 
 # %% ../../../nbs/synthagent/99_offline_teacher.ipynb #b684ca8f
 def _policy_text(req: ChatRequest) -> str:
@@ -94,6 +143,7 @@ def _policy_text(req: ChatRequest) -> str:
     m = re.search(r'<policy>(.*?)</policy>', sys, re.S)
     return m.group(1) if m else ''
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #3624e803
 QUESTIONS = ('Could you tell me which one it is exactly?', 'What change do you want me to make?')
 
 def offline_agent(req: ChatRequest):
@@ -102,7 +152,8 @@ def offline_agent(req: ChatRequest):
     first = next((m.content or '' for m in req.messages if m.role == 'user'), '')
     mine = [m for m in req.messages if m.role == 'assistant']
     asked = sum(1 for m in mine if m.content and '?' in m.content)
-    if len(first.split()) < 20 and asked < len(QUESTIONS) and not any(m.tool_calls for m in mine): return assistant(QUESTIONS[asked])
+    if len(first.split()) < 20 and asked < len(QUESTIONS) and not any(m.tool_calls for m in mine):
+        return assistant(QUESTIONS[asked])
     allowed = [t for t in tools if not re.search(rf'\b{re.escape(t.name)}\b', policy)]
     seed = req.sampling.get('seed', 0) or 0
     if seed and len(allowed) > 2: allowed = [t for i, t in enumerate(allowed) if i != (seed - 1) % len(allowed)]
@@ -112,30 +163,48 @@ def offline_agent(req: ChatRequest):
         return assistant(f'Next I use {t.name}.', tool_calls=[ToolCall.make(t.name, fill_arguments(t), index=called)])
     return assistant(f'<answer>Done: I used {called} tools and the task is complete.</answer>')
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #7fd181e0
 def offline_mock_tool(req: ChatRequest) -> MockToolReply:
-    "Stand-in for `synthagent.mock_tool`: match an earlier call with equal arguments (case and spaces ignored), else a new output."
+    ("Stand-in for `synthagent.mock_tool`: match an earlier call with equal arguments (case and spaces ignored), else "
+     "a new output.")
     r = request_json(req); call = r['call']
     norm = lambda a: canonical_json({k: ' '.join(str(v).lower().split()) for k, v in a.items()})
-    same = next((e['number'] for e in r['map'] if e['name'] == call['name'] and norm(e['arguments']) == norm(call['arguments'])), None)
+    same = next(
+        (
+            e['number']
+            for e in r['map']
+            if e['name'] == call['name'] and norm(e['arguments']) == norm(call['arguments'])
+        ),
+        None,
+    )
     if same is not None: return MockToolReply(same_as=same)
     tool = next(t for t in r['tools'] if t['name'] == call['name'])
     props = (tool.get('output_schema') or {}).get('properties') or {'result': {'type': 'string'}}
     h = _stable(call, len(r['map']))
-    val = lambda k, s: {'integer': h % 100, 'number': h % 100, 'boolean': True}.get(s.get('type'), f'{k} {h % 997} of {call["name"]}')
+    val = lambda k, s: {'integer': h % 100, 'number': h % 100, 'boolean': True}.get(
+        s.get('type'), f'{k} {h % 997} of {call["name"]}'
+    )
     return MockToolReply(output={k: ('ok' if k == 'status' else val(k, s)) for k, s in props.items()})
 
 # %% ../../../nbs/synthagent/99_offline_teacher.ipynb #33083d6b
 def _called_ok(records: list[dict], name: str) -> bool:
     return any(c['name'] == name and c['outcome'] == 'ok' for r in records for c in r.get('tool_calls') or [])
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #a847b6ed
 def _answered_questions(records: list[dict]) -> list[str]:
-    return [r['content'] for r, nxt in zip(records, records[1:]) if r['role'] == 'assistant' and '?' in r['content'] and nxt['role'] == 'user']
+    return [
+        r['content']
+        for r, nxt in zip(records, records[1:])
+        if r['role'] == 'assistant' and '?' in r['content'] and nxt['role'] == 'user'
+    ]
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #0a20b4fc
 def _explicit(records: list[dict]) -> bool:
     "The opening request already carries the details (20 words or more: an explicit task, nothing to ask)."
     first = next((r['content'] for r in records if r['role'] == 'user'), '')
     return len(first.split('\n')[0].split()) > 20
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #7a6f7177
 def offline_rubric_extract(req: ChatRequest) -> DemoReading:
     "Stand-in for `synthagent.rubric_extract`."
     r = request_json(req); demo = read_transcript(r['demonstration'])
@@ -143,10 +212,22 @@ def offline_rubric_extract(req: ChatRequest) -> DemoReading:
     subgoals = []
     for step, text in sorted(r['workflow'].items(), key=lambda kv: int(kv[0])):
         tool = re.search(r'`([^`]+)`', text)
-        done = _called_ok(demo, tool.group(1)) if tool else ('ask the user' in text.lower() and (bool(asked) or _explicit(demo)))
-        if done: subgoals.append(SubgoalReading(step=int(step), subgoal=(f'`{tool.group(1)}` has answered: ' if tool else 'The details of the request are known: ') + text))
+        done = (
+            _called_ok(demo, tool.group(1))
+            if tool
+            else ('ask the user' in text.lower() and (bool(asked) or _explicit(demo)))
+        )
+        if done:
+            subgoals.append(
+                SubgoalReading(
+                    step=int(step),
+                    subgoal=(f'`{tool.group(1)}` has answered: ' if tool else 'The details of the request are known: ')
+                    + text,
+                )
+            )
     return DemoReading(subgoals=subgoals, interactions=[f'Ask the user: {q}' for q in asked])
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #17fc3285
 def offline_rubric_judge(req: ChatRequest) -> RubricVerdict:
     "Stand-in for the rubric judge (`synthagent.rubric_judge`)."
     body = req.messages[-1].content
@@ -154,11 +235,15 @@ def offline_rubric_judge(req: ChatRequest) -> RubricVerdict:
         sec = re.search(rf'### {title}\n(.*?)(?:\n\n|\Z)', body, re.S).group(1)
         return [] if sec.strip() == '(none)' else [re.sub(r'^\d+\. ', '', l) for l in sec.split('\n') if l.strip()]
     convo = read_transcript(body)
-    tool_of = lambda text: (m.group(1) if (m := re.search(r'`([^`]+)`', text) or re.search(r'Tool (\S+)', text)) else None)
+    tool_of = lambda text: (
+        m.group(1) if (m := re.search(r'`([^`]+)`', text) or re.search(r'Tool (\S+)', text)) else None
+    )
     called = {c['name'] for r in convo for c in r.get('tool_calls') or []}
     forbidden = [bool(tool_of(f)) and tool_of(f) in called for f in items('Forbidden behaviours')]
     asked = _answered_questions(convo)
-    subgoals = [_called_ok(convo, t) if (t := tool_of(s)) else bool(asked) or _explicit(convo) for s in items('Task sub-goals')]
+    subgoals = [
+        _called_ok(convo, t) if (t := tool_of(s)) else bool(asked) or _explicit(convo) for s in items('Task sub-goals')
+    ]
     interactions = [x.removeprefix('Ask the user: ') in asked for x in items('Required user interactions')]
     return RubricVerdict(forbidden_violated=forbidden, subgoals_completed=subgoals, interactions_satisfied=interactions,
                          reason='offline stand-in: tool names and questions found in the transcript')
@@ -168,12 +253,17 @@ def offline_reasoning_rewrite(req: ChatRequest) -> ScenarioProblem:
     r = request_json(req)
     return ScenarioProblem(question=f'{r["persona"]} faces this: {r["problem"]}')
 
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #5787fb33
 def offline_reasoning_solve(req: ChatRequest) -> ProblemSolution:
     r = request_json(req)
-    exprs = [e.strip() for e in re.findall(r'[\d\s\+\-\*/\(\)\.]{3,}', r['problem']) if re.search(r'\d\s*[\+\-\*/]\s*\d', e)]
+    exprs = [
+        e.strip() for e in re.findall(r'[\d\s\+\-\*/\(\)\.]{3,}', r['problem']) if re.search(r'\d\s*[\+\-\*/]\s*\d', e)
+    ]
     if not exprs: return ProblemSolution(reasoning='no arithmetic found', answer='unknown')
-    value = eval(max(exprs, key=len).rstrip('.'), {'__builtins__': {}})     # digits and operators only (the regex above)
-    return ProblemSolution(reasoning='evaluated the expression', answer=f'{value:g}' if isinstance(value, float) else str(value))
+    value = eval(max(exprs, key=len).rstrip('.'), {'__builtins__': {}})  # digits and operators only (the regex above)
+    return ProblemSolution(
+        reasoning='evaluated the expression', answer=f'{value:g}' if isinstance(value, float) else str(value)
+    )
 
 # %% ../../../nbs/synthagent/99_offline_teacher.ipynb #37a54c48
 _CATEGORY_WORDS = (('Health', ('nurse', 'pharmacist', 'hospital', 'patient', 'doctor', 'clinic', 'medic')),
@@ -184,18 +274,28 @@ _CATEGORY_WORDS = (('Health', ('nurse', 'pharmacist', 'hospital', 'patient', 'do
                    ('Business&Work', ('accountant', 'business', 'shop', 'manager', 'sales', 'office')))
 
 def offline_persona_category(req: ChatRequest) -> PersonaCategory:
-    "Stand-in for `synthagent.persona_category`: the first category one of whose words the persona mentions, else Others."
+    ("Stand-in for `synthagent.persona_category`: the first category one of whose words the persona mentions, else "
+     "Others.")
     text = request_json(req)['persona'].lower()
     hit = next((c for c, words in _CATEGORY_WORDS if any(w in text for w in words)), 'Others')
     return PersonaCategory(category=hit, reason='offline stand-in: a keyword of the category')
 
-OFFLINE_RESPONDERS = {'synthagent.tool_suite': offline_tool_suite, 'synthagent.fuzzy_task': offline_fuzzy_task,
-                      'synthagent.persona_category': offline_persona_category,
-                      'synthagent.tool_check': offline_tool_check, 'synthagent.gap_check': offline_gap_check,
-                      'synthagent.agent': offline_agent, 'policy': offline_agent, 'synthagent.mock_tool': offline_mock_tool,
-                      'synthagent.user': offline_user_simulator, 'synthagent.rubric_extract': offline_rubric_extract,
-                      'synthagent.rubric_judge': offline_rubric_judge, 'synthagent.reasoning_rewrite': offline_reasoning_rewrite,
-                      'synthagent.reasoning_solve': offline_reasoning_solve}
+# %% ../../../nbs/synthagent/99_offline_teacher.ipynb #2ed449ed
+OFFLINE_RESPONDERS = {
+    'synthagent.tool_suite': offline_tool_suite,
+    'synthagent.fuzzy_task': offline_fuzzy_task,
+    'synthagent.persona_category': offline_persona_category,
+    'synthagent.tool_check': offline_tool_check,
+    'synthagent.gap_check': offline_gap_check,
+    'synthagent.agent': offline_agent,
+    'policy': offline_agent,
+    'synthagent.mock_tool': offline_mock_tool,
+    'synthagent.user': offline_user_simulator,
+    'synthagent.rubric_extract': offline_rubric_extract,
+    'synthagent.rubric_judge': offline_rubric_judge,
+    'synthagent.reasoning_rewrite': offline_reasoning_rewrite,
+    'synthagent.reasoning_solve': offline_reasoning_solve,
+}
 
 def offline_synthagent_teacher() -> OfflineTeacher:
     "An offline teacher answering every SynthAgent tag (teacher, tool simulator, user simulator, judge, policy)."

@@ -16,13 +16,14 @@ from ..recipe_frame import Recipe, RecipeRun, finish_card, open_run, recipe_comm
 from ..recipe_frame import input_lines, read_params as frame_read_params
 from ..rewards import RubricJudge
 from ..schema import Task, Trajectory, content_hash
-from .mock_world import (MapEntry, MockWorld, MockWorlds, agent_system_prompt, rollout_in_world, teacher_demos,
-                                            user_interactions, world_stats)
+from .mock_world import (MapEntry, MockWorld, MockWorlds, agent_system_prompt, rollout_in_world,
+                                            teacher_demos, user_interactions, world_stats)
 from .offline import offline_synthagent_teacher
 from .reward import ReasoningAnswerReward, SynthAgentReward, reward_of, synthagent_reward
 from .rubrics import (PROBE_POLICIES, build_rubric, probe_policy, score_table, trajectory_row)
-from .tasks import (Persona, ReasoningProblem, ToolSuite, generate_tool_suite, load_personas, load_problems,
-                                       make_fuzzy_task, rewrite_problem, task_tools, PERSONA_CATEGORIES, persona_category)
+from .tasks import (Persona, ReasoningProblem, ToolSuite, generate_tool_suite, load_personas,
+                                       load_problems, make_fuzzy_task, rewrite_problem, task_tools, PERSONA_CATEGORIES,
+                                       persona_category)
 
 # %% auto #0
 __all__ = ['read_params', 'MAX_LINE_BYTES', 'STEPS', 'RECIPE', 'CODE_TOOL', 'CODE_SANDBOX', 'PAPER_TABLE1', 'PAPER_TABLE2',
@@ -63,59 +64,78 @@ class SynthAgentParams(BaseModel):
     # 6. reward
     reward_formula: Literal['eq5', 'official'] = 'eq5'
     unknown_verdicts: Literal['exclude', 'zero'] = 'exclude'
-    judge_temperature: float = Field(0.1, ge=0)                # official code
-    probe_policies: list[Literal['oracle', 'do_nothing', 'forbidden']] = Field(default_factory=lambda: list(PROBE_POLICIES))
+    judge_temperature: float = Field(0.1, ge=0)  # official code
+    probe_policies: list[Literal['oracle', 'do_nothing', 'forbidden']] = Field(
+        default_factory=lambda: list(PROBE_POLICIES)
+    )
     # 7. held-out validation set
     heldout_fraction: float = Field(3000 / 18096, ge=0, le=1)  # the paper holds out 3,000 next to 15,096 training tasks
     heldout_policy: Literal['policy', 'teacher'] = 'policy'
-    persona_categories: bool = False                           # True: Table 6 (the judge sorts the personas into categories)
+    persona_categories: bool = False  # True: Table 6 (the judge sorts the personas into categories)
     low_score: float = Field(0.25, ge=0, le=1)                 # paper (Table 6: a held-out score below it is "low")
     # 8. reasoning mix
     problem_files: list[str] = Field(default_factory=list)     # Tool-Star-shaped problem files ([] = no reasoning mix)
     max_problems: int | None = Field(None, ge=1)
     self_consistency: int = Field(3, ge=1)
     # 9. exports
-    sft_min_reward: float = Field(1.0, ge=0, le=1)             # a demonstration becomes an SFT row at this reward or above
+    sft_min_reward: float = Field(1.0, ge=0, le=1)  # a demonstration becomes an SFT row at this reward or above
     # data card
     decontamination: bool = True      # check the tool suites and tasks against BFCL and tau2 (envsynth.eval.decontam)
     # running
     concurrency: int = Field(4, ge=1)
     seed: int = 0
-    allow_offline_roles: bool | None = None   # ours. None: refuse a run where some roles have endpoints and a used role has none;
+    # ours. None: refuse a run where some roles have endpoints and a used role has none;
+    allow_offline_roles: bool | None = None
                                               # False: refuse any offline role; True: allow mixing
 
     @model_validator(mode='after')
     def _ranges(self):
         for lo, hi in (('min_tools', 'max_tools'), ('min_steps', 'max_steps'), ('min_distractors', 'max_distractors')):
-            if getattr(self, lo) > getattr(self, hi): raise ValueError(f'{lo}={getattr(self, lo)} is above {hi}={getattr(self, hi)}')
+            if getattr(self, lo) > getattr(self, hi):
+                raise ValueError(f'{lo}={getattr(self, lo)} is above {hi}={getattr(self, hi)}')
         return self
 
 read_params = partial(frame_read_params, SynthAgentParams)   # read_params(path, **overrides)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #4c7f8d3c
 def repo_path(path: str | Path) -> Path:
-    "`path` as given if it exists, else relative to the repository (parameter files name files like `papers_repro/...`)."
+    ("`path` as given if it exists, else relative to the repository (parameter files name files like "
+     "`papers_repro/...`).")
     path = Path(path)
     if path.exists() or path.is_absolute(): return path
     from envsynth.synthagent.tasks import prompts_dir
     return prompts_dir().parents[1] / path
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #f52b5a32
 MAX_LINE_BYTES = 64 * 1024      # ours: the longest line of a persona or problem file
 
 def input_file(path: str | Path) -> tuple[Path, str]:
-    "`path` (see `repo_path`) and the hash of its content; `ValueError` naming the file and line for a line over `MAX_LINE_BYTES`."
+    ("`path` (see `repo_path`) and the hash of its content; `ValueError` naming the file and line for a line over "
+     "`MAX_LINE_BYTES`.")
     path = repo_path(path)
     for _ in input_lines(path, MAX_LINE_BYTES): pass      # the frame's check: a line too long or not UTF-8 is an error
     return path, hashlib.sha256(path.read_bytes()).hexdigest()[:24]
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #b5309dea
-STEPS = (Step('personas', '01_personas'), Step('tool_suites', '02_tool_suites', per_item=True, needs=()),
-         Step('tasks', '03_tasks', per_item=True, needs=('tool_suites',)), Step('demos', '04_demos', per_item=True, needs=('tasks',)),
-         Step('rubrics', '05_rubrics', per_item=True, needs=('tasks', 'demos')), Step('rewards', '06_rewards', per_item=True, needs=('demos', 'rubrics')),
-         Step('reasoning', '07_reasoning', per_item=True, needs=()), Step('export', '08_export'))   # needs: the stages whose records it reads
+STEPS = (
+    Step('personas', '01_personas'),
+    Step('tool_suites', '02_tool_suites', per_item=True, needs=()),
+    Step('tasks', '03_tasks', per_item=True, needs=('tool_suites',)),
+    Step('demos', '04_demos', per_item=True, needs=('tasks',)),
+    Step('rubrics', '05_rubrics', per_item=True, needs=('tasks', 'demos')),
+    Step('rewards', '06_rewards', per_item=True, needs=('demos', 'rubrics')),
+    Step('reasoning', '07_reasoning', per_item=True, needs=()),
+    Step('export', '08_export'),
+)   # needs: the stages whose records it reads
 
-RECIPE = Recipe('synthagent', STEPS, SynthAgentParams, ('teacher', 'tool_emulator', 'user_simulator', 'judge', 'policy'),
-                offline_synthagent_teacher, description='Run the SynthAgent recipe into a run folder (resumable).')
+RECIPE = Recipe(
+    'synthagent',
+    STEPS,
+    SynthAgentParams,
+    ('teacher', 'tool_emulator', 'user_simulator', 'judge', 'policy'),
+    offline_synthagent_teacher,
+    description='Run the SynthAgent recipe into a run folder (resumable).',
+)
 
 def recipe_for(p: SynthAgentParams) -> Recipe:
     "`RECIPE` with the roles a run with `p` calls: `policy` only when held-out tasks are rolled out by it."
@@ -135,69 +155,129 @@ def stage_personas(r: RecipeRun) -> list[Persona]:
         recs = r.run.save('personas', cfg, [x.model_dump() for x in unique[:r.p.max_personas]])
     return [Persona.model_validate(x) for x in recs]
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #b4fbbfe5
 async def stage_tool_suites(r: RecipeRun, personas: list[Persona]):
-    "Stage 2 → the journal of checked tool suites (drops: the failed call, workflow length, tool count, invalid schema, no forbidden rule)."
+    ("Stage 2 → the journal of checked tool suites (drops: the failed call, workflow length, tool count, invalid "
+     "schema, no forbidden rule).")
     p = r.p
     async def suite(rec: dict):
-        return await generate_tool_suite(Persona.model_validate(rec), r.client('teacher'), (p.min_tools, p.max_tools), (p.min_steps, p.max_steps),
-                                         temperature=p.teacher_temperature)
+        return await generate_tool_suite(
+            Persona.model_validate(rec),
+            r.client('teacher'),
+            (p.min_tools, p.max_tools),
+            (p.min_steps, p.max_steps),
+            temperature=p.teacher_temperature,
+        )
     cfg = p.model_dump(include={'min_tools', 'max_tools', 'min_steps', 'max_steps', 'teacher_temperature'})
     return await r.run.run_items('tool_suites', suite, [x.model_dump() for x in personas], config=cfg, shard=r.shard)
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #ef5dfd8b
 async def stage_tasks(r: RecipeRun):
     "Stage 3 → the journal of fuzzy tasks (drops: failed calls, distractor count, output size, no information gap)."
     p = r.p
     async def fuzz(rec: dict):
-        task = await make_fuzzy_task(ToolSuite.model_validate(rec), r.client('teacher'), r.client('judge'), information_gap=p.information_gap,
-                                     gap_check=p.gap_check, distractors=(p.min_distractors, p.max_distractors), min_tools=p.min_tools,
-                                     max_output_fields=p.max_output_fields, temperature=p.teacher_temperature)
+        task = await make_fuzzy_task(
+            ToolSuite.model_validate(rec),
+            r.client('teacher'),
+            r.client('judge'),
+            information_gap=p.information_gap,
+            gap_check=p.gap_check,
+            distractors=(p.min_distractors, p.max_distractors),
+            min_tools=p.min_tools,
+            max_output_fields=p.max_output_fields,
+            temperature=p.teacher_temperature,
+        )
         return task if isinstance(task, Drop) else task.model_dump(mode='json')
-    cfg = p.model_dump(include={'information_gap', 'gap_check', 'min_distractors', 'max_distractors', 'min_tools', 'max_output_fields', 'teacher_temperature'})
+
+    cfg = p.model_dump(
+        include={
+            'information_gap',
+            'gap_check',
+            'min_distractors',
+            'max_distractors',
+            'min_tools',
+            'max_output_fields',
+            'teacher_temperature',
+        }
+    )
     return await r.run.run_items('tasks', fuzz, r.run.inputs('tool_suites'), config=cfg, shard=r.shard)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #544f701b
 def _task_tools_ok(task: Task) -> Task: task_tools(task); return task
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #1fea36ce
 async def stage_demos(r: RecipeRun):
     "Stage 4 → per task: its k demonstrations, the map M they built and the map statistics."
     p = r.p
     async def demos(rec: dict):
         task = _task_tools_ok(Task.model_validate(rec))
         world = MockWorlds(p.map_scope, p.max_map_entries, p.prompt_map_entries).for_task(task)
-        trajs = await teacher_demos(task, r.client('teacher'), r.client('tool_emulator'), r.client('user_simulator'), world, k=p.demos,
-                                    max_turns=p.max_turns, temperature=p.teacher_temperature)
+        trajs = await teacher_demos(
+            task,
+            r.client('teacher'),
+            r.client('tool_emulator'),
+            r.client('user_simulator'),
+            world,
+            k=p.demos,
+            max_turns=p.max_turns,
+            temperature=p.teacher_temperature,
+        )
         if all(t.info['termination'] in ('policy_error', 'user_error') for t in trajs):
             return Drop('no_demonstrations', '; '.join(sorted({str(t.info.get('error'))[:150] for t in trajs})))
-        return {'task_id': task.id, 'demos': [t.model_dump(mode='json', exclude_none=True) for t in trajs], 'world': world_stats(world),
-                'map': [e.model_dump(mode='json') for e in world.entries]}
-    cfg = p.model_dump(include={'demos', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'teacher_temperature'})
+        return {
+            'task_id': task.id,
+            'demos': [t.model_dump(mode='json', exclude_none=True) for t in trajs],
+            'world': world_stats(world),
+            'map': [e.model_dump(mode='json') for e in world.entries],
+        }
+
+    cfg = p.model_dump(
+        include={'demos', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'teacher_temperature'}
+    )
     return await r.run.run_items('demos', demos, r.run.inputs('tasks'), config=cfg, shard=r.shard)
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #9b23b655
 async def stage_rubrics(r: RecipeRun):
     "Stage 5 → the tasks with rubrics (drops: uncovered workflow steps, failed readings)."
     tasks = r.run.records_by('tasks', 'id')
     async def rubric(rec: dict):
         task = Task.model_validate(tasks[rec['task_id']])
-        ruled, outcome = await build_rubric(task, [Trajectory.model_validate(d) for d in rec['demos']], r.client('teacher'), r.p.max_interactions,
-                                            temperature=0.0)
+        ruled, outcome = await build_rubric(
+            task,
+            [Trajectory.model_validate(d) for d in rec['demos']],
+            r.client('teacher'),
+            r.p.max_interactions,
+            temperature=0.0,
+        )
         return ruled if isinstance(ruled, Drop) else {**ruled.model_dump(mode='json'), 'readings': outcome}
-    return await r.run.run_items('rubrics', rubric, r.run.inputs('demos'), config=r.p.model_dump(include={'max_interactions'}),
-                                 shard=r.shard, keyed_on=without_timing)
+
+    return await r.run.run_items(
+        'rubrics',
+        rubric,
+        r.run.inputs('demos'),
+        config=r.p.model_dump(include={'max_interactions'}),
+        shard=r.shard,
+        keyed_on=without_timing,
+    )
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #9877f590
 def task_split(task_id: str, heldout_fraction: float, seed: int = 0) -> str:
     "'heldout' for a `heldout_fraction` of the task ids (by hash), else 'train'."
     return 'heldout' if int(content_hash([task_id, seed], 8), 16) / 16 ** 8 < heldout_fraction else 'train'
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #e1f830d0
 def seeded_world(task: Task, entries: list[dict], p: SynthAgentParams) -> MockWorld:
     "A world for `task` holding the map `entries` (answers to the exact calls already recorded)."
     world = MockWorlds(p.map_scope, p.max_map_entries, p.prompt_map_entries).for_task(task)
     world.entries = [MapEntry.model_validate(e) for e in entries]
     return world
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #4c529492
 def reward_spec(p: SynthAgentParams) -> SynthAgentReward:
     "The reward the run judges with, as its RL rows carry it (`envsynth.synthagent.reward`)."
-    return SynthAgentReward(formula=p.reward_formula, unknown_verdicts=p.unknown_verdicts, judge_temperature=p.judge_temperature)
+    return SynthAgentReward(
+        formula=p.reward_formula, unknown_verdicts=p.unknown_verdicts, judge_temperature=p.judge_temperature
+    )
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #8605f81f
 async def stage_rewards(r: RecipeRun):
@@ -210,15 +290,25 @@ async def stage_rewards(r: RecipeRun):
         async def judged(traj: Trajectory) -> dict:
             res = await synthagent_reward(spec, task, traj, judge=judge)
             scored = res.parts['rubric_status'] == 'scored'
-            return {**trajectory_row(traj, {'score': res.score if scored else None}), 'status': res.parts['rubric_status'],
-                    'error': res.parts.get('judge_error'), 'reward': reward_of(res), 'termination': traj.info.get('termination')}
-        def rollout(policy):            # one after another: each adds answers to the task's world
-            return rollout_in_world(task, policy, world, r.client('tool_emulator'), r.client('user_simulator'), max_turns=p.max_turns)
+            return {
+                **trajectory_row(traj, {'score': res.score if scored else None}),
+                'status': res.parts['rubric_status'],
+                'error': res.parts.get('judge_error'),
+                'reward': reward_of(res),
+                'termination': traj.info.get('termination'),
+            }
+        def rollout(policy):  # one after another: each adds answers to the task's world
+            return rollout_in_world(
+                task, policy, world, r.client('tool_emulator'), r.client('user_simulator'), max_turns=p.max_turns
+            )
         demos = [Trajectory.model_validate(x) for x in d['demos']]
         demo_scores = list(await asyncio.gather(*(judged(t) for t in demos)))
         best = max(range(len(demos)), key=lambda i: (demo_scores[i]['score'] or -1, -i))
         world = seeded_world(task, d['map'], p)
-        split, verdicts = task_split(task.id, p.heldout_fraction, p.seed), {}     # each verdict asked during the next rollout
+        split, verdicts = (
+            task_split(task.id, p.heldout_fraction, p.seed),
+            {},
+        )  # each verdict asked during the next rollout
         try:
             for name in p.probe_policies:
                 verdicts[name] = asyncio.ensure_future(judged(await rollout(probe_policy(name, task, demos[best]))))
@@ -231,10 +321,31 @@ async def stage_rewards(r: RecipeRun):
         finally:
             for v in verdicts.values(): v.cancel()              # a rollout failed: no verdict left running
         heldout = scores.pop(None, None)
-        return {'task_id': task.id, 'split': split, 'best_demo': best, 'demos': demo_scores, 'probes': scores, 'heldout': heldout,
-                'world_after': world_stats(world)}
-    cfg = p.model_dump(include={'reward_formula', 'unknown_verdicts', 'judge_temperature', 'probe_policies', 'heldout_fraction',
-                                'heldout_policy', 'max_turns', 'map_scope', 'max_map_entries', 'prompt_map_entries', 'seed'})
+        return {
+            'task_id': task.id,
+            'split': split,
+            'best_demo': best,
+            'demos': demo_scores,
+            'probes': scores,
+            'heldout': heldout,
+            'world_after': world_stats(world),
+        }
+
+    cfg = p.model_dump(
+        include={
+            'reward_formula',
+            'unknown_verdicts',
+            'judge_temperature',
+            'probe_policies',
+            'heldout_fraction',
+            'heldout_policy',
+            'max_turns',
+            'map_scope',
+            'max_map_entries',
+            'prompt_map_entries',
+            'seed',
+        }
+    )
     return await r.run.run_items('rewards', reward, r.run.inputs('rubrics'), config=cfg, shard=r.shard,
                                  keyed_on=without_timing)
 
@@ -246,7 +357,9 @@ async def stage_reasoning(r: RecipeRun, personas: list[Persona]):
     async def rewrite(rec: dict):
         prob = ReasoningProblem.model_validate(rec)
         persona = personas[int(content_hash([prob.id, p.seed], 8), 16) % len(personas)]
-        return await rewrite_problem(prob, persona, r.client('teacher'), p.self_consistency, temperature=p.teacher_temperature)
+        return await rewrite_problem(
+            prob, persona, r.client('teacher'), p.self_consistency, temperature=p.teacher_temperature
+        )
     cfg = p.model_dump(include={'self_consistency', 'teacher_temperature', 'seed'})
     return await r.run.run_items('reasoning', rewrite, [x.model_dump() for x in problems], config=cfg, shard=r.shard)
 
@@ -263,26 +376,46 @@ def synthagent_rl_row(task: Task, index: int, split: str, p: SynthAgentParams, s
     row['extra_info']['env_json'] = json.dumps(env, ensure_ascii=False, sort_keys=True, separators=(',', ':'))
     return row
 
-CODE_TOOL = {'name': 'code_interpreter', 'description': 'Run Python code in a sandbox and return what it prints.',
-             'parameters': {'type': 'object', 'properties': {'code': {'type': 'string', 'description': 'the Python code'}}, 'required': ['code']}}
+# %% ../../../nbs/synthagent/03_recipe.ipynb #fadf755d
+CODE_TOOL = {
+    'name': 'code_interpreter',
+    'description': 'Run Python code in a sandbox and return what it prints.',
+    'parameters': {
+        'type': 'object',
+        'properties': {'code': {'type': 'string', 'description': 'the Python code'}},
+        'required': ['code'],
+    },
+}
 CODE_SANDBOX = {'runtime': 'sandbox', 'timeout_s': 10.0}     # ours: each code_interpreter call runs in envsynth.sandbox
 
 def reasoning_rl_row(task: Task, index: int) -> dict:
-    "The verl RL row of a reasoning problem: the code interpreter runs in the sandbox (`code_interpreter` in its environment spec)."
+    ("The verl RL row of a reasoning problem: the code interpreter runs in the sandbox (`code_interpreter` in its "
+     "environment spec).")
     from envsynth.data import rl_row
-    row = rl_row(task, [CODE_TOOL], index=index, data_source='synthagent_reasoning', ability='reasoning', agent_name='synthagent',
-                 reward=ReasoningAnswerReward())
+
+    row = rl_row(
+        task,
+        [CODE_TOOL],
+        index=index,
+        data_source='synthagent_reasoning',
+        ability='reasoning',
+        agent_name='synthagent',
+        reward=ReasoningAnswerReward(),
+    )
     env = json.loads(row['extra_info']['env_json'])
     env['code_interpreter'] = CODE_SANDBOX
     row['extra_info']['env_json'] = json.dumps(env, ensure_ascii=False, sort_keys=True, separators=(',', ':'))
     return row
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #cea192ef
 def export_rows(r: RecipeRun) -> dict:
-    """Write `08_export/{train,heldout,reasoning}.parquet` and `sft.jsonl`; returns the row counts. The held-out tasks' rows
-    (heldout.parquet) are the validation rows: no held-out task is in train.parquet or sft.jsonl."""
+    """Write `08_export/{train,heldout,reasoning}.parquet` and `sft.jsonl`; returns the row counts. The held-out tasks'
+    rows (heldout.parquet) are the validation rows: no held-out task is in train.parquet or sft.jsonl."""
     from envsynth.data import check_sft_trajectory, write_rl_parquet
     p, run = r.p, r.run
-    tasks = {t['id']: Task.model_validate({k: v for k, v in t.items() if k != 'readings'}) for t in run.records('rubrics')}
+    tasks = {
+        t['id']: Task.model_validate({k: v for k, v in t.items() if k != 'readings'}) for t in run.records('rubrics')
+    }
     rewards = {x['task_id']: x for x in run.records('rewards')}
     demos = {x['task_id']: x for x in run.records('demos')}
     counts, rows = {}, {'train': [], 'heldout': []}
@@ -292,8 +425,19 @@ def export_rows(r: RecipeRun) -> dict:
     for split, rs in rows.items():
         counts[split] = len(rs)
         if rs: write_rl_parquet(rs, run.file('export', f'{split}.parquet'))
-    reasoning = [Task(instruction=x['question'], final_answer=x['answer'], tools=[CODE_TOOL['name']], metadata={'problem_id': x['id']}) for x in run.records('reasoning')]
-    if reasoning: write_rl_parquet([reasoning_rl_row(t, i) for i, t in enumerate(reasoning)], run.file('export', 'reasoning.parquet'))
+    reasoning = [
+        Task(
+            instruction=x['question'],
+            final_answer=x['answer'],
+            tools=[CODE_TOOL['name']],
+            metadata={'problem_id': x['id']},
+        )
+        for x in run.records('reasoning')
+    ]
+    if reasoning:
+        write_rl_parquet(
+            [reasoning_rl_row(t, i) for i, t in enumerate(reasoning)], run.file('export', 'reasoning.parquet')
+        )
     counts['reasoning'] = len(reasoning)
     sft = []
     for tid in sorted(rewards):
@@ -301,121 +445,237 @@ def export_rows(r: RecipeRun) -> dict:
         for traj, s in zip(demos[tid]['demos'], rewards[tid]['demos']):
             if s['termination'] == 'answer' and s['reward'] is not None and s['reward'] >= p.sft_min_reward:
                 t = Trajectory.model_validate(traj); check_sft_trajectory(t)
-                sft.append({'id': t.id, 'task_id': tid, 'messages': [m.to_openai() for m in t.messages], 'tools': [x.to_openai() for x in t.tools]})
+                sft.append(
+                    {
+                        'id': t.id,
+                        'task_id': tid,
+                        'messages': [m.to_openai() for m in t.messages],
+                        'tools': [x.to_openai() for x in t.tools],
+                    }
+                )
     from envsynth.pipeline import atomic_write
-    atomic_write(run.file('export', 'sft.jsonl'), ''.join(json.dumps(x, ensure_ascii=False, sort_keys=True) + '\n' for x in sft).encode())
+
+    atomic_write(
+        run.file('export', 'sft.jsonl'),
+        ''.join(json.dumps(x, ensure_ascii=False, sort_keys=True) + '\n' for x in sft).encode(),
+    )
     counts['sft'] = len(sft)
     return counts
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #31eb6d59
-PAPER_TABLE1 = {'tasks': 15096, 'avg_tools_per_task': 4.1, 'avg_interactions': 13.4, 'avg_map_size': 30.1, 'avg_tokens_per_task': 25278}
+PAPER_TABLE1 = {
+    'tasks': 15096,
+    'avg_tools_per_task': 4.1,
+    'avg_interactions': 13.4,
+    'avg_map_size': 30.1,
+    'avg_tokens_per_task': 25278,
+}
 PAPER_TABLE2 = [{'bin': '[0.00, 0.25)', 'share': 0.535, 'avg_tool_calls': 4.2, 'avg_user_interactions': 2.9},
                 {'bin': '[0.25, 0.50)', 'share': 0.160, 'avg_tool_calls': 4.4, 'avg_user_interactions': 2.8},
                 {'bin': '[0.50, 0.75)', 'share': 0.195, 'avg_tool_calls': 3.7, 'avg_user_interactions': 2.7},
                 {'bin': '[0.75, 1.00]', 'share': 0.110, 'avg_tool_calls': 3.5, 'avg_user_interactions': 2.4}]
-SYNTHESIS_TAGS = ('synthagent.tool_suite', 'synthagent.fuzzy_task', 'synthagent.tool_check', 'synthagent.gap_check', 'synthagent.agent',
-                  'synthagent.mock_tool', 'synthagent.user', 'synthagent.rubric_extract')
+SYNTHESIS_TAGS = (
+    'synthagent.tool_suite',
+    'synthagent.fuzzy_task',
+    'synthagent.tool_check',
+    'synthagent.gap_check',
+    'synthagent.agent',
+    'synthagent.mock_tool',
+    'synthagent.user',
+    'synthagent.rubric_extract',
+)
 
 def _mean(xs) -> float | None:
     xs = [x for x in xs if x is not None]
     return round(sum(xs) / len(xs), 3) if xs else None
 
-PAPER_TABLE6 = {'Legal&Gov.': (810, 0.259, 0.550), 'Health': (297, 0.095, 0.576), 'Technology': (135, 0.043, 0.491),
-                'Education': (708, 0.226, 0.519), 'Media/Arts/Sports': (773, 0.247, 0.539), 'Business&Work': (293, 0.094, 0.576),
-                'Others': (111, 0.036, 0.537)}     # tasks, share, low-score rate (< 0.25); the tasks sum to 3,127
+# %% ../../../nbs/synthagent/03_recipe.ipynb #9bf7fe12
+PAPER_TABLE6 = {
+    'Legal&Gov.': (810, 0.259, 0.550),
+    'Health': (297, 0.095, 0.576),
+    'Technology': (135, 0.043, 0.491),
+    'Education': (708, 0.226, 0.519),
+    'Media/Arts/Sports': (773, 0.247, 0.539),
+    'Business&Work': (293, 0.094, 0.576),
+    'Others': (111, 0.036, 0.537),
+}     # tasks, share, low-score rate (< 0.25); the tasks sum to 3,127
 
 async def persona_categories(r: RecipeRun, personas: list[Persona]) -> dict[str, str]:
-    "Table 6: `{persona id: category}` by the judge; a failed call gives 'unknown' (counted in the table, never a guess)."
+    ("Table 6: `{persona id: category}` by the judge; a failed call gives 'unknown' (counted in the table, never a "
+     "guess).")
     cats = await asyncio.gather(*(persona_category(x, r.client('judge'), temperature=0.0) for x in personas))
     return {x.id: c if isinstance(c, str) else 'unknown' for x, c in zip(personas, cats)}
 
-def table6(rewards: list[dict], persona_of: dict[str, str], categories: dict[str, str], low: float = 0.25) -> list[dict]:
-    "Per category: the held-out tasks with a scored held-out trajectory, their share, and the share scoring below `low`."
+# %% ../../../nbs/synthagent/03_recipe.ipynb #feac46dd
+def table6(
+    rewards: list[dict], persona_of: dict[str, str], categories: dict[str, str], low: float = 0.25
+) -> list[dict]:
+    ("Per category: the held-out tasks with a scored held-out trajectory, their share, and the share scoring below "
+     "`low`.")
     scored = [(categories.get(persona_of[x['task_id']], 'unknown'), x['heldout']['score']) for x in rewards
               if x['heldout'] and x['heldout']['score'] is not None]
     names = list(PERSONA_CATEGORIES) + (['unknown'] if any(c == 'unknown' for c, _ in scored) else [])
     rows = []
     for name in names:
         s = [v for c, v in scored if c == name]
-        rows.append({'category': name, 'tasks': len(s), 'share': round(len(s) / len(scored), 4) if scored else 0.0,
-                     'low_score_rate': round(sum(v < low for v in s) / len(s), 4) if s else None,
-                     'paper': dict(zip(('tasks', 'share', 'low_score_rate'), PAPER_TABLE6[name])) if name in PAPER_TABLE6 else None})
+        rows.append(
+            {
+                'category': name,
+                'tasks': len(s),
+                'share': round(len(s) / len(scored), 4) if scored else 0.0,
+                'low_score_rate': round(sum(v < low for v in s) / len(s), 4) if s else None,
+                'paper': dict(zip(('tasks', 'share', 'low_score_rate'), PAPER_TABLE6[name]))
+                if name in PAPER_TABLE6
+                else None,
+            }
+        )
     return rows
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #53523f35
 def data_card(r: RecipeRun, personas: list[Persona], exports: dict, categories: dict[str, str] | None = None) -> dict:
     "The card of a finished run (also written as `data_card.json` and `data_card.md`)."
     run, ledger = r.run, run_ledger(r.run)         # what every process of the run spent
     rewards = run.records('rewards')
     tasks = [t for t in run.records('rubrics') if t['id'] in {x['task_id'] for x in rewards}]
     demos = {x['task_id']: x for x in run.records('demos')}
-    stages = {'personas': {'inputs': len(personas), 'kept': len(personas)}, **{s: run.stats(s) for s in RECIPE.item_stages}}
+    stages = {
+        'personas': {'inputs': len(personas), 'kept': len(personas)},
+        **{s: run.stats(s) for s in RECIPE.item_stages},
+    }
     for s in stages.values(): s.pop('shards', None)
     rub = run.stats('rubrics')
     uncovered = rub.get('dropped', {}).get('uncovered_workflow_steps', 0)
     trajs = [d for t in tasks for d in demos[t['id']]['demos']]
     tokens = sum(v.get('prompt_tokens', 0) + v.get('completion_tokens', 0) for k, v in ledger.items()
                  if k.rsplit('/', 1)[-1] in SYNTHESIS_TAGS)
-    ours = {'tasks': len(tasks), 'avg_tools_per_task': _mean(len(t['metadata']['tool_suite']) for t in tasks),   # distractors included
-            'avg_tools_without_distractors': _mean(len(t['metadata']['tool_suite']) - len(t['metadata'].get('distractors', [])) for t in tasks),
-            'avg_interactions': _mean(x['info'].get('tool_calls', 0) + sum(1 for y in x['info'].get('turns', []) if y['role'] == 'user') for x in trajs),
-            'avg_map_size': _mean(demos[t['id']]['world']['map_size'] for t in tasks),
-            'avg_tokens_per_task': round(tokens / len(tasks)) if tasks else None}
-    probes = {n: {'mean_reward': _mean(x['probes'][n]['reward'] for x in rewards), 'unknown': sum(x['probes'][n]['status'] == 'unknown' for x in rewards)}
-              for n in r.p.probe_policies}
-    rank = probes.get('oracle', {}).get('mean_reward'), probes.get('do_nothing', {}).get('mean_reward'), probes.get('forbidden', {}).get('mean_reward')
+    ours = {
+        'tasks': len(tasks),
+        'avg_tools_per_task': _mean(len(t['metadata']['tool_suite']) for t in tasks),  # distractors included
+        'avg_tools_without_distractors': _mean(
+            len(t['metadata']['tool_suite']) - len(t['metadata'].get('distractors', [])) for t in tasks
+        ),
+        'avg_interactions': _mean(
+            x['info'].get('tool_calls', 0) + sum(1 for y in x['info'].get('turns', []) if y['role'] == 'user')
+            for x in trajs
+        ),
+        'avg_map_size': _mean(demos[t['id']]['world']['map_size'] for t in tasks),
+        'avg_tokens_per_task': round(tokens / len(tasks)) if tasks else None,
+    }
+    probes = {
+        n: {
+            'mean_reward': _mean(x['probes'][n]['reward'] for x in rewards),
+            'unknown': sum(x['probes'][n]['status'] == 'unknown' for x in rewards),
+        }
+        for n in r.p.probe_policies
+    }
+    rank = (
+        probes.get('oracle', {}).get('mean_reward'),
+        probes.get('do_nothing', {}).get('mean_reward'),
+        probes.get('forbidden', {}).get('mean_reward'),
+    )
     heldout = [x['heldout'] for x in rewards if x['heldout']]
     worlds = [demos[t['id']]['world'] for t in tasks]
-    all_scores = [s for x in rewards for s in x['demos'] + list(x['probes'].values()) + ([x['heldout']] if x['heldout'] else [])]
-    card = {'title': 'SynthAgent data card', 'stages': stages,
-            'table1': {'paper': PAPER_TABLE1, 'ours': ours},
-            'rubric_discard': {'uncovered_workflow_steps': uncovered, 'of': rub.get('inputs', 0),
-                               'rate': round(uncovered / rub['inputs'], 3) if rub.get('inputs') else None, 'paper_rate': 0.091},
-            'probes': probes,
-            'probe_ranking_ok': None if None in rank else bool(rank[0] > rank[1] and rank[2] == 0.0),
-            'heldout': {'tasks': sum(x['split'] == 'heldout' for x in rewards), 'policy': r.p.heldout_policy, 'table2': score_table(heldout),
-                        'paper_table2': PAPER_TABLE2},
-            'table6': None if categories is None else {
-                'low_score': r.p.low_score, 'personas': dict(sorted(Counter(categories.values()).items())),
-                'rows': table6(rewards, {t['id']: t['metadata']['persona_id'] for t in tasks}, categories, r.p.low_score)},
-            'mock_world': {'avg_map_size': ours['avg_map_size'], 'hit_rate': _mean(w['hit_rate'] for w in worlds),
-                           'calls': sum(w['calls'] for w in worlds), 'simulator_failures': sum(w['failed'] for w in worlds),
-                           'bad_matches': sum(w['bad_match'] for w in worlds)},
-            'verdicts': {'scored': sum(s['status'] == 'scored' for s in all_scores), 'unknown': sum(s['status'] == 'unknown' for s in all_scores),
-                         'unknown_rule': r.p.unknown_verdicts},
-            'exports': exports, 'ledger': ledger, 'offline_teacher': any(c.model == 'offline-teacher' for c in r.clients.values())}
+    all_scores = [
+        s for x in rewards for s in x['demos'] + list(x['probes'].values()) + ([x['heldout']] if x['heldout'] else [])
+    ]
+    card = {
+        'title': 'SynthAgent data card',
+        'stages': stages,
+        'table1': {'paper': PAPER_TABLE1, 'ours': ours},
+        'rubric_discard': {
+            'uncovered_workflow_steps': uncovered,
+            'of': rub.get('inputs', 0),
+            'rate': round(uncovered / rub['inputs'], 3) if rub.get('inputs') else None,
+            'paper_rate': 0.091,
+        },
+        'probes': probes,
+        'probe_ranking_ok': None if None in rank else bool(rank[0] > rank[1] and rank[2] == 0.0),
+        'heldout': {
+            'tasks': sum(x['split'] == 'heldout' for x in rewards),
+            'policy': r.p.heldout_policy,
+            'table2': score_table(heldout),
+            'paper_table2': PAPER_TABLE2,
+        },
+        'table6': None
+        if categories is None
+        else {
+            'low_score': r.p.low_score,
+            'personas': dict(sorted(Counter(categories.values()).items())),
+            'rows': table6(rewards, {t['id']: t['metadata']['persona_id'] for t in tasks}, categories, r.p.low_score),
+        },
+        'mock_world': {
+            'avg_map_size': ours['avg_map_size'],
+            'hit_rate': _mean(w['hit_rate'] for w in worlds),
+            'calls': sum(w['calls'] for w in worlds),
+            'simulator_failures': sum(w['failed'] for w in worlds),
+            'bad_matches': sum(w['bad_match'] for w in worlds),
+        },
+        'verdicts': {
+            'scored': sum(s['status'] == 'scored' for s in all_scores),
+            'unknown': sum(s['status'] == 'unknown' for s in all_scores),
+            'unknown_rule': r.p.unknown_verdicts,
+        },
+        'exports': exports,
+        'ledger': ledger,
+        'offline_teacher': any(c.model == 'offline-teacher' for c in r.clients.values()),
+    }
     card['decontamination'] = None
     if r.p.decontamination and tasks:
         from envsynth.eval.decontam import build_benchmark_index, decontamination_report
         kept = [Task.model_validate(t) for t in tasks]
-        rep = decontamination_report(build_benchmark_index(), tools=[tool for t in kept for tool in task_tools(t)], tasks=kept)
+        rep = decontamination_report(
+            build_benchmark_index(), tools=[tool for t in kept for tool in task_tools(t)], tasks=kept
+        )
         card['decontamination'] = {'checked': rep.counts(), 'clean': rep.clean, 'flagged': rep.flagged()[:20]}
     card['status'] = 'ok' if tasks else 'no_tasks: no task survived every stage (see the stage counts for why)'
     return card
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #a5c48481
 def data_card_markdown(card: dict) -> str:
     "The card as Markdown."
-    lines = [f"# {card['title']}", '', f"status: **{card['status']}**" + (' (offline teacher: stand-in data)' if card['offline_teacher'] else ''), '',
-             '| stage | inputs | kept | dropped | failed |', '|---|---|---|---|---|']
+    lines = [
+        f"# {card['title']}",
+        '',
+        f"status: **{card['status']}**" + (' (offline teacher: stand-in data)' if card['offline_teacher'] else ''),
+        '',
+        '| stage | inputs | kept | dropped | failed |',
+        '|---|---|---|---|---|',
+    ]
     for name, s in card['stages'].items():
-        lines.append(f"| {name} | {s.get('inputs', 0)} | {s.get('kept', 0)} | {json.dumps(s.get('dropped', {}))} | {json.dumps(s.get('failed', {}))} |")
+        lines.append(f"| {name} | {s.get('inputs', 0)} | {s.get('kept', 0)} | {json.dumps(s.get('dropped', {}))} | "
+                     f"{json.dumps(s.get('failed', {}))} |")
     lines += ['', '| Table 1 | paper | ours |', '|---|---|---|']
     lines += [f"| {k} | {v} | {card['table1']['ours'][k]} |" for k, v in card['table1']['paper'].items()]
     d = card['rubric_discard']
-    lines += ['', f"rubric discard (uncovered workflow steps): {d['uncovered_workflow_steps']}/{d['of']} = {d['rate']} (paper {d['paper_rate']})", '',
+    lines += ['', f"rubric discard (uncovered workflow steps): {d['uncovered_workflow_steps']}/{d['of']} = {d['rate']} "
+                  f"(paper {d['paper_rate']})", '',
               '| probe policy | mean reward | unknown |', '|---|---|---|']
     lines += [f"| {n} | {v['mean_reward']} | {v['unknown']} |" for n, v in card['probes'].items()]
     lines += ['', f"probe ranking (oracle > do-nothing, forbidden = 0): {card['probe_ranking_ok']}", '',
               f"held-out ({card['heldout']['tasks']} tasks, policy `{card['heldout']['policy']}`): Table 2", '',
               '| bin | share | avg tool calls | avg user interactions | paper share |', '|---|---|---|---|---|']
     for b, pb in zip(card['heldout']['table2']['bins'], card['heldout']['paper_table2']):
-        lines.append(f"| {b['bin']} | {b['share']} | {b['avg_tool_calls']} | {b['avg_user_interactions']} | {pb['share']} |")
+        lines.append(
+            f"| {b['bin']} | {b['share']} | {b['avg_tool_calls']} | {b['avg_user_interactions']} | {pb['share']} |"
+        )
     if t6 := card.get('table6'):
-        lines += ['', f"held-out tasks per persona category: Table 6 (low score: < {t6['low_score']})", '',
-                  '| category | tasks | share | low-score rate | paper tasks | paper share | paper low-score rate |', '|---|---|---|---|---|---|---|']
+        lines += [
+            '',
+            f"held-out tasks per persona category: Table 6 (low score: < {t6['low_score']})",
+            '',
+            '| category | tasks | share | low-score rate | paper tasks | paper share | paper low-score rate |',
+            '|---|---|---|---|---|---|---|',
+        ]
         for row in t6['rows']:
             pp = row['paper'] or {}
-            lines.append(f"| {row['category']} | {row['tasks']} | {row['share']} | {row['low_score_rate']} | {pp.get('tasks')} | {pp.get('share')} | {pp.get('low_score_rate')} |")
-    lines += ['', f"mock world: {json.dumps(card['mock_world'])}", f"verdicts: {json.dumps(card['verdicts'])}", f"exports: {json.dumps(card['exports'])}"]
+            lines.append(f"| {row['category']} | {row['tasks']} | {row['share']} | {row['low_score_rate']} | "
+                         f"{pp.get('tasks')} | {pp.get('share')} | {pp.get('low_score_rate')} |")
+    lines += [
+        '',
+        f"mock world: {json.dumps(card['mock_world'])}",
+        f"verdicts: {json.dumps(card['verdicts'])}",
+        f"exports: {json.dumps(card['exports'])}",
+    ]
     return '\n'.join(lines) + '\n'
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #ddb68d8f
@@ -442,11 +702,19 @@ async def run_synthagent(params: SynthAgentParams | None = None, run_dir: str | 
     p = params or SynthAgentParams()
     async with open_run(recipe_for(p), p, run_dir, clients, stages=stages, shard=shard, progress=progress) as r:
         personas = stage_personas(r)
-        chain = {'tool_suites': lambda: stage_tool_suites(r, personas), 'tasks': lambda: stage_tasks(r),
-                 'demos': lambda: stage_demos(r), 'rubrics': lambda: stage_rubrics(r), 'rewards': lambda: stage_rewards(r)}
+        chain = {
+            'tool_suites': lambda: stage_tool_suites(r, personas),
+            'tasks': lambda: stage_tasks(r),
+            'demos': lambda: stage_demos(r),
+            'rubrics': lambda: stage_rubrics(r),
+            'rewards': lambda: stage_rewards(r),
+        }
         async def reasoning_stage():      # needs only the personas: it runs beside the task stages
             if 'reasoning' in r.todo: await stage_reasoning(r, personas)
-        await concurrently(r.run.run_chain(chain, r.todo, r.shard), reasoning_stage())   # each task goes on as soon as it is kept
+
+        await concurrently(
+            r.run.run_chain(chain, r.todo, r.shard), reasoning_stage()
+        )  # each task goes on as soon as it is kept
         if r.partial: return r.partial_summary()
         categories = await persona_categories(r, personas) if p.persona_categories else None
         card = finish_card(r, data_card(r, personas, export_rows(r), categories))
@@ -586,11 +854,17 @@ def plot_table2(heldout: dict):
 # %% ../../../nbs/synthagent/03_recipe.ipynb #a511c41a
 def summarize(card: dict) -> dict:
     "The command's summary of a finished run."
-    return {'tasks': card['table1']['ours']['tasks'], 'probe_ranking_ok': card['probe_ranking_ok'], 'exports': card['exports']}
+    return {
+        'tasks': card['table1']['ours']['tasks'],
+        'probe_ranking_ok': card['probe_ranking_ok'],
+        'exports': card['exports'],
+    }
 
+# %% ../../../nbs/synthagent/03_recipe.ipynb #8209810b
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the SynthAgent recipe into a run folder (resumable; `--stages`/`--shard` split it over Slurm array tasks).
-    `envsynth synthagent run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit status."""
+    `envsynth synthagent run --run-dir D [--params P] [--set k=v] [--stages ...] [--shard i/n]`; returns the exit
+    status."""
     return recipe_command(RECIPE, run_synthagent, summarize, argv)
 
 # %% ../../../nbs/synthagent/03_recipe.ipynb #5666877d

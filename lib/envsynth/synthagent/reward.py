@@ -31,6 +31,7 @@ class SynthAgentReward(RewardSpec):
     max_output_chars: int = Field(500, ge=1)                  # tool outputs cut in the transcript the judge reads
     conduct: ConductTerm | None = ConductTerm()               # ours: Eq. 5 has no term for wasted calls
 
+# %% ../../../nbs/synthagent/02b_reward.ipynb #ecf2d39f
 class ReasoningAnswerReward(RewardSpec):
     "The reasoning rows' reward: 1.0 iff the last `<answer>` is the problem's answer."
     paper: Literal['synthagent_reasoning'] = 'synthagent_reasoning'
@@ -41,36 +42,63 @@ def judge_for(spec: SynthAgentReward, judge) -> RubricJudge:
     if not isinstance(judge, RubricJudge): return judge
     if judge.sampling.get('temperature') == spec.judge_temperature and judge.max_output_chars == spec.max_output_chars:
         return judge
-    out = RubricJudge(judge.client, judge.tag, spec.max_output_chars, **{**judge.sampling, 'temperature': spec.judge_temperature})
+    out = RubricJudge(
+        judge.client, judge.tag, spec.max_output_chars, **{**judge.sampling, 'temperature': spec.judge_temperature}
+    )
     out.counts, out.unknown_reasons = judge.counts, judge.unknown_reasons
     return out
 
 # %% ../../../nbs/synthagent/02b_reward.ipynb #3a98b095
 def official_score(rubric: Rubric, verdict, later_gate: bool = False) -> float:
     "The official weighted reward of a verdict (policy section = forbidden behaviours not violated)."
-    return rubric_reward_official((sum(not x for x in verdict.forbidden_violated), len(rubric.forbidden)),
-                                  (sum(verdict.subgoals_completed), len(rubric.subgoals)),
-                                  (sum(verdict.interactions_satisfied), len(rubric.interactions)), later_gate=later_gate)
+    return rubric_reward_official(
+        (sum(not x for x in verdict.forbidden_violated), len(rubric.forbidden)),
+        (sum(verdict.subgoals_completed), len(rubric.subgoals)),
+        (sum(verdict.interactions_satisfied), len(rubric.interactions)),
+        later_gate=later_gate,
+    )
 
+# %% ../../../nbs/synthagent/02b_reward.ipynb #e71c00d7
 def _fraction(xs) -> float | None: return sum(xs) / len(xs) if xs else None
 
 # %% ../../../nbs/synthagent/02b_reward.ipynb #05f74a4b
-async def synthagent_reward(spec: SynthAgentReward, task: Task, episode: Trajectory, *, judge=None, **context) -> RewardResult:
+async def synthagent_reward(
+    spec: SynthAgentReward, task: Task, episode: Trajectory, *, judge=None, **context
+) -> RewardResult:
     "SynthAgent's rubric reward of `episode` by `judge` (a `RubricJudge`), as `spec` says."
-    if not isinstance(spec, SynthAgentReward): raise RewardSpecError(f'expected a SynthAgentReward, got {type(spec).__name__}')
-    if judge is None: raise RewardSpecError("the SynthAgent reward needs a rubric judge: pass judge=RubricJudge(client)")
+    if not isinstance(spec, SynthAgentReward):
+        raise RewardSpecError(f'expected a SynthAgentReward, got {type(spec).__name__}')
+    if judge is None:
+        raise RewardSpecError("the SynthAgent reward needs a rubric judge: pass judge=RubricJudge(client)")
     if not task.rubric: raise RewardSpecError(f'task {task.id}: the SynthAgent reward needs a rubric, and it has none')
     rubric, n_calls = Rubric(**task.rubric_sections()), count_tool_calls(episode)
     s = await judge_for(spec, judge)(rubric, episode)
     if s.status == 'unknown':
-        res = RewardResult(score=0.0, paper=spec.paper, parts={'rubric_status': 'unknown', 'judge_error': s.error, 'n_calls': n_calls,
-                                                             'excluded': int(spec.unknown_verdicts == 'exclude')})
+        res = RewardResult(
+            score=0.0,
+            paper=spec.paper,
+            parts={
+                'rubric_status': 'unknown',
+                'judge_error': s.error,
+                'n_calls': n_calls,
+                'excluded': int(spec.unknown_verdicts == 'exclude'),
+            },
+        )
         return with_conduct(spec, task, episode, res)
     v = s.verdict
     score = s.score if spec.formula == 'eq5' else official_score(rubric, v, spec.later_gate)
-    res = RewardResult(score=score, paper=spec.paper, parts={
-        'rubric_status': 'scored', 'excluded': 0, 'n_calls': n_calls, 'forbidden_ok': int(not any(v.forbidden_violated)),
-        'subgoal_fraction': _fraction(v.subgoals_completed), 'interaction_fraction': _fraction(v.interactions_satisfied)})
+    res = RewardResult(
+        score=score,
+        paper=spec.paper,
+        parts={
+            'rubric_status': 'scored',
+            'excluded': 0,
+            'n_calls': n_calls,
+            'forbidden_ok': int(not any(v.forbidden_violated)),
+            'subgoal_fraction': _fraction(v.subgoals_completed),
+            'interaction_fraction': _fraction(v.interactions_satisfied),
+        },
+    )
     return with_conduct(spec, task, episode, res)
 
 # %% ../../../nbs/synthagent/02b_reward.ipynb #0b0cff99
@@ -81,12 +109,18 @@ def reward_of(result: RewardResult) -> float | None:
 # %% ../../../nbs/synthagent/02b_reward.ipynb #8c5d22e3
 def reasoning_answer_reward(spec: ReasoningAnswerReward, task: Task, episode: Trajectory, **context) -> RewardResult:
     "1.0 iff the episode's last `<answer>` is `task.final_answer`."
-    if not isinstance(spec, ReasoningAnswerReward): raise RewardSpecError(f'expected a ReasoningAnswerReward, got {type(spec).__name__}')
+    if not isinstance(spec, ReasoningAnswerReward):
+        raise RewardSpecError(f'expected a ReasoningAnswerReward, got {type(spec).__name__}')
     if task.final_answer is None: raise RewardSpecError(f'task {task.id}: no final answer to compare with')
     last = next((m.content for m in reversed(episode.messages) if m.role == 'assistant' and m.content), None)
     got = extract_answer(last)
     ok = got is not None and same_answer(got, str(task.final_answer))
-    return RewardResult(score=float(ok), paper=spec.paper, parts={'answer_match': float(ok), 'n_calls': count_tool_calls(episode)})
+    return RewardResult(
+        score=float(ok), paper=spec.paper, parts={'answer_match': float(ok), 'n_calls': count_tool_calls(episode)}
+    )
 
 # %% ../../../nbs/synthagent/02b_reward.ipynb #9ef08ad5
-REWARDS = {'synthagent': (SynthAgentReward, synthagent_reward), 'synthagent_reasoning': (ReasoningAnswerReward, reasoning_answer_reward)}
+REWARDS = {
+    'synthagent': (SynthAgentReward, synthagent_reward),
+    'synthagent_reasoning': (ReasoningAnswerReward, reasoning_answer_reward),
+}

@@ -24,12 +24,15 @@ CODE_KEY = 'code_interpreter'     # the environment-spec key of a reasoning row'
 class WorldSpecError(ValueError):
     "A row whose world cannot be built, or a job missing what its worlds need: the message says what to do."
 
+# %% ../../../nbs/synthagent/04_rl_world.ipynb #3b3971b8
 def world_spec(env: dict) -> dict:
     "What the store needs to build a row's world: the task id, instruction, tools and the `mock_world` settings."
     w = env.get(WORLD_KEY)
-    if not isinstance(w, dict): raise WorldSpecError(f"task {env.get('task_id')}: the row has no {WORLD_KEY!r} settings: re-export it")
+    if not isinstance(w, dict):
+        raise WorldSpecError(f"task {env.get('task_id')}: the row has no {WORLD_KEY!r} settings: re-export it")
     return {'task_id': env['task_id'], 'tools': env['tools'], 'settings': w, 'instruction': env.get('instruction', '')}
 
+# %% ../../../nbs/synthagent/04_rl_world.ipynb #39f278d7
 def world_from_spec(spec: dict) -> MockWorld:
     "A fresh `MockWorld` of the row, holding its seed map."
     s = spec['settings']
@@ -62,7 +65,8 @@ class WorldStore:
 
     async def answer(self, key: str, name: str, arguments: dict) -> dict:
         "The answer to a valid call in world `key`: `{'result': ToolResult JSON, 'kind'}`."
-        if key not in self.worlds: raise WorldSpecError(f'no world {key!r}: open it first (or it was dropped: raise max_worlds)')
+        if key not in self.worlds:
+            raise WorldSpecError(f'no world {key!r}: open it first (or it was dropped: raise max_worlds)')
         world, client = self.worlds[key]
         res, kind = await world_answer(world, world.tools[name], arguments, client or self._default_client(), self.tag)
         return {'result': res.model_dump(mode='json'), 'kind': kind}
@@ -80,9 +84,12 @@ class RayWorldStore:
     "The `WorldStore` of the named Ray actor, with the same async methods."
     def __init__(self, actor): self.actor = actor
     async def open(self, key: str, spec: dict, client=None) -> int: return await self.actor.open.remote(key, spec)
-    async def answer(self, key: str, name: str, arguments: dict) -> dict: return await self.actor.answer.remote(key, name, arguments)
+
+    async def answer(self, key: str, name: str, arguments: dict) -> dict:
+        return await self.actor.answer.remote(key, name, arguments)
     async def stats(self, key: str) -> dict: return await self.actor.stats.remote(key)
 
+# %% ../../../nbs/synthagent/04_rl_world.ipynb #a75dd94d
 def world_store():
     "The store of this job: the named Ray actor when Ray is initialized, else this process's `WorldStore`."
     try: import ray
@@ -98,6 +105,7 @@ def world_key(task_id: str, group: str | None, scope: str = 'task', rollout: str
     "The store key of a rollout's world: task and GRPO group; with `scope='episode'` the rollout's own."
     return '/'.join([task_id, str(group or '')] + ([str(rollout)] if scope == 'episode' else []))
 
+# %% ../../../nbs/synthagent/04_rl_world.ipynb #be909dbc
 class WorldExecutor(ToolExecutor):
     "One rollout's tool calls into the world `key` of `store`."
     def __init__(self, store, key: str, spec: dict, client: LLMClient | None = None):
@@ -111,13 +119,15 @@ class WorldExecutor(ToolExecutor):
         except ToolCallError as e: return error_result(call, 'invalid_json', str(e))
         tool = self._by_name.get(call.name)
         if tool is None: return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
-        if problems := validate_arguments(tool, args): return error_result(call, 'invalid_arguments', '; '.join(map(str, problems)))
+        if problems := validate_arguments(tool, args):
+            return error_result(call, 'invalid_arguments', '; '.join(map(str, problems)))
         if not self._opened: await self.store.open(self.key, self.spec, self.client); self._opened = True
         out = await self.store.answer(self.key, call.name, args)
         self.kinds[out['kind']] += 1; self.seen.append({'name': call.name, 'arguments': args, 'kind': out['kind']})
         return ToolResult.model_validate(out['result']).model_copy(update={'call_id': call.id})
 
-    def info(self) -> dict: return {'mock_world': {'key': self.key, 'answers': dict(sorted(self.kinds.items())), 'calls': self.seen}}
+    def info(self) -> dict:
+        return {'mock_world': {'key': self.key, 'answers': dict(sorted(self.kinds.items())), 'calls': self.seen}}
 
 # %% ../../../nbs/synthagent/04_rl_world.ipynb #cccd50d6
 class VerbatimOpeningUser:
@@ -135,8 +145,11 @@ def require_endpoints(roles: Iterable[str], what: str = 'SynthAgent RL', setting
     s = settings or get_settings()
     offline = [r for r in roles if s.llm.role(r).offline]
     if offline:
-        raise WorldSpecError(f'{what} needs an endpoint for role {", ".join(offline)}, and it has none (the offline stand-in would '
-                             f'answer it): set [llm.{offline[0]}] endpoint in settings.ini (or ENVSYNTH_LLM_{offline[0].upper()}_ENDPOINT)')
+        raise WorldSpecError(
+            f'{what} needs an endpoint for role {", ".join(offline)}, and it has none (the offline stand-in would '
+            f'answer it): set [llm.{offline[0]}] endpoint in settings.ini (or '
+            f'ENVSYNTH_LLM_{offline[0].upper()}_ENDPOINT)'
+        )
 
 # %% ../../../nbs/synthagent/04_rl_world.ipynb #42b12bf0
 CODE_RUNNER = textwrap.dedent('''
@@ -156,23 +169,33 @@ class SandboxCodeExecutor(ToolExecutor):
     async def call(self, call: ToolCall) -> ToolResult:
         try: args = call.args
         except ToolCallError as e: return error_result(call, 'invalid_json', str(e))
-        if call.name not in {t.name for t in self.tools}: return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
-        if problems := validate_arguments(self.tools[0], args): return error_result(call, 'invalid_arguments', '; '.join(map(str, problems)))
+        if call.name not in {t.name for t in self.tools}:
+            return error_result(call, 'unknown_tool', f'no tool {call.name!r} here')
+        if problems := validate_arguments(self.tools[0], args):
+            return error_result(call, 'invalid_arguments', '; '.join(map(str, problems)))
         out = await asyncio.to_thread(self.pool.run, CODE_RUNNER, 'run_code', self.timeout_s, source=args['code'])
-        if 'error' in out: return error_result(call, 'execution_error', f"{out['error']['type']}: {out['error']['message']}")
+        if 'error' in out:
+            return error_result(call, 'execution_error', f"{out['error']['type']}: {out['error']['message']}")
         return ToolResult(call_id=call.id, name=call.name, output=out['ok'])
 
 # %% ../../../nbs/synthagent/04_rl_world.ipynb #e87fdba4
 def synthagent_parts(env: dict, task: Task, *, clients: dict, group: str | None = None, rollout: str | None = None,
                      sandbox=None, store=None) -> tuple[ToolExecutor, Any]:
-    "`(executor, user)` of a SynthAgent row (`env` its environment spec): its world and the user, or the sandboxed code interpreter."
+    ("`(executor, user)` of a SynthAgent row (`env` its environment spec): its world and the user, or the sandboxed "
+     "code interpreter.")
     if CODE_KEY in env:
-        if sandbox is None: raise WorldSpecError(f'task {task.id}: the code interpreter runs in the sandbox: pass sandbox=SandboxPool(...)')
-        return SandboxCodeExecutor(sandbox, [Tool.parse(t) for t in env['tools']], env[CODE_KEY].get('timeout_s', 10.0)), None
+        if sandbox is None:
+            raise WorldSpecError(
+                f'task {task.id}: the code interpreter runs in the sandbox: pass sandbox=SandboxPool(...)'
+            )
+        return SandboxCodeExecutor(
+            sandbox, [Tool.parse(t) for t in env['tools']], env[CODE_KEY].get('timeout_s', 10.0)
+        ), None
     spec = world_spec(env) | {'instruction': task.instruction}
     key = world_key(task.id, group, spec['settings'].get('scope', 'task'), rollout)
     executor = WorldExecutor(store or world_store(), key, spec, clients.get('tool_emulator'))
-    if 'user_simulator' not in clients: raise WorldSpecError(f"task {task.id}: the SynthAgent user is an LLM: pass clients={{'user_simulator': ...}}")
+    if 'user_simulator' not in clients:
+        raise WorldSpecError(f"task {task.id}: the SynthAgent user is an LLM: pass clients={{'user_simulator': ...}}")
     user = synthagent_user(task, clients['user_simulator'])
     return executor, VerbatimOpeningUser(user, task.instruction)
 
@@ -188,10 +211,12 @@ def _build_excluding_buffer():
     from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
     class ExcludingReplayBuffer(ReplayBuffer):
-        "verl's sync replay buffer leaving out every group that holds an excluded rollout (refilled with fresh prompts)."
+        ("verl's sync replay buffer leaving out every group that holds an excluded rollout (refilled with fresh "
+         "prompts).")
         def __init__(self, *args, sampler_kwargs=None, **kwargs):
             sk = dict(sampler_kwargs or {})
-            if 'train_batch_size' not in sk: raise WorldSpecError('ExcludingReplayBuffer needs +trainer.v1.sampler.sampler_kwargs.train_batch_size')
+            if 'train_batch_size' not in sk:
+                raise WorldSpecError('ExcludingReplayBuffer needs +trainer.v1.sampler.sampler_kwargs.train_batch_size')
             kwargs.update(filter_groups_metric='reward', train_batch_size=int(sk['train_batch_size']), gen_batch_size=1,
                           max_inflight_gen_batches=int(sk.get('max_inflight_gen_batches', 1)))
             super().__init__(*args, sampler_kwargs=sampler_kwargs, **kwargs)
@@ -206,10 +231,11 @@ def _build_excluding_buffer():
             infos = [(getattr(v, 'data', v) or {}).get('reward_extra_info', {}) for v in data['extra_fields']]
             out = excluded_groups(keys, infos)
             self.excluded += len(out)
-            # verl keys these counts by reward value (its wandb table reads them as floats): an excluded rollout's is 0.0
+           # verl keys these counts by reward value (its wandb table reads them as floats): an excluded rollout's is 0.0
             return out, _Counter({0.0: len(out)}) if out else _Counter()
     return ExcludingReplayBuffer
 
+# %% ../../../nbs/synthagent/04_rl_world.ipynb #0278ffe3
 def __getattr__(name: str):
     "Build `ExcludingReplayBuffer` on first access (verl is imported then, not before)."
     if name == 'ExcludingReplayBuffer':

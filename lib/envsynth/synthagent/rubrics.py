@@ -26,11 +26,15 @@ class SubgoalReading(BaseModel):
     step: int = Field(description='the workflow step number (1-based) this sub-goal achieves')
     subgoal: str = Field(description='the sub-goal with its completion criterion, reachable by several paths')
 
+# %% ../../../nbs/synthagent/02_rubrics.ipynb #26c2c4fd
 class DemoReading(BaseModel):
     "What one demonstration shows against the workflow."
     subgoals: list[SubgoalReading] = Field(description='one per workflow step the demonstration achieved')
-    interactions: list[str] = Field(default_factory=list, description='what the agent had to ask the user before acting')
+    interactions: list[str] = Field(
+        default_factory=list, description='what the agent had to ask the user before acting'
+    )
 
+# %% ../../../nbs/synthagent/02_rubrics.ipynb #0c1ebe52
 def reading_problems(reading: DemoReading, n_steps: int) -> list[str]:
     "Why a reading cannot be used (empty = it can)."
     bad = sorted({s.step for s in reading.subgoals if not 1 <= s.step <= n_steps})
@@ -38,11 +42,18 @@ def reading_problems(reading: DemoReading, n_steps: int) -> list[str]:
     return out + [f'empty sub-goal for step {s.step}' for s in reading.subgoals if not s.subgoal.strip()]
 
 # %% ../../../nbs/synthagent/02_rubrics.ipynb #582627df
-async def read_demo(task: Task, demo: Trajectory, client: LLMClient, max_output_chars: int = 500, **sampling) -> DemoReading | Drop:
+async def read_demo(
+    task: Task, demo: Trajectory, client: LLMClient, max_output_chars: int = 500, **sampling
+) -> DemoReading | Drop:
     "One demonstration read against the task's workflow: a `DemoReading`, or a `Drop` (failed call or invalid reading)."
     workflow = task.metadata['workflow']
-    request = {'workflow': {i: s for i, s in enumerate(workflow, 1)}, 'instruction': task.instruction, 'hidden_context': task.hidden_context,
-               'forbidden': task.forbidden_behaviors, 'demonstration': render_transcript(demo, max_output_chars)}
+    request = {
+        'workflow': {i: s for i, s in enumerate(workflow, 1)},
+        'instruction': task.instruction,
+        'hidden_context': task.hidden_context,
+        'forbidden': task.forbidden_behaviors,
+        'demonstration': render_transcript(demo, max_output_chars),
+    }
     reading = await structured_call(client, 'rubric_extract', request, DemoReading, **sampling)
     if isinstance(reading, Drop): return reading
     if problems := reading_problems(reading, len(workflow)): return Drop('rubric_extract_invalid', '; '.join(problems))
@@ -56,18 +67,25 @@ def rubric_from_readings(task: Task, readings: Sequence[DemoReading], max_intera
     for r in readings:
         for s in r.subgoals: subgoal.setdefault(s.step, s.subgoal.strip())
     if missing := [i for i in range(1, len(workflow) + 1) if i not in subgoal]:
-        return Drop('uncovered_workflow_steps', f'steps {missing} of {len(workflow)} uncovered: ' + '; '.join(workflow[i - 1] for i in missing)[:400])
+        return Drop(
+            'uncovered_workflow_steps',
+            f'steps {missing} of {len(workflow)} uncovered: ' + '; '.join(workflow[i - 1] for i in missing)[:400],
+        )
     interactions, seen = [], set()
     if task.metadata.get('information_gap', True):
         for r in readings:
             for x in r.interactions:
-                if x.strip() and x.strip().lower() not in seen: seen.add(x.strip().lower()); interactions.append(x.strip())
+                if x.strip() and x.strip().lower() not in seen:
+                    seen.add(x.strip().lower())
+                    interactions.append(x.strip())
     rubric = [RubricItem(kind='subgoal', text=subgoal[i]) for i in sorted(subgoal)] + \
              [RubricItem(kind='interaction', text=x) for x in interactions[:max_interactions]]
     return task.model_copy(update={'rubric': rubric, 'metadata': {**task.metadata, 'demos_read': len(readings)}})
 
 # %% ../../../nbs/synthagent/02_rubrics.ipynb #8d36ef68
-async def build_rubric(task: Task, demos: Sequence[Trajectory], client: LLMClient, max_interactions: int = 5, **sampling) -> tuple[Task | Drop, dict]:
+async def build_rubric(
+    task: Task, demos: Sequence[Trajectory], client: LLMClient, max_interactions: int = 5, **sampling
+) -> tuple[Task | Drop, dict]:
     "Stage 5: read each demonstration, then `rubric_from_readings`; also the count of readings by outcome."
     readings, outcome = [], Counter()
     for d in demos:
@@ -87,6 +105,7 @@ def fill_arguments(tool: Tool) -> dict:
     props = tool.function.parameters.get('properties') or {}
     return {n: value(props.get(n) or {}, n) for n in tool.function.parameters.get('required') or []}
 
+# %% ../../../nbs/synthagent/02_rubrics.ipynb #cc24e801
 class ReplayPolicy:
     "Replays the assistant turns of a trajectory in order (tool-call ids renumbered), then stops answering."
     def __init__(self, demo: Trajectory):
@@ -98,6 +117,7 @@ class ReplayPolicy:
         calls = [ToolCall.make(c.name, c.args, index=100 * done + i) for i, c in enumerate(m.tool_calls or [])]
         return PolicyTurn(assistant(m.content, tool_calls=calls or None))
 
+# %% ../../../nbs/synthagent/02_rubrics.ipynb #11ed5bdc
 class ForbiddenActionPolicy(ReplayPolicy):
     "The replay, after first calling the task's forbidden tool."
     def __init__(self, demo: Trajectory, task: Task):
@@ -105,6 +125,7 @@ class ForbiddenActionPolicy(ReplayPolicy):
         tool = next(t for t in task_tools(task) if t.name == task.metadata['forbidden_tool'])
         self.turns = [assistant(tool_calls=[ToolCall.make(tool.name, fill_arguments(tool), index=999)])] + self.turns
 
+# %% ../../../nbs/synthagent/02_rubrics.ipynb #c37e3eef
 PROBE_POLICIES = ('oracle', 'do_nothing', 'forbidden')
 
 def probe_policy(name: str, task: Task, demo: Trajectory):
@@ -125,11 +146,23 @@ def score_table(rows: Iterable[dict]) -> dict:
     for lo, hi in SCORE_BINS:
         inside = [r for r in scored if lo <= r['score'] < hi or (hi == 1.0 and r['score'] == 1.0)]
         mean = lambda k: round(sum(r[k] for r in inside) / len(inside), 2) if inside else None
-        table.append({'bin': f'[{lo:.2f}, {hi:.2f}{"]" if hi == 1.0 else ")"}', 'share': round(len(inside) / len(scored), 4) if scored else 0.0,
-                      'tasks': len(inside), 'avg_tool_calls': mean('tool_calls'), 'avg_user_interactions': mean('user_interactions')})
+        table.append(
+            {
+                'bin': f'[{lo:.2f}, {hi:.2f}{"]" if hi == 1.0 else ")"}',
+                'share': round(len(inside) / len(scored), 4) if scored else 0.0,
+                'tasks': len(inside),
+                'avg_tool_calls': mean('tool_calls'),
+                'avg_user_interactions': mean('user_interactions'),
+            }
+        )
     return {'bins': table, 'scored': len(scored), 'unknown': len(rows) - len(scored),
             'mean_score': round(sum(r['score'] for r in scored) / len(scored), 4) if scored else None}
 
+# %% ../../../nbs/synthagent/02_rubrics.ipynb #e25b50d6
 def trajectory_row(traj: Trajectory, score: dict) -> dict:
     "The Table 2 row of a judged trajectory."
-    return {'score': score['score'], 'tool_calls': traj.info.get('tool_calls', 0), 'user_interactions': user_interactions(traj)}
+    return {
+        'score': score['score'],
+        'tool_calls': traj.info.get('tool_calls', 0),
+        'user_interactions': user_interactions(traj),
+    }

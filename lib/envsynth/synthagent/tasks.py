@@ -25,20 +25,27 @@ def prompts_dir() -> Path:
     "The `prompts/synthagent/` folder of this checkout."
     return prompt_folder('synthagent')
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #9f33d205
 def load_prompt(name: str, request: Any) -> str:
     "The prompt `prompts/synthagent/{name}.md` with its `{request}` filled in as a JSON block."
     path = prompts_dir() / f'{name}.md'
-    if not path.exists(): raise FileNotFoundError(f'no prompt {name!r}; have {sorted(p.stem for p in prompts_dir().glob("*.md"))}')
+    if not path.exists():
+        raise FileNotFoundError(f'no prompt {name!r}; have {sorted(p.stem for p in prompts_dir().glob("*.md"))}')
     text = path.read_text()
     if '{request}' not in text: raise KeyError(f'prompt {name!r} has no {{request}} placeholder')
     return text.replace('{request}', json.dumps(request, indent=1, ensure_ascii=False, sort_keys=True))
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #e1dccf12
-async def structured_call(client: LLMClient, step: str, request: Any, response_model: type[BaseModel], **sampling) -> BaseModel | Drop:
-    "Ask `prompts/synthagent/{step}.md` (tag `synthagent.{step}`) with `request`: the parsed answer, or `Drop('{step}_failed', why)`."
+async def structured_call(
+    client: LLMClient, step: str, request: Any, response_model: type[BaseModel], **sampling
+) -> BaseModel | Drop:
+    ("Ask `prompts/synthagent/{step}.md` (tag `synthagent.{step}`) with `request`: the parsed answer, or "
+     "`Drop('{step}_failed', why)`.")
     messages = [{'role': 'user', 'content': load_prompt(step, request)}]
-    try: return (await client.chat(messages, response_model=response_model, tag=f'synthagent.{step}', **sampling)).parsed
-    except LLMError as e: return Drop(f'{step}_failed', f'{e.kind}: {e}'[:500])
+    try:
+        return (await client.chat(messages, response_model=response_model, tag=f'synthagent.{step}', **sampling)).parsed
+    except LLMError as e:
+        return Drop(f'{step}_failed', f'{e.kind}: {e}'[:500])
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #26070a17
 class Persona(BaseModel):
@@ -50,6 +57,7 @@ class Persona(BaseModel):
         if not self.persona.strip(): raise ValueError('a persona needs text')
         if not self.id: self.id = 'persona_' + content_hash(self.persona.strip(), 10)
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #b732279d
 OUR_PERSONAS = ('A senior site-reliability engineer who keeps an online shop\'s checkout service running.',
                 'A community nurse who schedules home visits for elderly patients in a rural district.',
                 'A high-school chemistry teacher preparing lab sessions and ordering supplies.',
@@ -60,7 +68,8 @@ OUR_PERSONAS = ('A senior site-reliability engineer who keeps an online shop\'s 
                 'A hospital pharmacist who reconciles medication orders for discharged patients.')
 
 def load_personas(path: str | Path | None = None, limit: int | None = None) -> list[Persona]:
-    "Personas of a JSONL file (`{'persona': ...}` a line; blank lines skipped), else `OUR_PERSONAS`; duplicates dropped, first `limit` kept."
+    ("Personas of a JSONL file (`{'persona': ...}` a line; blank lines skipped), else `OUR_PERSONAS`; duplicates "
+     "dropped, first `limit` kept.")
     if path is None: rows = [{'persona': p} for p in OUR_PERSONAS]
     else:
         rows = []
@@ -86,6 +95,7 @@ class PersonaCategory(BaseModel):
     category: Literal[PERSONA_CATEGORIES]
     reason: str = ''
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #e777b057
 async def persona_category(persona: Persona, client: LLMClient, **sampling) -> str | Drop:
     "The category of `persona` (`prompts/synthagent/persona_category.md`), or `Drop('persona_category_failed', why)`."
     r = await structured_call(client, 'persona_category', {'persona': persona.persona}, PersonaCategory, **sampling)
@@ -99,6 +109,7 @@ class ToolSpec(BaseModel):
     parameters: dict
     outputs: dict | None = None
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #eb29de6d
 class ToolSuiteDraft(BaseModel):
     "The teacher's answer for one persona."
     background: str = Field(description='two or three sentences: who the persona is and what they need done')
@@ -106,8 +117,10 @@ class ToolSuiteDraft(BaseModel):
     workflow: list[str] = Field(description='the high-level steps (macro sub-goals) that accomplish the task, in order')
     tools: list[ToolSpec] = Field(description='the task-specific tools')
     forbidden_tool: str = Field(description='the tool the restriction is about (one of the tools)')
-    forbidden: str = Field(description='"Tool [name] must NOT be used to [action]. This restriction exists because [...]. Violating this restriction will result in task failure."')
+    forbidden: str = Field(description='"Tool [name] must NOT be used to [action]. This restriction exists because '
+                                       '[...]. Violating this restriction will result in task failure."')
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #8cee4277
 class ToolSuite(BaseModel):
     "A checked tool suite: the draft's text and the tools as `Tool`s (output schema kept)."
     persona_id: str
@@ -133,40 +146,66 @@ def parse_tool_specs(specs: Iterable[ToolSpec | dict]) -> list[Tool] | str:
     if dup := sorted({n for n in names if names.count(n) > 1}): return f'duplicate tool names {dup}'
     return tools
 
-def check_tool_suite(draft: ToolSuiteDraft, persona: Persona, tools: tuple[int, int] = (3, 5), steps: tuple[int, int] = (5, 7)) -> ToolSuite | Drop:
+# %% ../../../nbs/synthagent/00_tasks.ipynb #0b5bf6b1
+def check_tool_suite(
+    draft: ToolSuiteDraft, persona: Persona, tools: tuple[int, int] = (3, 5), steps: tuple[int, int] = (5, 7)
+) -> ToolSuite | Drop:
     "The draft as a `ToolSuite` if it passes the gate, else a `Drop` naming the first problem."
-    if not steps[0] <= len(draft.workflow) <= steps[1]: return Drop('workflow_length', f'{len(draft.workflow)} steps, want {steps[0]}-{steps[1]}')
+    if not steps[0] <= len(draft.workflow) <= steps[1]:
+        return Drop('workflow_length', f'{len(draft.workflow)} steps, want {steps[0]}-{steps[1]}')
     if any(not s.strip() for s in draft.workflow): return Drop('workflow_length', 'an empty workflow step')
-    if not tools[0] <= len(draft.tools) <= tools[1]: return Drop('tool_count', f'{len(draft.tools)} tools, want {tools[0]}-{tools[1]}')
+    if not tools[0] <= len(draft.tools) <= tools[1]:
+        return Drop('tool_count', f'{len(draft.tools)} tools, want {tools[0]}-{tools[1]}')
     parsed = parse_tool_specs(draft.tools)
     if isinstance(parsed, str): return Drop('invalid_tool_schema', parsed)
     if not draft.forbidden.strip(): return Drop('no_forbidden_rule', 'the restriction is empty')
-    if draft.forbidden_tool not in {t.name for t in parsed}: return Drop('no_forbidden_rule', f'the restriction names {draft.forbidden_tool!r}, not a tool of the suite')
-    return ToolSuite(persona_id=persona.id, persona=persona.persona, task=draft.task.strip(), workflow=[s.strip() for s in draft.workflow],
-                     tools=[t.model_dump(mode='json', exclude_none=True) for t in parsed], forbidden_tool=draft.forbidden_tool,
-                     forbidden=draft.forbidden.strip())
+    if draft.forbidden_tool not in {t.name for t in parsed}:
+        return Drop('no_forbidden_rule', f'the restriction names {draft.forbidden_tool!r}, not a tool of the suite')
+    return ToolSuite(
+        persona_id=persona.id,
+        persona=persona.persona,
+        task=draft.task.strip(),
+        workflow=[s.strip() for s in draft.workflow],
+        tools=[t.model_dump(mode='json', exclude_none=True) for t in parsed],
+        forbidden_tool=draft.forbidden_tool,
+        forbidden=draft.forbidden.strip(),
+    )
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #410d846c
-async def generate_tool_suite(persona: Persona, client: LLMClient, tools: tuple[int, int] = (3, 5), steps: tuple[int, int] = (5, 7),
-                              **sampling) -> ToolSuite | Drop:
+async def generate_tool_suite(
+    persona: Persona, client: LLMClient, tools: tuple[int, int] = (3, 5), steps: tuple[int, int] = (5, 7), **sampling
+) -> ToolSuite | Drop:
     "Stage 2: persona → workflow, tool suite and forbidden rule, checked (`Drop` with the reason otherwise)."
-    request = {'persona': persona.persona, 'min_tools': tools[0], 'max_tools': tools[1], 'min_steps': steps[0], 'max_steps': steps[1]}
+    request = {
+        'persona': persona.persona,
+        'min_tools': tools[0],
+        'max_tools': tools[1],
+        'min_steps': steps[0],
+        'max_steps': steps[1],
+    }
     draft = await structured_call(client, 'tool_suite', request, ToolSuiteDraft, **sampling)
     return draft if isinstance(draft, Drop) else check_tool_suite(draft, persona, tools, steps)
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #3deea63b
 class FuzzyTask(BaseModel):
     "The rewrite of an explicit task into what the agent sees and what only the user knows."
-    instruction: str = Field(description='one short, underspecified request, as the user would first say it; no steps, no tool hints')
-    hidden_context: str = Field(description='the decisive details only the user knows, as a few plain sentences')
-    hidden_facts: list[str] = Field(description='the decisive details as short phrases (names, ids, values, constraints)')
 
+    instruction: str = Field(
+        description='one short, underspecified request, as the user would first say it; no steps, no tool hints'
+    )
+    hidden_context: str = Field(description='the decisive details only the user knows, as a few plain sentences')
+    hidden_facts: list[str] = Field(
+        description='the decisive details as short phrases (names, ids, values, constraints)'
+    )
+
+# %% ../../../nbs/synthagent/00_tasks.ipynb #d5617c7a
 class CheckedTools(BaseModel):
     "The tool check's answer: the suite to offer (kept tools and distractors) and what it changed."
     tools: list[ToolSpec]
     distractors: list[str] = Field(description='names of the added plausible tools the task does not need')
     removed: list[str] = Field(default_factory=list, description='names of the tools removed')
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #6ff604cc
 class GapVerdict(BaseModel):
     "A judge's reading of the instruction alone: does it determine the workflow, and which hidden facts does it state?"
     determined: bool = Field(description='true if the instruction alone tells an agent every step and value it needs')
@@ -174,20 +213,32 @@ class GapVerdict(BaseModel):
     reason: str = ''
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #c6073a48
-def check_checked_tools(checked: CheckedTools, suite: ToolSuite, distractors: tuple[int, int] = (1, 2), min_tools: int = 3,
-                        max_output_fields: int = 2) -> list[Tool] | Drop:
-    "The checked suite as `Tool`s if it is usable, else a `Drop`: schemas, distractor count, output size, the forbidden tool kept."
+def check_checked_tools(
+    checked: CheckedTools,
+    suite: ToolSuite,
+    distractors: tuple[int, int] = (1, 2),
+    min_tools: int = 3,
+    max_output_fields: int = 2,
+) -> list[Tool] | Drop:
+    ("The checked suite as `Tool`s if it is usable, else a `Drop`: schemas, distractor count, output size, the "
+     "forbidden tool kept.")
     tools = parse_tool_specs(checked.tools)
     if isinstance(tools, str): return Drop('invalid_tool_schema', f'after the tool check: {tools}')
     names = {t.name for t in tools}
-    if unknown := sorted(set(checked.distractors) - names): return Drop('distractor_count', f'distractors {unknown} are not in the suite')
+    if unknown := sorted(set(checked.distractors) - names):
+        return Drop('distractor_count', f'distractors {unknown} are not in the suite')
     if not distractors[0] <= len(set(checked.distractors)) <= distractors[1]:
-        return Drop('distractor_count', f'{len(set(checked.distractors))} distractors, want {distractors[0]}-{distractors[1]}')
-    if len(names) - len(set(checked.distractors)) < min_tools: return Drop('tool_count', f'{len(names) - len(set(checked.distractors))} task tools left after the check')
-    if suite.forbidden_tool not in names: return Drop('no_forbidden_rule', f'the tool check removed the forbidden tool {suite.forbidden_tool!r}')
+        return Drop(
+            'distractor_count', f'{len(set(checked.distractors))} distractors, want {distractors[0]}-{distractors[1]}'
+        )
+    if len(names) - len(set(checked.distractors)) < min_tools:
+        return Drop('tool_count', f'{len(names) - len(set(checked.distractors))} task tools left after the check')
+    if suite.forbidden_tool not in names:
+        return Drop('no_forbidden_rule', f'the tool check removed the forbidden tool {suite.forbidden_tool!r}')
     for t in tools:
         n = len((t.function.output_schema or {}).get('properties') or {})
-        if n > max_output_fields: return Drop('output_not_simulatable', f'{t.name} returns {n} fields, at most {max_output_fields}')
+        if n > max_output_fields:
+            return Drop('output_not_simulatable', f'{t.name} returns {n} fields, at most {max_output_fields}')
     return tools
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #9b1d5d8b
@@ -199,47 +250,95 @@ def stated_hidden_facts(instruction: str, facts: Iterable[str]) -> list[str]:
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #85ef1fb4
 def task_from_suite(suite: ToolSuite, tools: list[Tool], distractors: list[str], fuzzy: FuzzyTask | None) -> Task:
-    "The `Task`: instruction (I, or the explicit task without a gap), hidden context C, the forbidden rule; the suite in `metadata`."
-    meta = {'persona_id': suite.persona_id, 'persona': suite.persona, 'explicit_task': suite.task, 'workflow': suite.workflow,
-            'forbidden_tool': suite.forbidden_tool, 'distractors': sorted(distractors),
-            'tool_suite': [t.model_dump(mode='json', exclude_none=True) for t in tools],
-            'information_gap': fuzzy is not None}
+    ("The `Task`: instruction (I, or the explicit task without a gap), hidden context C, the forbidden rule; the suite "
+     "in `metadata`.")
+    meta = {
+        'persona_id': suite.persona_id,
+        'persona': suite.persona,
+        'explicit_task': suite.task,
+        'workflow': suite.workflow,
+        'forbidden_tool': suite.forbidden_tool,
+        'distractors': sorted(distractors),
+        'tool_suite': [t.model_dump(mode='json', exclude_none=True) for t in tools],
+        'information_gap': fuzzy is not None,
+    }
     if fuzzy is not None: meta['hidden_facts'] = fuzzy.hidden_facts
     return Task(env_id=f'synthagent/{suite.persona_id}', instruction=fuzzy.instruction.strip() if fuzzy else suite.task,
                 tools=[t.name for t in tools], hidden_context=fuzzy.hidden_context.strip() if fuzzy else None,
                 forbidden_behaviors=[suite.forbidden], metadata=meta)
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #b2f5ba9d
 def task_tools(task: Task) -> list[Tool]:
     "The tools offered in a SynthAgent task (its checked suite, distractors included)."
-    if 'tool_suite' not in task.metadata: raise ValueError(f'task {task.id} has no tool suite in its metadata: not a SynthAgent task')
+    if 'tool_suite' not in task.metadata:
+        raise ValueError(f'task {task.id} has no tool suite in its metadata: not a SynthAgent task')
     return [Tool.parse(t) for t in task.metadata['tool_suite']]
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #34a0b8c5
-async def make_fuzzy_task(suite: ToolSuite, client: LLMClient, judge: LLMClient | None = None, *, information_gap: bool = True,
-                          gap_check: bool = True, distractors: tuple[int, int] = (1, 2), min_tools: int = 3, max_output_fields: int = 2,
-                          **sampling) -> Task | Drop:
-    "Stage 3: fuzzy rewrite (unless `information_gap=False`) → tool check → information-gap check; the `Task` or a `Drop`."
+async def make_fuzzy_task(
+    suite: ToolSuite,
+    client: LLMClient,
+    judge: LLMClient | None = None,
+    *,
+    information_gap: bool = True,
+    gap_check: bool = True,
+    distractors: tuple[int, int] = (1, 2),
+    min_tools: int = 3,
+    max_output_fields: int = 2,
+    **sampling,
+) -> Task | Drop:
+    ("Stage 3: fuzzy rewrite (unless `information_gap=False`) → tool check → information-gap check; the `Task` or a "
+     "`Drop`.")
     fuzzy = None
     if information_gap:
-        fuzzy = await structured_call(client, 'fuzzy_task', {'task': suite.task, 'workflow': suite.workflow, 'persona': suite.persona,
-                                                             'tools': [t['function']['name'] for t in suite.tools]}, FuzzyTask, **sampling)
+        fuzzy = await structured_call(
+            client,
+            'fuzzy_task',
+            {
+                'task': suite.task,
+                'workflow': suite.workflow,
+                'persona': suite.persona,
+                'tools': [t['function']['name'] for t in suite.tools],
+            },
+            FuzzyTask,
+            **sampling,
+        )
         if isinstance(fuzzy, Drop): return fuzzy
         if not fuzzy.instruction.strip() or not fuzzy.hidden_context.strip() or not fuzzy.hidden_facts:
             return Drop('no_information_gap', 'the rewrite has an empty instruction, hidden context or fact list')
-    request = {'task': fuzzy.instruction if fuzzy else suite.task, 'workflow': suite.workflow, 'forbidden': suite.forbidden,
-               'tools': [t['function'] for t in suite.tools], 'min_distractors': distractors[0], 'max_distractors': distractors[1],
-               'max_output_fields': max_output_fields}
+    request = {
+        'task': fuzzy.instruction if fuzzy else suite.task,
+        'workflow': suite.workflow,
+        'forbidden': suite.forbidden,
+        'tools': [t['function'] for t in suite.tools],
+        'min_distractors': distractors[0],
+        'max_distractors': distractors[1],
+        'max_output_fields': max_output_fields,
+    }
     checked = await structured_call(client, 'tool_check', request, CheckedTools, **sampling)
     if isinstance(checked, Drop): return checked
     tools = check_checked_tools(checked, suite, distractors, min_tools, max_output_fields)
     if isinstance(tools, Drop): return tools
     if fuzzy is not None and gap_check:
-        if stated := stated_hidden_facts(fuzzy.instruction, fuzzy.hidden_facts): return Drop('no_information_gap', f'the instruction states {stated}')
-        verdict = await structured_call(judge or client, 'gap_check', {'instruction': fuzzy.instruction, 'tools': sorted(t.name for t in tools),
-                                                                        'hidden_facts': fuzzy.hidden_facts}, GapVerdict, temperature=0.0)
+        if stated := stated_hidden_facts(fuzzy.instruction, fuzzy.hidden_facts):
+            return Drop('no_information_gap', f'the instruction states {stated}')
+        verdict = await structured_call(
+            judge or client,
+            'gap_check',
+            {
+                'instruction': fuzzy.instruction,
+                'tools': sorted(t.name for t in tools),
+                'hidden_facts': fuzzy.hidden_facts,
+            },
+            GapVerdict,
+            temperature=0.0,
+        )
         if isinstance(verdict, Drop): return verdict
         if verdict.determined or verdict.stated_facts:
-            return Drop('no_information_gap', f'judge: determined={verdict.determined}, states {verdict.stated_facts}: {verdict.reason}'[:500])
+            return Drop(
+                'no_information_gap',
+                f'judge: determined={verdict.determined}, states {verdict.stated_facts}: {verdict.reason}'[:500],
+            )
     return task_from_suite(suite, tools, checked.distractors, fuzzy)
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #8c03dd5c
@@ -250,9 +349,11 @@ class ReasoningProblem(BaseModel):
     answer: str
 
     def model_post_init(self, _):
-        if not self.question.strip() or not self.answer.strip(): raise ValueError('a problem needs a question and an answer')
+        if not self.question.strip() or not self.answer.strip():
+            raise ValueError('a problem needs a question and an answer')
         if not self.id: self.id = 'problem_' + content_hash([self.question, self.answer], 10)
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #024c7166
 def load_problems(path: str | Path, limit: int | None = None) -> list[ReasoningProblem]:
     "Problems of a JSON list or JSONL file in Tool-Star's shape (`question`|`problem`, `answer`|`gold_answer`)."
     text = Path(path).read_text().strip()
@@ -260,8 +361,11 @@ def load_problems(path: str | Path, limit: int | None = None) -> list[ReasoningP
     out = []
     for n, r in enumerate(rows, 1):
         q, a = r.get('question', r.get('problem')), r.get('answer', r.get('gold_answer'))
-        if not isinstance(q, str) or a is None: raise ValueError(f'{path}, problem {n}: needs question|problem and answer|gold_answer, has {sorted(r)}')
-        out.append(ReasoningProblem(question=q, answer=str(a), **({'id': str(r['id'])} if r.get('id') is not None else {})))
+        if not isinstance(q, str) or a is None:
+            raise ValueError(f'{path}, problem {n}: needs question|problem and answer|gold_answer, has {sorted(r)}')
+        out.append(
+            ReasoningProblem(question=q, answer=str(a), **({'id': str(r['id'])} if r.get('id') is not None else {}))
+        )
     return out[:limit] if limit is not None else out
 
 # %% ../../../nbs/synthagent/00_tasks.ipynb #5e489610
@@ -269,26 +373,47 @@ class ScenarioProblem(BaseModel):
     "A problem rewritten as a scenario for a persona (same answer)."
     question: str
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #a6e6c5b8
 class ProblemSolution(BaseModel):
     "The teacher's solution: its reasoning and the final answer alone."
     reasoning: str = ''
     answer: str
 
+# %% ../../../nbs/synthagent/00_tasks.ipynb #a6473f89
 def same_answer(a: str, b: str) -> bool:
     "Answers equal after trimming, lower-casing and number normalization ('42.0' == '42')."
     norm = lambda s: s.strip().strip('.').lower().replace(',', '')
     try: return float(norm(a)) == float(norm(b))
     except ValueError: return norm(a) == norm(b)
 
-async def rewrite_problem(problem: ReasoningProblem, persona: Persona, client: LLMClient, samples: int = 3, **sampling) -> dict | Drop:
-    "Persona rewrite, then `samples` solutions; kept only if every answer agrees with the others and with the reference."
-    scenario = await structured_call(client, 'reasoning_rewrite', {'problem': problem.question, 'persona': persona.persona}, ScenarioProblem, **sampling)
+# %% ../../../nbs/synthagent/00_tasks.ipynb #4f05b472
+async def rewrite_problem(
+    problem: ReasoningProblem, persona: Persona, client: LLMClient, samples: int = 3, **sampling
+) -> dict | Drop:
+    ("Persona rewrite, then `samples` solutions; kept only if every answer agrees with the others and with the "
+     "reference.")
+    scenario = await structured_call(
+        client,
+        'reasoning_rewrite',
+        {'problem': problem.question, 'persona': persona.persona},
+        ScenarioProblem,
+        **sampling,
+    )
     if isinstance(scenario, Drop): return scenario
     answers = []
     for i in range(samples):
-        sol = await structured_call(client, 'reasoning_solve', {'problem': scenario.question}, ProblemSolution, **{**sampling, 'seed': i})
+        sol = await structured_call(
+            client, 'reasoning_solve', {'problem': scenario.question}, ProblemSolution, **{**sampling, 'seed': i}
+        )
         if isinstance(sol, Drop): return sol
         answers.append(sol.answer)
     if not all(same_answer(a, answers[0]) for a in answers): return Drop('inconsistent_answers', json.dumps(answers))
-    if not same_answer(answers[0], problem.answer): return Drop('wrong_answer', f'{answers[0]!r} vs reference {problem.answer!r}')
-    return {'id': problem.id, 'persona_id': persona.id, 'question': scenario.question, 'answer': problem.answer, 'original': problem.question}
+    if not same_answer(answers[0], problem.answer):
+        return Drop('wrong_answer', f'{answers[0]!r} vs reference {problem.answer!r}')
+    return {
+        'id': problem.id,
+        'persona_id': persona.id,
+        'question': scenario.question,
+        'answer': problem.answer,
+        'original': problem.question,
+    }

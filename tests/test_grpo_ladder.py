@@ -3,7 +3,7 @@ the whole experiment at its `test` size (start checkpoint, GRPO, the shuffled-re
 measured on training and held-out tasks). The measured `full` run is far too long for a test; its results are in
 benchmarks/results/grpo_ladder_cpu.json and the notebook. About 60 s on 2 cores."""
 import json
-from envsynth.train.grpo_ladder import (LADDER_SIZES, choice_reward, choice_tasks, answer_text, grpo_choices,
+from envsynth.train.grpo_ladder import (LADDER_SIZES, choice_reward, choice_tasks, answer_text, grpo_choices, prompt_text,
                                         ladder_experiment, start_checkpoint)
 
 
@@ -38,3 +38,53 @@ def test_shuffled_rewards_keep_the_true_success(tmp_path):
     _, _, b = grpo_choices(start, train, steps=1, prompts_per_step=2, group_size=2, max_rounds=1, seed=3,
                            shuffle_rewards=True)
     assert a[0]['success'] == b[0]['success']                                  # same samples, same true reward
+
+
+def test_advantages_are_zero_without_spread_and_centred_with_it():
+    from envsynth.train.rl import grpo_advantages
+    flat, spread = grpo_advantages([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    assert flat == [0.0, 0.0, 0.0]                                            # no spread, no signal
+    assert spread[0] > 0 > spread[1] == spread[2] == spread[3] and abs(sum(spread)) < 1e-9
+
+
+def _tiny(tmp_path):
+    from envsynth.train.sft import build_tiny_qwen3_on
+    from envsynth.train.grpo import load_policy_model
+    train, _ = choice_tasks()
+    d = build_tiny_qwen3_on([prompt_text(t) + answer_text(t) for t in train[:8]], tmp_path / 'tiny', vocab_size=300,
+                            hidden_size=16, layers=1, heads=2, seed=0)
+    return (*load_policy_model(d), train)
+
+
+def test_log_probs_are_those_of_the_sampling_distribution_at_its_temperature(tmp_path):
+    """The ratio's log-probs must score what the sampler drew from: logits / temperature, as `generate` samples."""
+    import torch
+    from envsynth.train.grpo import Rollout, response_log_probs
+    model, tok, train = _tiny(tmp_path)
+    prompt = tok(prompt_text(train[0]))['input_ids']
+    torch.manual_seed(0)
+    g = model.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=True, temperature=0.5, top_k=0, top_p=1.0,
+                       output_scores=True, return_dict_in_generate=True, pad_token_id=tok.pad_token_id)
+    new = g.sequences[0, len(prompt):].tolist()
+    sampled = torch.tensor([torch.log_softmax(s[0].float(), -1)[t].item() for s, t in zip(g.scores, new)])
+    r = Rollout('t', prompt, new, [1] * len(new), 0.0, 0.0, None)
+    with torch.no_grad():
+        assert torch.allclose(response_log_probs(model, [r], temperature=0.5)[0], sampled, atol=1e-4)
+        assert not torch.allclose(response_log_probs(model, [r])[0], sampled, atol=1e-2)
+
+
+def test_the_loss_sees_only_the_masked_in_tokens(tmp_path):
+    """A response with a masked-out tail trains exactly like the response without that tail."""
+    import torch
+    from envsynth.train.grpo import Rollout, policy_gradient_step
+    model, tok, train = _tiny(tmp_path)
+    prompt, answer = tok(prompt_text(train[0]))['input_ids'], tok(answer_text(train[0]))['input_ids']
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    def grads(rollouts, adv):
+        policy_gradient_step(model, opt, rollouts, adv, temperature=0.7)
+        return torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]).clone()
+    cut = len(answer) // 2
+    full = Rollout('t', prompt, answer, [1] * cut + [0] * (len(answer) - cut), 1.0, 1.0, None)
+    short = Rollout('t', prompt, answer[:cut], [1] * cut, 1.0, 1.0, None)
+    assert torch.allclose(grads([full], [1.0]), grads([short], [1.0]), atol=1e-6)
+    assert grads([full], [1.0]).abs().sum() > 0 and torch.allclose(grads([full], [-1.0]), -grads([full], [1.0]), atol=1e-6)

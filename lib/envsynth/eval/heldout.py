@@ -74,8 +74,10 @@ def summary_rows(episodes: list[dict], category: str, model: str, k: int, revisi
 
 async def evaluate_env(env: Environment | str, make_policy: Callable[[Task], Any] = OraclePolicy, make_user: Callable[[Task], Any] | None = None,
                        *, model: str = 'oracle', k: int = 1, tasks: Iterable[Task | str] | None = None,
-                       limits: EpisodeLimits = EpisodeLimits(), concurrency: int = 8) -> HeldoutResult:
-    "k rollouts of each task of `env` (a curated name or an `Environment`) with the policy, scored; episodes + tidy rows."
+                       limits: EpisodeLimits = EpisodeLimits(), concurrency: int = 8,
+                       system_prompt: str | None = None) -> HeldoutResult:
+    """k rollouts of each task of `env` (a curated name or an `Environment`) with the policy, scored; episodes + tidy
+    rows. `system_prompt` replaces the environment's own (pass the one the policy was trained with)."""
     if isinstance(env, str): env = load_curated(env)
     if not isinstance(env, Environment): raise TypeError(f'env must be an Environment or a curated environment name, got {type(env).__name__}')
     if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise ValueError(f'k must be an int >= 1, got {k!r}')
@@ -83,7 +85,8 @@ async def evaluate_env(env: Environment | str, make_policy: Callable[[Task], Any
     if not tasks: raise ValueError(f'environment {env.name!r} has no tasks to evaluate')
     unverified = [t.id for t in tasks if t.gold_state_hash is None]
     if unverified: raise ValueError(f'tasks without a gold state hash cannot be scored: {unverified[:5]}')
-    trajs = await rollout_env(env, tasks, make_policy, make_user, k=k, concurrency=concurrency, limits=limits)
+    trajs = await rollout_env(env, tasks, make_policy, make_user, k=k, concurrency=concurrency, limits=limits,
+                              system_prompt=system_prompt)
     by_id = {t.id: t for t in tasks}
     episodes = [{'env': env.name, 'task_id': tr.task_id, 'attempt': tr.info.get('attempt'), 'write': _is_write_task(env, by_id[tr.task_id]),
                  'reward': state_hash_reward(tr, by_id[tr.task_id].gold_state_hash), 'f1': subtask_f1(tr, by_id[tr.task_id]),

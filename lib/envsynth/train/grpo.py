@@ -195,21 +195,25 @@ async def rollout_rows(rows: Sequence[dict], model, tokenizer, *, temperature: f
     return list(await asyncio.gather(*(_rollout(r, sampler, response_length, max_turns) for r in rows)))
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #351a166f
-def response_log_probs(model, rollouts: Sequence[Rollout]):
-    "Log-probabilities under `model` of each rollout's response tokens, right-padded: a (len(rollouts), longest response) tensor."
+def response_log_probs(model, rollouts: Sequence[Rollout], temperature: float = 1.0):
+    """Log-probabilities under `model` at `temperature` (the sampling distribution: logits / temperature) of each
+    rollout's response tokens, right-padded: a (len(rollouts), longest response) tensor."""
     import torch
     width, rlen = max(len(r.prompt_ids) + len(r.response_ids) for r in rollouts), max(len(r.response_ids) for r in rollouts)
     pad = lambda xs, n: xs + [0] * (n - len(xs))
     ids = torch.tensor([pad(r.prompt_ids + r.response_ids, width) for r in rollouts], device=model.device)
     mask = torch.tensor([pad([1] * (len(r.prompt_ids) + len(r.response_ids)), width) for r in rollouts], device=model.device)
-    logp = torch.log_softmax(model(ids, attention_mask=mask).logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+    t = temperature if temperature > 0 else 1.0             # greedy samples: score them under the plain softmax
+    logp = torch.log_softmax(model(ids, attention_mask=mask).logits[:, :-1].float() / t, -1).gather(-1, ids[:, 1:, None])[..., 0]
     return torch.stack([torch.nn.functional.pad(logp[i, len(r.prompt_ids) - 1:len(r.prompt_ids) - 1 + len(r.response_ids)],
                                                 (0, rlen - len(r.response_ids))) for i, r in enumerate(rollouts)])
 
 def policy_gradient_step(model, optimizer, rollouts: Sequence[Rollout], advantages: Sequence[float], *, clip_low: float = 0.2,
-                         clip_high: float = 0.28, max_grad_norm: float = 1.0, micro_batch: int = 4) -> float:
+                         clip_high: float = 0.28, max_grad_norm: float = 1.0, micro_batch: int = 4,
+                         temperature: float = 1.0) -> float:
     """One optimizer step of `clipped_policy_loss`, token-mean over the sampled tokens of all `rollouts` (tool and user
-    tokens masked out), computed `micro_batch` rollouts at a time. On-policy: the sampling policy is the current one."""
+    tokens masked out), computed `micro_batch` rollouts at a time. On-policy: the sampling policy is the current one,
+    at the `temperature` the rollouts were sampled with."""
     import torch
     if len(rollouts) != len(advantages): raise RLError(f'{len(rollouts)} rollouts but {len(advantages)} advantages')
     n_tokens = sum(sum(r.response_mask) for r in rollouts)
@@ -218,7 +222,7 @@ def policy_gradient_step(model, optimizer, rollouts: Sequence[Rollout], advantag
     total, pairs = 0.0, [(r, a) for r, a in zip(rollouts, advantages) if sum(r.response_mask)]
     for i in range(0, len(pairs), micro_batch):
         rs, adv = [p[0] for p in pairs[i:i + micro_batch]], [p[1] for p in pairs[i:i + micro_batch]]
-        log_prob = response_log_probs(model, rs)
+        log_prob = response_log_probs(model, rs, temperature)
         mask = torch.tensor([r.response_mask + [0] * (log_prob.shape[1] - len(r.response_mask)) for r in rs], dtype=log_prob.dtype)
         a = torch.tensor(adv, dtype=log_prob.dtype)[:, None].expand_as(log_prob)
         loss = clipped_policy_loss(log_prob, log_prob.detach(), a, mask, clip_low, clip_high) * (mask.sum() / n_tokens)
@@ -296,7 +300,8 @@ async def train_grpo(rows: Sequence[dict], model_dir: str | Path, out_dir: str |
             batch = filler.take_batch()
             advantages = [a for adv in grpo_advantages([g.rewards for g in batch]) for a in adv]
             rec['loss'] = policy_gradient_step(model, optimizer, [r for g in batch for r in g.payload], advantages,
-                                               clip_low=s.clip_low, clip_high=s.clip_high, micro_batch=s.micro_batch)
+                                               clip_low=s.clip_low, clip_high=s.clip_high, micro_batch=s.micro_batch,
+                                               temperature=s.temperature)
         rec['wall_s'] = round(time.perf_counter() - t0, 1)
         history.append(rec)
         if progress: progress(rec)

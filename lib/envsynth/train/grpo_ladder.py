@@ -130,7 +130,7 @@ def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: i
             batch = filler.take_batch()
             advantages = [a for adv in grpo_advantages([g.rewards for g in batch]) for a in adv]
             rec['loss'] = policy_gradient_step(model, optimizer, [r for g in batch for r in g.payload], advantages,
-                                               micro_batch=16)
+                                               micro_batch=16, temperature=temperature)
         history.append(rec)
     return model, tok, history
 

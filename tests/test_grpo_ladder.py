@@ -1,9 +1,11 @@
 """nbs/train/06_grpo_ladder.ipynb (envsynth.train.grpo_ladder), the GRPO sanity ladder: its task family and reward, and
 the whole experiment at its `test` size (start checkpoint, GRPO, the shuffled-reward control, the more-SFT control,
 measured on training and held-out tasks). The measured `full` run is far too long for a test; its results are in
-benchmarks/results/grpo_ladder_cpu.json and the notebook. About 60 s on 2 cores."""
+benchmarks/results/grpo_ladder_cpu.json and the notebook. The trainer's pieces (advantages, the loss mask, log-probs at
+the sampling temperature) are checked on hand-made rollouts of an untrained one-layer model. About 55 s on 2 cores."""
 import json
-from envsynth.train.grpo_ladder import (LADDER_SIZES, choice_reward, choice_tasks, answer_text, grpo_choices,
+import pytest
+from envsynth.train.grpo_ladder import (LADDER_SIZES, choice_reward, choice_tasks, answer_text, grpo_choices, prompt_text,
                                         ladder_experiment, start_checkpoint)
 
 
@@ -18,9 +20,16 @@ def test_reward_is_the_right_tool_and_nothing_else():
     assert choice_reward(t, good.replace(t.tool, 'get_time')) == 0.0           # unknown tool
 
 
-def test_experiment_test_size_runs_every_piece(tmp_path):
-    R = ladder_experiment(LADDER_SIZES['test'], tmp_path)
-    assert json.loads((tmp_path / 'results.json').read_text())['start'] == R['start']
+@pytest.fixture(scope='module')
+def experiment(tmp_path_factory):
+    "The whole experiment at its `test` size, once for the module: its folder and results."
+    out = tmp_path_factory.mktemp('ladder')
+    return out, ladder_experiment(LADDER_SIZES['test'], out)
+
+
+def test_experiment_test_size_runs_every_piece(experiment):
+    out, R = experiment
+    assert json.loads((out / 'results.json').read_text())['start'] == R['start']
     run = R['runs'][0]
     assert set(run) == {'grpo', 'shuffled', 'sft'}
     for name in ('grpo', 'shuffled'):
@@ -30,11 +39,63 @@ def test_experiment_test_size_runs_every_piece(tmp_path):
         assert all(0 <= scores[s][m] <= 1 for s in ('train', 'heldout') for m in ('sampled', 'greedy'))
 
 
-def test_shuffled_rewards_keep_the_true_success(tmp_path):
+def test_shuffled_rewards_keep_the_true_success(experiment):
     """The control trains on permuted rewards but records what its rollouts really earned."""
     train, _ = choice_tasks()
-    start = start_checkpoint(train, tmp_path, sft_steps=1, batch=2)
+    start = start_checkpoint(train, experiment[0] / 'start')                  # the experiment's: reused, not trained
     _, _, a = grpo_choices(start, train, steps=1, prompts_per_step=2, group_size=2, max_rounds=1, seed=3)
     _, _, b = grpo_choices(start, train, steps=1, prompts_per_step=2, group_size=2, max_rounds=1, seed=3,
                            shuffle_rewards=True)
     assert a[0]['success'] == b[0]['success']                                  # same samples, same true reward
+
+
+def test_advantages_are_zero_without_spread_and_centred_with_it():
+    from envsynth.train.rl import grpo_advantages
+    flat, spread = grpo_advantages([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    assert flat == [0.0, 0.0, 0.0]                                            # no spread, no signal
+    assert spread[0] > 0 > spread[1] == spread[2] == spread[3] and abs(sum(spread)) < 1e-9
+
+
+@pytest.fixture(scope='module')
+def tiny(tmp_path_factory):
+    "A random one-layer Qwen3 with a tokenizer of the family's texts (no training: seconds)."
+    from envsynth.train.sft import build_tiny_qwen3_on
+    from envsynth.train.grpo import load_policy_model
+    train, _ = choice_tasks()
+    d = build_tiny_qwen3_on([prompt_text(t) + answer_text(t) for t in train[:8]], tmp_path_factory.mktemp('tiny'),
+                            vocab_size=300, hidden_size=16, layers=1, heads=2, seed=0)
+    return (*load_policy_model(d), train)
+
+
+def test_log_probs_are_those_of_the_sampling_distribution_at_its_temperature(tiny):
+    """The ratio's log-probs must score what the sampler drew from: logits / temperature, as `generate` samples."""
+    import torch
+    from envsynth.train.grpo import Rollout, response_log_probs
+    model, tok, train = tiny
+    prompt = tok(prompt_text(train[0]))['input_ids']
+    torch.manual_seed(0)
+    g = model.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=True, temperature=0.5, top_k=0, top_p=1.0,
+                       output_scores=True, return_dict_in_generate=True, pad_token_id=tok.pad_token_id)
+    new = g.sequences[0, len(prompt):].tolist()
+    sampled = torch.tensor([torch.log_softmax(s[0].float(), -1)[t].item() for s, t in zip(g.scores, new)])
+    r = Rollout('t', prompt, new, [1] * len(new), 0.0, 0.0, None)
+    with torch.no_grad():
+        assert torch.allclose(response_log_probs(model, [r], temperature=0.5)[0], sampled, atol=1e-4)
+        assert not torch.allclose(response_log_probs(model, [r])[0], sampled, atol=1e-2)
+
+
+def test_the_loss_sees_only_the_masked_in_tokens(tiny):
+    """A response with a masked-out tail trains exactly like the response without that tail."""
+    import torch
+    from envsynth.train.grpo import Rollout, policy_gradient_step
+    model, tok, train = tiny
+    prompt, answer = tok(prompt_text(train[0]))['input_ids'], tok(answer_text(train[0]))['input_ids']
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    def grads(rollouts, adv):
+        policy_gradient_step(model, opt, rollouts, adv, temperature=0.7)
+        return torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]).clone()
+    cut = len(answer) // 2
+    full = Rollout('t', prompt, answer, [1] * cut + [0] * (len(answer) - cut), 1.0, 1.0, None)
+    short = Rollout('t', prompt, answer[:cut], [1] * cut, 1.0, 1.0, None)
+    assert torch.allclose(grads([full], [1.0]), grads([short], [1.0]), atol=1e-6)
+    assert grads([full], [1.0]).abs().sum() > 0 and torch.allclose(grads([full], [-1.0]), -grads([full], [1.0]), atol=1e-6)

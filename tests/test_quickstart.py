@@ -24,6 +24,10 @@ def test_quickstart_runs_the_whole_loop_headlessly_with_papermill(tmp_path):
     heldout = results['heldout']
     assert heldout['oracle']['reward'] == 1.0 and heldout['do nothing']['reward'] == 0.0
     assert {'tiny, before SFT', 'tiny, after SFT'} <= set(heldout)
+    before, after = results['calls']['tiny, before SFT'], results['calls']['tiny, after SFT']
+    assert before['turns'] == after['turns'] >= 4                       # every gold call turn of the held-out tasks
+    assert before['call attempt'] == 0.0 and after['call attempt'] >= 0.3   # seeds 0, 1, 2: 0.73, 0.79, 0.50
+    assert all(after[m] >= before[m] for m in ('parseable call', 'right tool', 'exact call'))
     env_dir = out / 'envs' / results['environment']
     assert {'tools.py', 'seed_state.json', 'db_schema.json', 'tests.json'} <= {p.name for p in env_dir.iterdir()}
     rows = [json.loads(l) for l in (out / 'sft' / 'sft.jsonl').read_text().splitlines()]

@@ -18,6 +18,7 @@ __all__ = ['RL_SMOKE_ARGS', 'FAILURES', 'TERMINAL', 'SlurmError', 'repo_root', '
 class SlurmError(RuntimeError):
     "A chain that cannot be rendered or submitted; the message says which step and why."
 
+# %% ../../nbs/train/03_slurm.ipynb #b150f032
 def repo_root(start: str | Path | None = None) -> Path:
     "The checkout holding `slurm/common.sh`, searched upwards from `start` (default: cwd), then from this package."
     import envsynth
@@ -43,7 +44,8 @@ def sbatch_argv(job: Job, ids: dict[str, str] | None = None) -> list[str]:
     if job.after:
         dep = ','.join(f'{kind}:' + (ids[step] if ids is not None else '${%s}' % step) for kind, step in job.after)
         argv += [f'--dependency={dep}', '--kill-on-invalid-dep=yes']
-    if bool(job.script) == bool(job.wrap): raise SlurmError(f'{job.step}: give a script or a wrap command, not both or neither')
+    if bool(job.script) == bool(job.wrap):
+        raise SlurmError(f'{job.step}: give a script or a wrap command, not both or neither')
     return argv + (['--wrap', job.wrap] if job.wrap else [job.script])
 
 # %% ../../nbs/train/03_slurm.ipynb #9bb9b0a4
@@ -52,6 +54,7 @@ def gres(s: SlurmSettings, gpus: int) -> str:
     if not gpus: return 'none'
     return f'gpu:{s.gpu_type}:{gpus}' if s.gpu_type else f'gpu:{gpus}'
 
+# %% ../../nbs/train/03_slurm.ipynb #49d3c337
 def site_options(s: SlurmSettings, gpus: int, time_limit: str | None = None) -> list[str]:
     "Partition, account, gres and time limit of a job with `gpus` GPUs (0: a CPU job, on `cpu_partition`)."
     part = s.partition if gpus else (s.cpu_partition or s.partition)
@@ -59,15 +62,31 @@ def site_options(s: SlurmSettings, gpus: int, time_limit: str | None = None) -> 
            [f'--gres={gres(s, gpus)}', f'--time={time_limit or s.time_limit}']
 
 # %% ../../nbs/train/03_slurm.ipynb #302831c3
-RL_SMOKE_ARGS = '--envs library --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 8 --max-turns 1 --max-rounds 1'
+RL_SMOKE_ARGS = (
+    '--envs library --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 8 --max-turns 1 --max-rounds 1'
+)
 
 def _abs_if_local(p: str | Path) -> str:
     return str(Path(p).resolve()) if Path(p).exists() else str(p)
 
-def render_chain(run_dir: str | Path, model: str | Path, preset: str | None = None, *, serve_model: str | None = None,
-                 shards: int | None = None, synth_args: str = '', max_steps: int | None = None, eval_suites: str | None = None,
-                 rl_preset: str | None = None, rl_nodes: int = 1, rl_args: str = '',
-                 cpu_smoke: bool = False, settings: Settings | None = None, repo: str | Path | None = None) -> list[Job]:
+# %% ../../nbs/train/03_slurm.ipynb #07f29e58
+def render_chain(
+    run_dir: str | Path,
+    model: str | Path,
+    preset: str | None = None,
+    *,
+    serve_model: str | None = None,
+    shards: int | None = None,
+    synth_args: str = '',
+    max_steps: int | None = None,
+    eval_suites: str | None = None,
+    rl_preset: str | None = None,
+    rl_nodes: int = 1,
+    rl_args: str = '',
+    cpu_smoke: bool = False,
+    settings: Settings | None = None,
+    repo: str | Path | None = None,
+) -> list[Job]:
     "The jobs of serve → synthesize → (release) → sft → (rl) → evaluate, in submission order."
     s = (settings or get_settings()).slurm
     repo, run_dir = Path(repo).resolve() if repo else repo_root(), Path(run_dir).resolve()
@@ -75,7 +94,11 @@ def render_chain(run_dir: str | Path, model: str | Path, preset: str | None = No
     if not preset: raise SlurmError('sft: give a preset (see envsynth.train.sft.PRESETS)')
     shards = shards or (2 if cpu_smoke else 8)
     if cpu_smoke and max_steps is None: max_steps = 3
-    env = {'RUN_DIR': str(run_dir), 'ENVSYNTH_SLURM_VENV': s.venv, **({'ENVSYNTH_SLURM_CONTAINER': s.container} if s.container else {})}
+    env = {
+        'RUN_DIR': str(run_dir),
+        'ENVSYNTH_SLURM_VENV': s.venv,
+        **({'ENVSYNTH_SLURM_CONTAINER': s.container} if s.container else {}),
+    }
     gpus, short = (0, '00:30:00') if cpu_smoke else (s.gpus_per_node, None)
     small = ['--cpus-per-task=1', '--mem=2G'] if cpu_smoke else []
     def opts(n_gpus, log='%x-%j.out', time_limit=short, extra=()):
@@ -84,24 +107,55 @@ def render_chain(run_dir: str | Path, model: str | Path, preset: str | None = No
     if cpu_smoke:
         jobs.append(Job('serve', 'slurm/serve_vllm.sbatch', opts(0, extra=small), {**env, 'SERVE_BACKEND': 'policy'}))
     elif serve_model:
-        jobs.append(Job('serve', 'slurm/serve_vllm.sbatch', opts(gpus), {**env, 'SERVE_MODEL': _abs_if_local(serve_model)}))
-    jobs.append(Job('synthesize', 'slurm/synthesize.sbatch', opts(0, '%x-%A_%a.out', extra=[f'--array=0-{shards - 1}', *small]),
-                    {**env, 'SYNTH_USE_SERVER': '1' if serving else '0', **({'SYNTH_ARGS': synth_args} if synth_args else {}),
-                     **({'SERVER_WAIT_S': '300'} if cpu_smoke else {})},
-                    [('after', 'serve')] if serving else []))
+        jobs.append(
+            Job('serve', 'slurm/serve_vllm.sbatch', opts(gpus), {**env, 'SERVE_MODEL': _abs_if_local(serve_model)})
+        )
+    jobs.append(
+        Job(
+            'synthesize',
+            'slurm/synthesize.sbatch',
+            opts(0, '%x-%A_%a.out', extra=[f'--array=0-{shards - 1}', *small]),
+            {
+                **env,
+                'SYNTH_USE_SERVER': '1' if serving else '0',
+                **({'SYNTH_ARGS': synth_args} if synth_args else {}),
+                **({'SERVER_WAIT_S': '300'} if cpu_smoke else {}),
+            },
+            [('after', 'serve')] if serving else [],
+        )
+    )
     if serving:
         jobs.append(Job('release', wrap=f'touch {shlex.quote(str(run_dir / "stop_server"))}',
                         options=opts(0, time_limit='00:05:00', extra=small), after=[('afterany', 'synthesize')]))
-    sft_env = {**env, 'SFT_MODEL': _abs_if_local(model), 'SFT_PRESET': preset, **({'SFT_MAX_STEPS': str(max_steps)} if max_steps else {})}
+    sft_env = {
+        **env,
+        'SFT_MODEL': _abs_if_local(model),
+        'SFT_PRESET': preset,
+        **({'SFT_MAX_STEPS': str(max_steps)} if max_steps else {}),
+    }
     jobs.append(Job('sft', 'slurm/sft.sbatch', opts(gpus, extra=['--cpus-per-task=2', '--mem=4G'] if cpu_smoke else []),
                     sft_env, [('afterok', 'synthesize')]))
     rl = cpu_smoke or bool(rl_preset)
     if rl:
         if rl_nodes < 1: raise SlurmError(f'rl: rl_nodes must be >= 1, got {rl_nodes}')
-        rl_env = {**env, 'RL_MODEL': str(run_dir / 'sft' / 'final'), **({'RL_PRESET': rl_preset} if rl_preset else {}),
-                  **({'RL_SINGLE_ARGS': RL_SMOKE_ARGS} if cpu_smoke else {}), **({'RL_ARGS': rl_args} if rl_args else {})}
-        jobs.append(Job('rl', 'slurm/rl.sbatch', opts(gpus, extra=['--nodes=1', '--cpus-per-task=2', '--mem=4G'] if cpu_smoke else [f'--nodes={rl_nodes}']),
-                        rl_env, [('afterok', 'sft')]))
+        rl_env = {
+            **env,
+            'RL_MODEL': str(run_dir / 'sft' / 'final'),
+            **({'RL_PRESET': rl_preset} if rl_preset else {}),
+            **({'RL_SINGLE_ARGS': RL_SMOKE_ARGS} if cpu_smoke else {}),
+            **({'RL_ARGS': rl_args} if rl_args else {}),
+        }
+        jobs.append(
+            Job(
+                'rl',
+                'slurm/rl.sbatch',
+                opts(
+                    gpus, extra=['--nodes=1', '--cpus-per-task=2', '--mem=4G'] if cpu_smoke else [f'--nodes={rl_nodes}']
+                ),
+                rl_env,
+                [('afterok', 'sft')],
+            )
+        )
     suites = eval_suites if eval_suites is not None else ('none' if cpu_smoke else 'bfcl tau2')
     jobs.append(Job('evaluate', 'slurm/evaluate.sbatch', opts(min(gpus, 1), extra=small),
                     {**env, 'EVAL_SUITES': suites, **({'EVAL_MODEL': str(run_dir / 'rl' / 'final')} if rl else {})},
@@ -112,9 +166,11 @@ def render_chain(run_dir: str | Path, model: str | Path, preset: str | None = No
 def _shell(argv: list[str]) -> str:
     return ' '.join(a if a.startswith('--dependency=') else shlex.quote(a) for a in argv)
 
+# %% ../../nbs/train/03_slurm.ipynb #b0931125
 def _env_prefix(env: dict[str, str]) -> str:
     return ''.join(f'{k}={shlex.quote(v)} ' for k, v in env.items())
 
+# %% ../../nbs/train/03_slurm.ipynb #62ae6404
 def render_script(jobs: list[Job]) -> str:
     "A bash script submitting `jobs` in order (the `--dry-run` output)."
     return '\n'.join(['#!/usr/bin/env bash', 'set -euo pipefail',
@@ -129,12 +185,24 @@ def submit_chain(jobs: list[Job], run=subprocess.run) -> dict[str, str]:
         r = run(sbatch_argv(job, ids), capture_output=True, text=True, env={**os.environ, **job.env})
         if r.returncode != 0 or not r.stdout.strip():
             if ids: run(['scancel', *ids.values()], capture_output=True, text=True)
-            raise SlurmError(f'sbatch failed for step {job.step!r} (exit {r.returncode}): {r.stderr.strip() or r.stdout.strip()}')
+            raise SlurmError(
+                f'sbatch failed for step {job.step!r} (exit {r.returncode}): {r.stderr.strip() or r.stdout.strip()}'
+            )
         ids[job.step] = r.stdout.strip().splitlines()[-1].split(';')[0]
     return ids
 
 # %% ../../nbs/train/03_slurm.ipynb #c9c625be
-FAILURES = ('FAILED', 'TIMEOUT', 'OUT_OF_MEMORY', 'NODE_FAIL', 'BOOT_FAIL', 'DEADLINE', 'PREEMPTED', 'REVOKED', 'CANCELLED')
+FAILURES = (
+    'FAILED',
+    'TIMEOUT',
+    'OUT_OF_MEMORY',
+    'NODE_FAIL',
+    'BOOT_FAIL',
+    'DEADLINE',
+    'PREEMPTED',
+    'REVOKED',
+    'CANCELLED',
+)
 TERMINAL = ('COMPLETED', *FAILURES)
 
 def combine_states(states: list[str]) -> str:
@@ -152,6 +220,7 @@ def _out(run, argv) -> str | None:
     except (FileNotFoundError, subprocess.TimeoutExpired): return None
     return r.stdout if r.returncode == 0 else None
 
+# %% ../../nbs/train/03_slurm.ipynb #d52f8d23
 def job_state(job_id: str, run=subprocess.run) -> str:
     "State of a job (or a whole job array): squeue while it is live, then sacct, else `scontrol show job`."
     live = (_out(run, ['squeue', '-h', '-j', job_id, '-o', '%T']) or '').split()
@@ -165,6 +234,7 @@ def chain_states(ids: dict[str, str], run=subprocess.run) -> dict[str, str]:
     "{step: state} for a submitted chain."
     return {step: job_state(i, run) for step, i in ids.items()}
 
+# %% ../../nbs/train/03_slurm.ipynb #324be844
 def wait_chain(ids: dict[str, str], timeout_s: float = 3600, poll_s: float = 5, run=subprocess.run) -> dict[str, str]:
     "Poll until every job of the chain is in a terminal state; returns {step: state}."
     states, deadline = {}, time.monotonic() + timeout_s
@@ -177,26 +247,44 @@ def wait_chain(ids: dict[str, str], timeout_s: float = 3600, poll_s: float = 5, 
 
 # %% ../../nbs/train/03_slurm.ipynb #0bf99cd0
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='envsynth slurm', description='Submit and follow the serve → synthesize → sft → rl → evaluate chain.')
+    ap = argparse.ArgumentParser(
+        prog='envsynth slurm', description='Submit and follow the serve → synthesize → sft → rl → evaluate chain.'
+    )
     sub = ap.add_subparsers(dest='command', required=True)
     sp = sub.add_parser('submit', help='submit the chain (slurm/*.sbatch) with sbatch dependencies')
     sp.add_argument('--run-dir', required=True, help="the run's shared folder: data/, sft/, eval/, logs/, chain.json")
     sp.add_argument('--model', required=True, help='base model folder for SFT')
     sp.add_argument('--preset', default=None, help='SFT preset (default tiny-cpu with --cpu-smoke)')
-    sp.add_argument('--serve-model', default=None, help='model the vLLM job serves to synthesis (omit: settings.ini endpoint)')
+    sp.add_argument(
+        '--serve-model', default=None, help='model the vLLM job serves to synthesis (omit: settings.ini endpoint)'
+    )
     sp.add_argument('--shards', type=int, default=None, help='synthesis array size (default 8, 2 with --cpu-smoke)')
     sp.add_argument('--synth-args', default='', help='extra arguments of every synthesis task, e.g. "--envs library"')
-    sp.add_argument('--max-steps', type=int, default=None, help='SFT optimizer steps (default: the preset; 3 with --cpu-smoke)')
-    sp.add_argument('--eval-suites', default=None, help='"bfcl tau2" (default), "none" = checkpoint check only (--cpu-smoke)')
-    sp.add_argument('--rl-preset', default=None, help='GRPO on verl after SFT with this envsynth.train.rl preset (astra, synthagent, envfactory)')
+    sp.add_argument(
+        '--max-steps', type=int, default=None, help='SFT optimizer steps (default: the preset; 3 with --cpu-smoke)'
+    )
+    sp.add_argument(
+        '--eval-suites', default=None, help='"bfcl tau2" (default), "none" = checkpoint check only (--cpu-smoke)'
+    )
+    sp.add_argument(
+        '--rl-preset',
+        default=None,
+        help='GRPO on verl after SFT with this envsynth.train.rl preset (astra, synthagent, envfactory)',
+    )
     sp.add_argument('--rl-nodes', type=int, default=1, help='nodes of the RL job (Ray head + workers)')
-    sp.add_argument('--rl-args', default='', help='extra Hydra overrides of verl main_ppo, e.g. "data.train_files=/d/train.parquet"')
-    sp.add_argument('--cpu-smoke', action='store_true', help='the scaled-down CPU chain (no GPU, offline teacher server)')
+    sp.add_argument(
+        '--rl-args', default='', help='extra Hydra overrides of verl main_ppo, e.g. "data.train_files=/d/train.parquet"'
+    )
+    sp.add_argument(
+        '--cpu-smoke', action='store_true', help='the scaled-down CPU chain (no GPU, offline teacher server)'
+    )
     sp.add_argument('--dry-run', action='store_true', help='print the sbatch command lines, submit nothing')
     sp.add_argument('--wait', action='store_true', help='follow the chain; exit 1 unless every job completed')
     sp.add_argument('--timeout', type=float, default=24 * 3600, help='seconds --wait waits')
     st = sub.add_parser('status', help='states of the chain submitted into RUN_DIR')
-    st.add_argument('run_dir'); st.add_argument('--wait', action='store_true'); st.add_argument('--timeout', type=float, default=24 * 3600)
+    st.add_argument('run_dir')
+    st.add_argument('--wait', action='store_true')
+    st.add_argument('--timeout', type=float, default=24 * 3600)
     return ap
 
 # %% ../../nbs/train/03_slurm.ipynb #3d7e400a
@@ -205,6 +293,7 @@ def _report(ids: dict[str, str], wait: bool, timeout_s: float) -> int:
     for step, st in states.items(): print(f'{step:<11} {ids[step]:>8}  {st}')
     return 0 if not wait or all(st == 'COMPLETED' for st in states.values()) else 1
 
+# %% ../../nbs/train/03_slurm.ipynb #601d5b45
 def main(argv: list[str] | None = None) -> int:
     """Submit the serve → synthesize → train → evaluate chain to Slurm (`submit`), or follow it (`status`).
     `envsynth slurm submit ...` | `envsynth slurm status RUN_DIR`; returns the exit status."""
@@ -213,9 +302,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == 'status':
             return _report(json.loads((Path(args.run_dir) / 'chain.json').read_text()), args.wait, args.timeout)
-        jobs = render_chain(args.run_dir, args.model, args.preset, serve_model=args.serve_model, shards=args.shards, synth_args=args.synth_args,
-                            max_steps=args.max_steps, eval_suites=args.eval_suites, rl_preset=args.rl_preset, rl_nodes=args.rl_nodes,
-                            rl_args=args.rl_args, cpu_smoke=args.cpu_smoke)
+        jobs = render_chain(
+            args.run_dir,
+            args.model,
+            args.preset,
+            serve_model=args.serve_model,
+            shards=args.shards,
+            synth_args=args.synth_args,
+            max_steps=args.max_steps,
+            eval_suites=args.eval_suites,
+            rl_preset=args.rl_preset,
+            rl_nodes=args.rl_nodes,
+            rl_args=args.rl_args,
+            cpu_smoke=args.cpu_smoke,
+        )
         if args.dry_run: print(render_script(jobs), end=''); return 0
         (Path(args.run_dir) / 'logs').mkdir(parents=True, exist_ok=True)
         ids = submit_chain(jobs)
@@ -225,4 +325,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f'envsynth slurm: error: {e}', file=sys.stderr); return 2
 
 # %% ../../nbs/train/03_slurm.ipynb #6c058f7a
-if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # `python -m envsynth.slurm`, not the notebook
+if __name__ == '__main__' and '__file__' in globals():
+    sys.exit(main())  # `python -m envsynth.slurm`, not the notebook

@@ -97,9 +97,10 @@ async def evaluate_env(
     tasks: Iterable[Task | str] | None = None,
     limits: EpisodeLimits = EpisodeLimits(),
     concurrency: int = 8,
+    system_prompt: str | None = None,
 ) -> HeldoutResult:
-    ("k rollouts of each task of `env` (a curated name or an `Environment`) with the policy, scored; episodes + tidy "
-     "rows.")
+    """k rollouts of each task of `env` (a curated name or an `Environment`) with the policy, scored; episodes + tidy
+    rows. `system_prompt` replaces the environment's own (pass the one the policy was trained with)."""
     if isinstance(env, str): env = load_curated(env)
     if not isinstance(env, Environment):
         raise TypeError(f'env must be an Environment or a curated environment name, got {type(env).__name__}')
@@ -108,7 +109,8 @@ async def evaluate_env(
     if not tasks: raise ValueError(f'environment {env.name!r} has no tasks to evaluate')
     unverified = [t.id for t in tasks if t.gold_state_hash is None]
     if unverified: raise ValueError(f'tasks without a gold state hash cannot be scored: {unverified[:5]}')
-    trajs = await rollout_env(env, tasks, make_policy, make_user, k=k, concurrency=concurrency, limits=limits)
+    trajs = await rollout_env(env, tasks, make_policy, make_user, k=k, concurrency=concurrency, limits=limits,
+                              system_prompt=system_prompt)
     by_id = {t.id: t for t in tasks}
     episodes = [
         {

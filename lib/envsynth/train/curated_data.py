@@ -21,6 +21,7 @@ def task_key(env: str, task_id: str) -> str:
     "The content key that places a curated task in a shard."
     return item_key({'env': env, 'task': task_id}, 'curated_oracle')
 
+# %% ../../../nbs/train/01_curated_data.ipynb #19956123
 def shard_tasks(envs: Iterable[str] | None = None, shard: str | tuple[int, int] | None = None) -> dict[str, list[str]]:
     "Environment name → ids of its tasks in `shard` (`'i/n'`); all curated environments by default."
     i, n = parse_shard(shard)
@@ -40,9 +41,13 @@ def oracle_trajectories(envs: Iterable[str] | None = None, shard: str | tuple[in
     out = []
     for name, ids in shard_tasks(envs, shard).items():
         env = load_curated(name)
-        trajs = run_sync(rollout_env(env, ids, make_policy=OraclePolicy, make_user=lambda t: ScriptedUser([t.instruction]), k=k))
+        trajs = run_sync(
+            rollout_env(env, ids, make_policy=OraclePolicy, make_user=lambda t: ScriptedUser([t.instruction]), k=k)
+        )
         gold = {t: env.task(t).gold_state_hash for t in ids}
-        out += [t for t in trajs if not only_correct or gold[t.task_id] is None or t.final_state_hash == gold[t.task_id]]
+        out += [
+            t for t in trajs if not only_correct or gold[t.task_id] is None or t.final_state_hash == gold[t.task_id]
+        ]
     return out
 
 # %% ../../../nbs/train/01_curated_data.ipynb #889866b5
@@ -50,11 +55,13 @@ def shard_path(out_dir: str | Path, shard: str | tuple[int, int] | None) -> Path
     i, n = parse_shard(shard)
     return Path(out_dir) / f'trajectories-{i:05d}-of-{n:05d}.jsonl'
 
+# %% ../../../nbs/train/01_curated_data.ipynb #4af7ec24
 def write_trajectories(trajs: Iterable[Trajectory], path: str | Path) -> Path:
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, ''.join(t.model_dump_json() + '\n' for t in trajs).encode())
     return path
 
+# %% ../../../nbs/train/01_curated_data.ipynb #e37d6628
 def read_trajectories(path: str | Path) -> list[Trajectory]:
     "Trajectories of one JSONL file, or of every `*.jsonl` in a folder (sorted)."
     p = Path(path)
@@ -63,14 +70,17 @@ def read_trajectories(path: str | Path) -> list[Trajectory]:
 
 # %% ../../../nbs/train/01_curated_data.ipynb #8d46d496
 def curated_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog='python -m envsynth.train.curated_data',
-                                 description="Oracle trajectories of the curated environments' tasks, one JSONL per shard.")
+    ap = argparse.ArgumentParser(
+        prog='python -m envsynth.train.curated_data',
+        description="Oracle trajectories of the curated environments' tasks, one JSONL per shard.",
+    )
     ap.add_argument('--out', required=True, help='output folder')
     ap.add_argument('--shard', default='0/1', help="'i/n': this job's shard of n")
     ap.add_argument('--envs', default=None, help='comma-separated environment names (default: all curated)')
     ap.add_argument('--k', type=int, default=1, help='episodes per task')
     return ap
 
+# %% ../../../nbs/train/01_curated_data.ipynb #da9fef0b
 def main(argv: Sequence[str] | None = None) -> int:
     args = curated_parser().parse_args(argv)
     try:

@@ -15,8 +15,8 @@ from ..envs import GoldActionError, with_gold_hash
 from ..rewards import state_hash_reward
 from ..rollout import OraclePolicy, ScriptedUser, env_system_prompt, rollout_env
 from ..schema import Action, Task, Trajectory
-from .rl import (EPISODE_KEY, AdaptiveBatchFiller, RewardGroup, RLError, TokenPolicy, clipped_policy_loss, compute_score,
-                               group_std, grpo_advantages, main_ppo_command, row_task, run_row_episode)
+from .rl import (EPISODE_KEY, AdaptiveBatchFiller, RewardGroup, RLError, TokenPolicy, clipped_policy_loss,
+                               compute_score, group_std, grpo_advantages, main_ppo_command, row_task, run_row_episode)
 
 # %% auto #0
 __all__ = ['ISSUE_MOVES', 'RL_EXPERIMENT_SIZES', 'split_tasks', 'task_rows', 'RowSkill', 'row_tasks', 'BatchedSampler',
@@ -27,13 +27,15 @@ __all__ = ['ISSUE_MOVES', 'RL_EXPERIMENT_SIZES', 'split_tasks', 'task_rows', 'Ro
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #d0c6e6e0
 def split_tasks(envs: Sequence[str], heldout_per_env: int = 2) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    "Each environment's tasks split into training and held-out ones: the `heldout_per_env` tasks whose id hashes lowest are held out."
+    ("Each environment's tasks split into training and held-out ones: the `heldout_per_env` tasks whose id hashes "
+     "lowest are held out.")
     if heldout_per_env < 1: raise RLError(f'heldout_per_env must be >= 1, got {heldout_per_env}')
     train, held = {}, {}
     for e in envs:
         if e not in list_environments(): raise RLError(f'no curated environment {e!r}; have {list_environments()}')
         ids = sorted(load_curated(e).tasks, key=lambda t: hashlib.sha256(f'{e}/{t}'.encode()).hexdigest())
-        if len(ids) <= heldout_per_env: raise RLError(f'{e} has {len(ids)} tasks: too few to hold {heldout_per_env} out and train on the rest')
+        if len(ids) <= heldout_per_env:
+            raise RLError(f'{e} has {len(ids)} tasks: too few to hold {heldout_per_env} out and train on the rest')
         held[e], train[e] = sorted(ids[:heldout_per_env]), sorted(ids[heldout_per_env:])
     return train, held
 
@@ -41,8 +43,8 @@ def split_tasks(envs: Sequence[str], heldout_per_env: int = 2) -> tuple[dict[str
 def task_rows(tasks: dict[str, list[str | Task]], data_source: str = 'envsynth',
               agent_name: str = 'envsynth_astra', reward: RewardSpec = GoldActionF1Reward()) -> list[dict]:
     """RL rows (`envsynth.data.rl_row`) of tasks (env -> curated task ids or `Task`s), scored by `reward` (default: F1
-    with the gold actions as sub-tasks), with the environment's system prompt; a task that names its tools (`Task.tools`)
-    is offered only those."""
+    with the gold actions as sub-tasks), with the environment's system prompt; a task that names its tools
+    (`Task.tools`) is offered only those."""
     rows = []
     for e, ids in sorted(tasks.items()):
         env = load_curated(e)
@@ -63,13 +65,16 @@ class RowSkill:
     phrasings: tuple[str, ...]
     arguments: Callable[[str, dict], dict | None]
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #24bf9b2a
 def _stable_hash(text: str) -> int: return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #7b92c0d5
 def _row_task(env_name: str, skill: RowSkill, key: str, args: dict, tools: list[str]) -> Task:
     phrasing = skill.phrasings[_stable_hash(f'{skill.name}/{key}') % len(skill.phrasings)]
     return Task(id=f'{env_name}-{skill.name}-{key}', env_id=env_name, instruction=phrasing.format(**args),
                 tools=tools, gold_actions=[Action(name=skill.tool, arguments=args)])
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #8fd630dc
 def row_tasks(env_name: str, skills: Sequence[RowSkill],
               heldout_fraction: float = 0.25) -> tuple[list[Task], list[Task]]:
     """Training and held-out tasks of `skills` over the seed database of the curated environment
@@ -113,13 +118,21 @@ ISSUE_MOVES = (
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #0bfb066b
 class BatchedSampler:
-    """`generate(token_ids, max_new_tokens)` for the `TokenPolicy`s of concurrent episodes: requests wait until every open
-    episode has asked, then one left-padded `model.generate` answers them all (sampling at `temperature`, greedy at 0)."""
+    """`generate(token_ids, max_new_tokens)` for the `TokenPolicy`s of concurrent episodes: requests wait until every
+    open episode has asked, then one left-padded `model.generate` answers them all (sampling at `temperature`, greedy at
+    0)."""
     def __init__(self, model, tokenizer, max_new_tokens: int = 64, temperature: float = 1.0):
         if max_new_tokens < 1: raise RLError(f'max_new_tokens must be >= 1, got {max_new_tokens}')
         if not temperature >= 0: raise RLError(f'temperature must be >= 0, got {temperature}')
-        self.model, self.tokenizer, self.max_new_tokens, self.temperature = model, tokenizer, max_new_tokens, temperature
-        self.eos_ids = sorted({i for i in (tokenizer.convert_tokens_to_ids('<|im_end|>'), tokenizer.eos_token_id) if i is not None})
+        self.model, self.tokenizer, self.max_new_tokens, self.temperature = (
+            model,
+            tokenizer,
+            max_new_tokens,
+            temperature,
+        )
+        self.eos_ids = sorted(
+            {i for i in (tokenizer.convert_tokens_to_ids('<|im_end|>'), tokenizer.eos_token_id) if i is not None}
+        )
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
         self.open_episodes, self.pending, self.calls = 0, [], 0
 
@@ -129,7 +142,11 @@ class BatchedSampler:
         width = max(map(len, prompts))
         x = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.model.device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.model.device)
-        sampling = dict(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0) if self.temperature > 0 else dict(do_sample=False)
+        sampling = (
+            dict(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+            if self.temperature > 0
+            else dict(do_sample=False)
+        )
         with torch.no_grad():
             out = self.model.generate(x, attention_mask=mask, max_new_tokens=max_new_tokens, eos_token_id=self.eos_ids,
                                       pad_token_id=self.pad_id, **sampling)
@@ -143,7 +160,9 @@ class BatchedSampler:
     def _flush_if_all_waiting(self):
         if self.pending and len(self.pending) >= self.open_episodes:
             batch, self.pending = self.pending, []
-            outs = self.generate_batch([ids for ids, _, _ in batch], min(self.max_new_tokens, *(n for _, n, _ in batch)))
+            outs = self.generate_batch(
+                [ids for ids, _, _ in batch], min(self.max_new_tokens, *(n for _, n, _ in batch))
+            )
             for (_, _, fut), new in zip(batch, outs): fut.set_result((new, None))
 
     async def __call__(self, token_ids: list[int], max_new_tokens: int) -> tuple[list[int], None]:
@@ -165,7 +184,8 @@ def load_policy_model(model_dir: str | Path, device: str = 'cpu'):
 # %% ../../../nbs/train/05_rl_learns.ipynb #fff3f842
 @dataclass
 class Rollout:
-    "One episode of a row: its token trace (what the loss trains on), its reward (`compute_score`) and success (gold state hash)."
+    ("One episode of a row: its token trace (what the loss trains on), its reward (`compute_score`) and success (gold "
+     "state hash).")
     task_id: str
     prompt_ids: list[int]
     response_ids: list[int]
@@ -175,6 +195,7 @@ class Rollout:
     termination: str | None
     components: dict = field(default_factory=dict)
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #f8593a42
 async def _rollout(row: dict, sampler: BatchedSampler, response_length: int, max_turns: int) -> Rollout:
     try:
         policy = TokenPolicy(sampler, sampler.tokenizer, response_length)
@@ -182,34 +203,72 @@ async def _rollout(row: dict, sampler: BatchedSampler, response_length: int, max
     finally: sampler.episode_done()
     extra = {**row['extra_info'], EPISODE_KEY: traj.model_dump_json()}
     score = await compute_score(row['data_source'], '', row['reward_model']['ground_truth'], extra)
-    return Rollout(row['extra_info']['task_id'], list(policy.prompt_ids or []), policy.response_ids, policy.response_mask, score['score'],
-                   state_hash_reward(traj, row_task(row).gold_state_hash), traj.info.get('termination'),
-                   {k: v for k, v in score.items() if v is not None})
+    return Rollout(
+        row['extra_info']['task_id'],
+        list(policy.prompt_ids or []),
+        policy.response_ids,
+        policy.response_mask,
+        score['score'],
+        state_hash_reward(traj, row_task(row).gold_state_hash),
+        traj.info.get('termination'),
+        {k: v for k, v in score.items() if v is not None},
+    )
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #60b11dab
 async def rollout_rows(rows: Sequence[dict], model, tokenizer, *, temperature: float = 1.0, max_new_tokens: int = 64,
                        response_length: int = 512, max_turns: int = 6) -> list[Rollout]:
-    """One episode per row, all at once: `run_row_episode` with a `TokenPolicy` each, their turns generated together by a
-    `BatchedSampler`, each episode scored by `compute_score` (the reward of its data source) and by the gold state hash."""
+    """One episode per row, all at once: `run_row_episode` with a `TokenPolicy` each, their turns generated together by
+    a `BatchedSampler`, each episode scored by `compute_score` (the reward of its data source) and by the gold state
+    hash."""
     sampler = BatchedSampler(model, tokenizer, max_new_tokens, temperature)
     sampler.open_episodes = len(rows)
     return list(await asyncio.gather(*(_rollout(r, sampler, response_length, max_turns) for r in rows)))
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #351a166f
-def response_log_probs(model, rollouts: Sequence[Rollout]):
-    "Log-probabilities under `model` of each rollout's response tokens, right-padded: a (len(rollouts), longest response) tensor."
+def response_log_probs(model, rollouts: Sequence[Rollout], temperature: float = 1.0):
+    """Log-probabilities under `model` at `temperature` (the sampling distribution: logits / temperature) of each
+    rollout's response tokens, right-padded: a (len(rollouts), longest response) tensor."""
     import torch
-    width, rlen = max(len(r.prompt_ids) + len(r.response_ids) for r in rollouts), max(len(r.response_ids) for r in rollouts)
+
+    width, rlen = (
+        max(len(r.prompt_ids) + len(r.response_ids) for r in rollouts),
+        max(len(r.response_ids) for r in rollouts),
+    )
     pad = lambda xs, n: xs + [0] * (n - len(xs))
     ids = torch.tensor([pad(r.prompt_ids + r.response_ids, width) for r in rollouts], device=model.device)
-    mask = torch.tensor([pad([1] * (len(r.prompt_ids) + len(r.response_ids)), width) for r in rollouts], device=model.device)
-    logp = torch.log_softmax(model(ids, attention_mask=mask).logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
-    return torch.stack([torch.nn.functional.pad(logp[i, len(r.prompt_ids) - 1:len(r.prompt_ids) - 1 + len(r.response_ids)],
-                                                (0, rlen - len(r.response_ids))) for i, r in enumerate(rollouts)])
+    mask = torch.tensor(
+        [pad([1] * (len(r.prompt_ids) + len(r.response_ids)), width) for r in rollouts], device=model.device
+    )
+    t = temperature if temperature > 0 else 1.0  # greedy samples: score them under the plain softmax
+    logp = torch.log_softmax(model(ids, attention_mask=mask).logits[:, :-1].float() / t, -1).gather(
+        -1, ids[:, 1:, None]
+    )[..., 0]
+    return torch.stack(
+        [
+            torch.nn.functional.pad(
+                logp[i, len(r.prompt_ids) - 1 : len(r.prompt_ids) - 1 + len(r.response_ids)],
+                (0, rlen - len(r.response_ids)),
+            )
+            for i, r in enumerate(rollouts)
+        ]
+    )
 
-def policy_gradient_step(model, optimizer, rollouts: Sequence[Rollout], advantages: Sequence[float], *, clip_low: float = 0.2,
-                         clip_high: float = 0.28, max_grad_norm: float = 1.0, micro_batch: int = 4) -> float:
+# %% ../../../nbs/train/05_rl_learns.ipynb #83a9ebec
+def policy_gradient_step(
+    model,
+    optimizer,
+    rollouts: Sequence[Rollout],
+    advantages: Sequence[float],
+    *,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+    max_grad_norm: float = 1.0,
+    micro_batch: int = 4,
+    temperature: float = 1.0,
+) -> float:
     """One optimizer step of `clipped_policy_loss`, token-mean over the sampled tokens of all `rollouts` (tool and user
-    tokens masked out), computed `micro_batch` rollouts at a time. On-policy: the sampling policy is the current one."""
+    tokens masked out), computed `micro_batch` rollouts at a time. On-policy: the sampling policy is the current one,
+    at the `temperature` the rollouts were sampled with."""
     import torch
     if len(rollouts) != len(advantages): raise RLError(f'{len(rollouts)} rollouts but {len(advantages)} advantages')
     n_tokens = sum(sum(r.response_mask) for r in rollouts)
@@ -218,8 +277,10 @@ def policy_gradient_step(model, optimizer, rollouts: Sequence[Rollout], advantag
     total, pairs = 0.0, [(r, a) for r, a in zip(rollouts, advantages) if sum(r.response_mask)]
     for i in range(0, len(pairs), micro_batch):
         rs, adv = [p[0] for p in pairs[i:i + micro_batch]], [p[1] for p in pairs[i:i + micro_batch]]
-        log_prob = response_log_probs(model, rs)
-        mask = torch.tensor([r.response_mask + [0] * (log_prob.shape[1] - len(r.response_mask)) for r in rs], dtype=log_prob.dtype)
+        log_prob = response_log_probs(model, rs, temperature)
+        mask = torch.tensor(
+            [r.response_mask + [0] * (log_prob.shape[1] - len(r.response_mask)) for r in rs], dtype=log_prob.dtype
+        )
         a = torch.tensor(adv, dtype=log_prob.dtype)[:, None].expand_as(log_prob)
         loss = clipped_policy_loss(log_prob, log_prob.detach(), a, mask, clip_low, clip_high) * (mask.sum() / n_tokens)
         loss.backward(); total += loss.item()
@@ -230,7 +291,8 @@ def policy_gradient_step(model, optimizer, rollouts: Sequence[Rollout], advantag
 # %% ../../../nbs/train/05_rl_learns.ipynb #6917e70a
 @dataclass(frozen=True)
 class GRPOSettings:
-    "A single-node GRPO run: `prompts_per_step` informative groups of `group_size` rollouts per step (ASTRA's adaptive filling, std > `delta`)."
+    ("A single-node GRPO run: `prompts_per_step` informative groups of `group_size` rollouts per step (ASTRA's "
+     "adaptive filling, std > `delta`).")
     steps: int = 20
     prompts_per_step: int = 4
     group_size: int = 4
@@ -247,18 +309,34 @@ class GRPOSettings:
     seed: int = 0
 
     def __post_init__(self):
-        for k in ('steps', 'prompts_per_step', 'max_new_tokens', 'response_length', 'max_turns', 'max_rounds', 'micro_batch'):
+        for k in (
+            'steps',
+            'prompts_per_step',
+            'max_new_tokens',
+            'response_length',
+            'max_turns',
+            'max_rounds',
+            'micro_batch',
+        ):
             if getattr(self, k) < 1: raise RLError(f'{k} must be >= 1, got {getattr(self, k)}')
-        if self.group_size < 2: raise RLError(f'GRPO needs a group of at least 2 rollouts, got group_size={self.group_size}')
+        if self.group_size < 2:
+            raise RLError(f'GRPO needs a group of at least 2 rollouts, got group_size={self.group_size}')
         if not self.learning_rate > 0: raise RLError(f'learning_rate must be > 0, got {self.learning_rate}')
 
     @property
     def generation(self) -> dict:
-        return dict(temperature=self.temperature, max_new_tokens=self.max_new_tokens, response_length=self.response_length, max_turns=self.max_turns)
+        return dict(
+            temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens,
+            response_length=self.response_length,
+            max_turns=self.max_turns,
+        )
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #0c4c58ff
 @dataclass
 class GRPOResult:
-    "What a run produced: the final model folder, one record per step (mean reward and success of its rollouts, loss) and the time."
+    ("What a run produced: the final model folder, one record per step (mean reward and success of its rollouts, loss) "
+     "and the time.")
     final_dir: str
     history: list[dict]
     wall_s: float
@@ -268,10 +346,18 @@ def _epochs(n: int, rng: random.Random):
     while True:
         order = list(range(n)); rng.shuffle(order); yield from order
 
-async def train_grpo(rows: Sequence[dict], model_dir: str | Path, out_dir: str | Path, settings: GRPOSettings = GRPOSettings(),
-                     device: str = 'cpu', progress=None) -> GRPOResult:
-    """GRPO from the checkpoint in `model_dir` on `rows`: each step's groups are rolled out with `run_row_episode`, scored
-    with `compute_score`, filtered by ASTRA's `AdaptiveBatchFiller`, and trained on with `grpo_advantages` and the clipped loss."""
+# %% ../../../nbs/train/05_rl_learns.ipynb #51ea9a1c
+async def train_grpo(
+    rows: Sequence[dict],
+    model_dir: str | Path,
+    out_dir: str | Path,
+    settings: GRPOSettings = GRPOSettings(),
+    device: str = 'cpu',
+    progress=None,
+) -> GRPOResult:
+    """GRPO from the checkpoint in `model_dir` on `rows`: each step's groups are rolled out with `run_row_episode`,
+    scored with `compute_score`, filtered by ASTRA's `AdaptiveBatchFiller`, and trained on with `grpo_advantages` and
+    the clipped loss."""
     import torch
     if not rows: raise RLError('no RL rows to train on')
     s, t0 = settings, time.perf_counter()
@@ -289,14 +375,23 @@ async def train_grpo(rows: Sequence[dict], model_dir: str | Path, out_dir: str |
             offered = [RewardGroup(g[0].task_id, tuple(r.reward for r in g), g) for g in groups]
             informative += sum(group_std(g.rewards) > s.delta for g in offered)
             filler.offer(offered); seen += rs; rounds += 1
-        rec = {'step': step, 'reward': sum(r.reward for r in seen) / len(seen), 'success': sum(r.success for r in seen) / len(seen),
-               'rollouts': len(seen), 'rounds': rounds, 'groups': rounds * s.prompts_per_step, 'informative_groups': informative,
-               'trained': filler.ready, 'loss': None}
+        rec = {
+            'step': step,
+            'reward': sum(r.reward for r in seen) / len(seen),
+            'success': sum(r.success for r in seen) / len(seen),
+            'rollouts': len(seen),
+            'rounds': rounds,
+            'groups': rounds * s.prompts_per_step,
+            'informative_groups': informative,
+            'trained': filler.ready,
+            'loss': None,
+        }
         if filler.ready:
             batch = filler.take_batch()
             advantages = [a for adv in grpo_advantages([g.rewards for g in batch]) for a in adv]
             rec['loss'] = policy_gradient_step(model, optimizer, [r for g in batch for r in g.payload], advantages,
-                                               clip_low=s.clip_low, clip_high=s.clip_high, micro_batch=s.micro_batch)
+                                               clip_low=s.clip_low, clip_high=s.clip_high, micro_batch=s.micro_batch,
+                                               temperature=s.temperature)
         rec['wall_s'] = round(time.perf_counter() - t0, 1)
         history.append(rec)
         if progress: progress(rec)
@@ -306,18 +401,51 @@ async def train_grpo(rows: Sequence[dict], model_dir: str | Path, out_dir: str |
     return GRPOResult(str(final), history, time.perf_counter() - t0)
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #24c1c0fe
-async def evaluate_rows(model_dir: str | Path, rows: Sequence[dict], *, max_new_tokens: int = 64, response_length: int = 512,
-                        max_turns: int = 6, device: str = 'cpu') -> list[dict]:
+async def evaluate_rows(
+    model_dir: str | Path,
+    rows: Sequence[dict],
+    *,
+    max_new_tokens: int = 64,
+    response_length: int = 512,
+    max_turns: int = 6,
+    device: str = 'cpu',
+) -> list[dict]:
     "One greedy episode per row: its reward (`compute_score`, the row's data source) and success (gold state hash)."
     model, tok = load_policy_model(model_dir, device)
-    rs = await rollout_rows(rows, model, tok, temperature=0.0, max_new_tokens=max_new_tokens, response_length=response_length, max_turns=max_turns)
-    return [{'task': r.task_id, 'reward': r.reward, 'success': r.success, 'termination': r.termination, 'calls': r.components.get('n_calls')}
-            for r in rs]
+    rs = await rollout_rows(
+        rows,
+        model,
+        tok,
+        temperature=0.0,
+        max_new_tokens=max_new_tokens,
+        response_length=response_length,
+        max_turns=max_turns,
+    )
+    return [
+        {
+            'task': r.task_id,
+            'reward': r.reward,
+            'success': r.success,
+            'termination': r.termination,
+            'calls': r.components.get('n_calls'),
+        }
+        for r in rs
+    ]
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #c7aae6dd
-async def measure_policy(model_dir: str | Path, rows: Sequence[dict], *, samples: int = 8, seed: int = 0, max_new_tokens: int = 64,
-                         response_length: int = 512, max_turns: int = 6, device: str = 'cpu') -> dict:
-    "Greedy and sampled (`samples` per row, temperature 1) mean reward and success of the model in `model_dir` on `rows`."
+async def measure_policy(
+    model_dir: str | Path,
+    rows: Sequence[dict],
+    *,
+    samples: int = 8,
+    seed: int = 0,
+    max_new_tokens: int = 64,
+    response_length: int = 512,
+    max_turns: int = 6,
+    device: str = 'cpu',
+) -> dict:
+    ("Greedy and sampled (`samples` per row, temperature 1) mean reward and success of the model in `model_dir` on "
+     "`rows`.")
     import torch
     if samples < 1: raise RLError(f'samples must be >= 1, got {samples}')
     gen = dict(max_new_tokens=max_new_tokens, response_length=response_length, max_turns=max_turns)
@@ -326,9 +454,14 @@ async def measure_policy(model_dir: str | Path, rows: Sequence[dict], *, samples
     model, tok = load_policy_model(model_dir, device)
     sampled = await rollout_rows([r for r in rows for _ in range(samples)], model, tok, temperature=1.0, **gen)
     mean = lambda xs: round(sum(xs) / len(xs), 4)
-    return {'greedy_reward': mean([g['reward'] for g in greedy]), 'greedy_success': mean([g['success'] for g in greedy]),
-            'sampled_reward': mean([r.reward for r in sampled]), 'sampled_success': mean([r.success for r in sampled]),
-            'tasks': len(rows), 'episodes': len(rows) * (samples + 1)}
+    return {
+        'greedy_reward': mean([g['reward'] for g in greedy]),
+        'greedy_success': mean([g['success'] for g in greedy]),
+        'sampled_reward': mean([r.reward for r in sampled]),
+        'sampled_success': mean([r.success for r in sampled]),
+        'tasks': len(rows),
+        'episodes': len(rows) * (samples + 1),
+    }
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #642cfaa9
 def oracle_conversations(tasks: dict[str, list[str | Task]]) -> list:
@@ -346,11 +479,13 @@ def oracle_conversations(tasks: dict[str, list[str | Task]]) -> list:
         out += trajs
     return out
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #e06510be
 def oracle_sft_rows(tasks: dict[str, list[str | Task]], tokenizer) -> list:
     "SFT rows (`envsynth.data.build_sft_rows`) of the oracle conversations of `tasks`."
     from envsynth.data import build_sft_rows
     return build_sft_rows(oracle_conversations(tasks), tokenizer)[0]
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #f8584ae2
 def sft_checkpoint(train_tasks: dict[str, list[str | Task]], out_dir: str | Path, *, vocab_size: int = 2048,
                    hidden_size: int = 128, layers: int = 2, heads: int = 4, epochs: int = 12,
                    max_steps: int | None = None, batch_size: int = 1, learning_rate: float = 3e-3,
@@ -385,6 +520,7 @@ def renamed_key(traj: Trajectory, old: str, new: str) -> Trajectory:
     pattern = rf'(?<![\w-]){re.escape(old)}(?![\w-])'
     return Trajectory.model_validate_json(re.sub(pattern, new, traj.model_dump_json()))
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #4098c9ca
 def key_variants(trajs: Sequence[Trajectory], keys: Sequence[str], n: int, avoid: Iterable[str],
                  seed: int = 0) -> list[Trajectory]:
     """`n` renamed copies of each trajectory: its row key `keys[i]` (`PREFIX-NUMBER`) becomes a fresh
@@ -425,6 +561,7 @@ RL_EXPERIMENT_SIZES = {
 # %% ../../../nbs/train/05_rl_learns.ipynb #fbf7b075
 def _settings(P: dict, seed: int = 0) -> GRPOSettings: return GRPOSettings(**P['grpo'], seed=seed)
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #3215e1ad
 async def rl_experiment(P: dict, out_dir: str | Path, *, task_env: str = 'issue_tracker',
                         skills: Sequence[RowSkill] = ISSUE_MOVES, key_argument: str = 'issue_key',
                         heldout_fraction: float = 0.25, device: str = 'cpu', progress=None) -> dict:
@@ -506,17 +643,29 @@ def rl_curves(results: dict):
 # %% ../../../nbs/train/05_rl_learns.ipynb #754acd94
 def grpo_parser():
     import argparse
-    ap = argparse.ArgumentParser(prog='python -m envsynth.train.grpo', description='Single-node GRPO on curated environments, and the verl command of a preset.')
+
+    ap = argparse.ArgumentParser(
+        prog='python -m envsynth.train.grpo',
+        description='Single-node GRPO on curated environments, and the verl command of a preset.',
+    )
     sub = ap.add_subparsers(dest='command', required=True)
-    t = sub.add_parser('train', help="GRPO from a checkpoint on the training tasks of curated environments (CPU or one GPU)")
+    t = sub.add_parser(
+        'train', help="GRPO from a checkpoint on the training tasks of curated environments (CPU or one GPU)"
+    )
     t.add_argument('--model', required=True, help='start checkpoint (an SFT output folder)')
     t.add_argument('--out', required=True, help='output folder: final/, grpo_history.json, grpo_result.json')
     t.add_argument('--envs', default='library', help='comma-separated curated environments')
     t.add_argument('--heldout-per-env', type=int, default=2, help='tasks per environment kept out of training')
-    t.add_argument('--tasks', choices=('curated', 'issue-moves'), default='curated',
-                   help="curated: the training tasks of --envs; issue-moves: the training tasks of ISSUE_MOVES (issue_tracker)")
+    t.add_argument(
+        '--tasks',
+        choices=('curated', 'issue-moves'),
+        default='curated',
+        help="curated: the training tasks of --envs; issue-moves: the training tasks of ISSUE_MOVES (issue_tracker)",
+    )
     t.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
-    t.add_argument('--data-source', default='envsynth', help="the rows' data source (envsynth: F1 with gold actions as sub-tasks)")
+    t.add_argument(
+        '--data-source', default='envsynth', help="the rows' data source (envsynth: F1 with gold actions as sub-tasks)"
+    )
     for k, v in asdict(GRPOSettings(steps=2, prompts_per_step=2, max_new_tokens=48, max_turns=3)).items():
         t.add_argument('--' + k.replace('_', '-'), type=type(v), default=v)
     e = sub.add_parser('experiment', help='the SFT / more SFT / GRPO comparison of RL_EXPERIMENT_SIZES[--size]')
@@ -524,15 +673,31 @@ def grpo_parser():
     e.add_argument('--out', required=True, help='output folder: results.json, the checkpoints')
     e.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     e.add_argument('--seeds', default=None, help="comma-separated GRPO seeds (default: the size's)")
-    v = sub.add_parser('verl-command', help="print verl's main_ppo command line for a preset, one argument per line (writes the job files)")
-    v.add_argument('--preset', required=True); v.add_argument('--job-dir', required=True); v.add_argument('--model', required=True)
+    v = sub.add_parser(
+        'verl-command',
+        help="print verl's main_ppo command line for a preset, one argument per line (writes the job files)",
+    )
+    v.add_argument('--preset', required=True)
+    v.add_argument('--job-dir', required=True)
+    v.add_argument('--model', required=True)
     v.add_argument('--train-files', required=True); v.add_argument('--val-files', required=True)
-    v.add_argument('--n-gpus', type=int, default=8); v.add_argument('--nnodes', type=int, default=1); v.add_argument('--python', default='python')
-    v.add_argument('--env-root', default=None,
-                   help="folder of the rows' environment folders (ASTRA's extra_info.env_folder), loaded in the sandbox")
-    v.add_argument('--empty-think', action='store_true', default=None, help="Qwen3's non-thinking prompts (an empty think block; default: off iff the preset thinks)")
+    v.add_argument('--n-gpus', type=int, default=8)
+    v.add_argument('--nnodes', type=int, default=1)
+    v.add_argument('--python', default='python')
+    v.add_argument(
+        '--env-root',
+        default=None,
+        help="folder of the rows' environment folders (ASTRA's extra_info.env_folder), loaded in the sandbox",
+    )
+    v.add_argument(
+        '--empty-think',
+        action='store_true',
+        default=None,
+        help="Qwen3's non-thinking prompts (an empty think block; default: off iff the preset thinks)",
+    )
     return ap
 
+# %% ../../../nbs/train/05_rl_learns.ipynb #f1fce819
 def main(argv: Sequence[str] | None = None) -> int:
     "`python -m envsynth.train.grpo train ...` | `experiment ...` | `verl-command ...`; returns the exit status."
     import sys
@@ -540,9 +705,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == 'verl-command':
             from envsynth.train.rl import main_ppo_command
-            print('\n'.join(main_ppo_command(args.preset, args.job_dir, model=args.model, train_files=args.train_files, val_files=args.val_files,
-                                             n_gpus=args.n_gpus, nnodes=args.nnodes, python=args.python,
-                                             env_root=args.env_root, empty_think=args.empty_think)))
+
+            print(
+                '\n'.join(
+                    main_ppo_command(
+                        args.preset,
+                        args.job_dir,
+                        model=args.model,
+                        train_files=args.train_files,
+                        val_files=args.val_files,
+                        n_gpus=args.n_gpus,
+                        nnodes=args.nnodes,
+                        python=args.python,
+                        env_root=args.env_root,
+                        empty_think=args.empty_think,
+                    )
+                )
+            )
             return 0
         if args.command == 'experiment':
             P = {**RL_EXPERIMENT_SIZES[args.size], **({'seeds': args.seeds} if args.seeds else {})}
@@ -562,4 +741,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'envsynth.train.grpo: error: {e}', file=sys.stderr); return 2
 
 # %% ../../../nbs/train/05_rl_learns.ipynb #f66c5bfb
-if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())     # `python -m envsynth.train.grpo`, not the notebook
+if __name__ == '__main__' and '__file__' in globals():
+    sys.exit(main())  # `python -m envsynth.train.grpo`, not the notebook

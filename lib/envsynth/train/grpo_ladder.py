@@ -35,12 +35,14 @@ class ChoiceTask:
     request: str
     tool: str
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #ce4660bf
 def choice_tools() -> list[Tool]:
     "The four tools, as OpenAI function schemas without arguments."
     return [Tool.parse({'type': 'function', 'function': {'name': n, 'description': n.replace('_', ' ') + ' of a city',
                                                          'parameters': {'type': 'object', 'properties': {}}}})
             for n in CHOICE_TOOLS]
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #c1346267
 def choice_tasks(heldout: int = 6) -> tuple[list[ChoiceTask], list[ChoiceTask]]:
     "Training and held-out tasks: every (tool, phrasing) about each city; the last `heldout` cities are held out."
     if not 0 < heldout < len(PLACES): raise RLError(f'heldout must be in 1..{len(PLACES) - 1}, got {heldout}')
@@ -55,9 +57,11 @@ SYSTEM = 'Answer with one <tool_call> to one of: ' + ', '.join(CHOICE_TOOLS) + '
 def prompt_text(task: ChoiceTask) -> str:
     return render_hermes([system(SYSTEM), user(task.request)], add_generation_prompt=True)
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #f1b0eba7
 def answer_text(task: ChoiceTask) -> str:
     return render_tool_call(ToolCall.make(task.tool, {})) + '<|im_end|>'
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #1eb7a102
 def choice_reward(task: ChoiceTask, text: str) -> float:
     "1.0 for exactly one well-formed call to `task.tool`, else 0.0."
     p = parse_assistant_text(text.replace('<|im_end|>', ''), choice_tools(), mode='strict')
@@ -69,9 +73,12 @@ def choice_rows(tasks: Sequence[ChoiceTask], tokenizer) -> list[dict]:
     rows = []
     for t in tasks:
         p, a = tokenizer(prompt_text(t))['input_ids'], tokenizer(answer_text(t))['input_ids']
-        rows.append({'id': t.id, 'input_ids': p + a, 'labels': [-100] * len(p) + a, 'attention_mask': [1] * (len(p) + len(a))})
+        rows.append(
+            {'id': t.id, 'input_ids': p + a, 'labels': [-100] * len(p) + a, 'attention_mask': [1] * (len(p) + len(a))}
+        )
     return rows
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #b178be45
 def start_checkpoint(tasks: Sequence[ChoiceTask], out: str | Path, *, sft_steps: int = 40, learning_rate: float = 1e-2,
                      batch: int = 8, hidden_size: int = 64, layers: int = 2, seed: int = 0) -> Path:
     "A tiny random Qwen3 briefly fine-tuned on `tasks`' oracle answers (reused when present)."
@@ -97,6 +104,7 @@ def sample_choices(model, tokenizer, tasks: Sequence[ChoiceTask], n: int, temper
     return [Rollout(t.id, p, o, [1] * len(o), r := choice_reward(t, tokenizer.decode(o)), r, None)
             for t, p, o in zip(each, prompts, outs)]
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #b4c02972
 def choice_success(model, tokenizer, tasks: Sequence[ChoiceTask], n: int = 2, seed: int = 0) -> dict:
     "Mean reward of `n` sampled responses per task (temperature 1) and of the greedy one."
     import torch
@@ -130,7 +138,7 @@ def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: i
             batch = filler.take_batch()
             advantages = [a for adv in grpo_advantages([g.rewards for g in batch]) for a in adv]
             rec['loss'] = policy_gradient_step(model, optimizer, [r for g in batch for r in g.payload], advantages,
-                                               micro_batch=16)
+                                               micro_batch=16, temperature=temperature)
         history.append(rec)
     return model, tok, history
 
@@ -187,6 +195,7 @@ def ladder_table(R: dict):
     t.columns = pd.MultiIndex.from_tuples(t.columns)
     return t.round(3)
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #d07c55e2
 def ladder_curves(R: dict):
     "Training success of each step's rollouts: GRPO against shuffled rewards, one line per seed."
     import matplotlib.pyplot as plt

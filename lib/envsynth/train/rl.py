@@ -35,8 +35,10 @@ __all__ = ['PAPER_REWARDS', 'PAPER_PARTS', 'DATA_SOURCE_PAPERS', 'REWARD_CONTEXT
 
 # %% ../../../nbs/train/04_rl.ipynb #46239ea1
 class RLError(ValueError):
-    "Bad RL input (a group with no rewards, a batch that cannot be filled, an unknown data source or preset): the message says what to do."
+    ("Bad RL input (a group with no rewards, a batch that cannot be filled, an unknown data source or preset): the "
+     "message says what to do.")
 
+# %% ../../../nbs/train/04_rl.ipynb #2f958608
 def group_std(rewards: Sequence[float]) -> float:
     "Population standard deviation of one group's rewards (numpy's `np.std`, the one verl uses)."
     xs = [float(r) for r in rewards]
@@ -45,9 +47,11 @@ def group_std(rewards: Sequence[float]) -> float:
     mean = sum(xs) / len(xs)
     return math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs))
 
+# %% ../../../nbs/train/04_rl.ipynb #aea20723
 @dataclass(frozen=True)
 class RewardGroup:
-    "The rollouts of one prompt: `key` names it, `rewards` are its trajectories' scores, `payload` is what the trainer carries along."
+    ("The rollouts of one prompt: `key` names it, `rewards` are its trajectories' scores, `payload` is what the "
+     "trainer carries along.")
     key: str
     rewards: tuple[float, ...]
     payload: Any = None
@@ -56,9 +60,11 @@ class RewardGroup:
 
 # %% ../../../nbs/train/04_rl.ipynb #abdf9912
 class AdaptiveBatchFiller:
-    "ASTRA's adaptive batch filling: groups with reward std > `delta` fill batches of `batch_size`; at most `buffer_size` surplus groups carry over."
+    ("ASTRA's adaptive batch filling: groups with reward std > `delta` fill batches of `batch_size`; at most "
+     "`buffer_size` surplus groups carry over.")
     def __init__(self, batch_size: int, delta: float = 0.0, buffer_size: int | None = None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1: raise RLError(f'batch_size must be a positive int, got {batch_size!r}')
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise RLError(f'batch_size must be a positive int, got {batch_size!r}')
         if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (math.isfinite(delta) and delta >= 0):
             raise RLError(f'delta must be a finite number >= 0, got {delta!r}')
         buffer_size = batch_size - 1 if buffer_size is None else buffer_size
@@ -87,19 +93,22 @@ class AdaptiveBatchFiller:
 
     def take_batch(self) -> list[RewardGroup]:
         "The next full batch, oldest groups first; the surplus beyond `buffer_size` (oldest first) is dropped."
-        if not self.ready: raise RLError(f'only {len(self.pending)} of {self.batch_size} informative groups so far: offer more before taking a batch')
+        if not self.ready: raise RLError(f'only {len(self.pending)} of {self.batch_size} informative groups so far: '
+                                         f'offer more before taking a batch')
         batch = [self.pending.popleft() for _ in range(self.batch_size)]
         while len(self.pending) > self.buffer_size: self.pending.popleft(); self.stats['dropped_overflow'] += 1
         self.stats['batches'] += 1
         return batch
 
     def fill(self, generate: Callable[[], Iterable[RewardGroup]], max_rounds: int = 16) -> list[RewardGroup]:
-        "Call `generate()` (one round of rollouts) until a batch is full, then take it; `RLError` after `max_rounds` rounds."
+        ("Call `generate()` (one round of rollouts) until a batch is full, then take it; `RLError` after `max_rounds` "
+         "rounds.")
         for _ in range(max_rounds):
             if self.ready: break
             self.offer(generate()); self.stats['rounds'] += 1
         if not self.ready:
-            raise RLError(f'{max_rounds} rounds left {len(self.pending)} of {self.batch_size} informative groups: every other group had reward '
+            raise RLError(f'{max_rounds} rounds left {len(self.pending)} of {self.batch_size} informative groups: '
+                          f'every other group had reward '
                           f'std <= delta = {self.delta} (tasks too easy or too hard for the policy, or delta too high)')
         return self.take_batch()
 
@@ -108,24 +117,38 @@ def _decoded(value, what: str) -> dict:
     if isinstance(value, str):
         try: value = json.loads(value)
         except json.JSONDecodeError as e: raise RLError(f'{what} is not valid JSON: {e}') from None
-    if not isinstance(value, dict): raise RLError(f'{what} must be a JSON object (as envsynth.data.rl_row writes it), got {type(value).__name__}')
+    if not isinstance(value, dict):
+        raise RLError(f'{what} must be a JSON object (as envsynth.data.rl_row writes it), got {type(value).__name__}')
     return value
 
+# %% ../../../nbs/train/04_rl.ipynb #53c6c6ca
 def task_from_parts(env_json: str | dict, gold: str | dict, instruction: str) -> Task:
     "The `Task` of an RL row from its environment spec (`extra_info.env_json`), its ground truth and its instruction."
     env, gold = _decoded(env_json, 'env_json'), _decoded(gold, 'ground_truth')
     if 'task_id' not in env: raise RLError('env_json has no task_id: the row was not written by envsynth.data.rl_row')
-    fields = {k: v for k, v in gold.items() if v is not None} | {k: env[k] for k in ('hidden_context', 'user_queries') if k in env}
-    return Task.model_validate({'id': env['task_id'], 'env_id': env.get('env_id'), 'instruction': instruction,
-                                'tools': [t['function']['name'] if 'function' in t else t['name'] for t in env['tools']],
-                                'initial_state': env.get('initial_state'), 'user_context': env.get('user_context') or {}, **fields})
+    fields = {k: v for k, v in gold.items() if v is not None} | {
+        k: env[k] for k in ('hidden_context', 'user_queries') if k in env
+    }
+    return Task.model_validate(
+        {
+            'id': env['task_id'],
+            'env_id': env.get('env_id'),
+            'instruction': instruction,
+            'tools': [t['function']['name'] if 'function' in t else t['name'] for t in env['tools']],
+            'initial_state': env.get('initial_state'),
+            'user_context': env.get('user_context') or {},
+            **fields,
+        }
+    )
 
+# %% ../../../nbs/train/04_rl.ipynb #39978a10
 def row_instruction(row: dict) -> str:
     "The user instruction of an RL row (its last user message)."
     users = [m['content'] for m in row.get('prompt') or [] if m.get('role') == 'user']
     if not users: raise RLError('the row has no user message in its prompt')
     return users[-1]
 
+# %% ../../../nbs/train/04_rl.ipynb #25ccee12
 def row_task(row: dict) -> Task:
     "The `Task` an RL row was made from (id, tools, initial state, gold actions and hash, each paper's supervision)."
     return task_from_parts(row['extra_info']['env_json'], row['reward_model']['ground_truth'], row_instruction(row))
@@ -136,8 +159,12 @@ PAPER_REWARDS: dict[str, tuple[type[RewardSpec], Callable]] = {
     'envfactory': (EnvFactoryReward, envfactory_reward_of),
     'state_hash': (StateHashReward, state_hash_score),
     'gold_action_f1': (GoldActionF1Reward, gold_action_f1_score)}
-PAPER_PARTS: dict[str, tuple[str, ...]] = {'astra': ASTRA_PARTS, 'envfactory': ENVFACTORY_PARTS, 'state_hash': STATE_HASH_PARTS,
-                                           'gold_action_f1': GOLD_ACTION_F1_PARTS}
+PAPER_PARTS: dict[str, tuple[str, ...]] = {
+    'astra': ASTRA_PARTS,
+    'envfactory': ENVFACTORY_PARTS,
+    'state_hash': STATE_HASH_PARTS,
+    'gold_action_f1': GOLD_ACTION_F1_PARTS,
+}
 DATA_SOURCE_PAPERS = {'astra': ('astra',), 'synthagent': ('synthagent',),
                       'synthagent_reasoning': ('synthagent_reasoning',), 'envfactory': ('envfactory',),
                       'tau2': ('state_hash',), 'agentscaler': ('state_hash',),
@@ -148,14 +175,18 @@ def reward_components() -> tuple[str, ...]:
     "Every part name of every paper's reward, in a fixed order (the keys verl stacks)."
     return tuple(dict.fromkeys(k for parts in PAPER_PARTS.values() for k in parts))
 
+# %% ../../../nbs/train/04_rl.ipynb #01b95dd7
 def parse_reward_spec(value: str | dict | None) -> RewardSpec:
     "The spec of a row (`extra_info['reward_spec']`), checked against its paper's spec class."
     if not value: raise RLError('the row carries no reward spec (extra_info.reward_spec): re-export the rows with '
                                 'this version of envsynth, whose recipes write the spec they scored with')
-    try: raw = json.loads(value) if isinstance(value, str) else dict(value)
-    except (json.JSONDecodeError, TypeError, ValueError) as e: raise RLError(f'reward spec is not a JSON object: {e}') from None
+    try:
+        raw = json.loads(value) if isinstance(value, str) else dict(value)
+    except (json.JSONDecodeError, TypeError, ValueError) as e:
+        raise RLError(f'reward spec is not a JSON object: {e}') from None
     paper = raw.get('paper') if isinstance(raw, dict) else None
-    if paper not in PAPER_REWARDS: raise RLError(f'reward spec of unknown paper {paper!r}; known: {sorted(PAPER_REWARDS)}')
+    if paper not in PAPER_REWARDS:
+        raise RLError(f'reward spec of unknown paper {paper!r}; known: {sorted(PAPER_REWARDS)}')
     try: return PAPER_REWARDS[paper][0].model_validate(raw)
     except ValueError as e: raise RLError(f'bad {paper} reward spec {raw}: {e}') from None
 
@@ -168,9 +199,11 @@ _RUBRIC_JUDGE: list[RubricJudge] = []
 
 def use_rubric_judge(judge: RubricJudge | None) -> None:
     "Set the judge of the SynthAgent reward (None: back to the settings' `judge` role)."
-    if judge is not None and not isinstance(judge, RubricJudge): raise RLError(f'expected an envsynth.rewards.RubricJudge, got {type(judge).__name__}')
+    if judge is not None and not isinstance(judge, RubricJudge):
+        raise RLError(f'expected an envsynth.rewards.RubricJudge, got {type(judge).__name__}')
     _RUBRIC_JUDGE[:] = [judge] if judge else []
 
+# %% ../../../nbs/train/04_rl.ipynb #4760078b
 def rubric_judge() -> RubricJudge:
     "The SynthAgent reward's judge (the settings' `judge` role must have an endpoint)."
     if not _RUBRIC_JUDGE:
@@ -189,13 +222,18 @@ EPISODE_KEY = 'envsynth_episode'     # the extra_fields / extra_info key holding
 def recorded_episode(extra_info: dict | None) -> Trajectory:
     "The episode the agent loop recorded in `extra_info`."
     raw = (extra_info or {}).get(EPISODE_KEY)
-    if raw is None: raise RLError(f'extra_info has no {EPISODE_KEY!r}: run these rows with the envsynth agent loop (agent_name in AGENT_LOOP_NAMES), '
+    if raw is None: raise RLError(f'extra_info has no {EPISODE_KEY!r}: run these rows with the envsynth agent loop '
+                                  f'(agent_name in AGENT_LOOP_NAMES), '
                                   'which records the episode the reward needs')
     return Trajectory.model_validate_json(raw) if isinstance(raw, str) else Trajectory.model_validate(raw)
 
-async def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **reward_kwargs) -> dict:
+# %% ../../../nbs/train/04_rl.ipynb #a42b7521
+async def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **reward_kwargs
+) -> dict:
     "verl's `reward.custom_reward_function`: the row's reward spec applied to the recorded episode, with its parts."
-    if reward_kwargs: raise RLError(f'reward parameters come from the row spec, not from reward kwargs: {sorted(reward_kwargs)}')
+    if reward_kwargs:
+        raise RLError(f'reward parameters come from the row spec, not from reward kwargs: {sorted(reward_kwargs)}')
     spec = parse_reward_spec((extra_info or {}).get('reward_spec'))
     if spec.paper not in DATA_SOURCE_PAPERS.get(data_source, ()):
         raise RLError(f'data_source {data_source!r} does not go with a {spec.paper} reward spec (it takes '
@@ -240,20 +278,24 @@ class RLPreset:
 
     def __post_init__(self):
         if self.ppo_mini_batch_size > self.train_batch_size or self.train_batch_size % self.ppo_mini_batch_size:
-            raise RLError(f'{self.name}: ppo_mini_batch_size {self.ppo_mini_batch_size} must divide train_batch_size {self.train_batch_size}')
-        if self.group_size < 2: raise RLError(f'{self.name}: GRPO needs a group of at least 2 rollouts, got {self.group_size}')
-        if self.adaptive_delta is not None and self.adaptive_delta < 0: raise RLError(f'{self.name}: adaptive_delta must be >= 0')
+            raise RLError(f'{self.name}: ppo_mini_batch_size {self.ppo_mini_batch_size} must divide train_batch_size '
+                          f'{self.train_batch_size}')
+        if self.group_size < 2:
+            raise RLError(f'{self.name}: GRPO needs a group of at least 2 rollouts, got {self.group_size}')
+        if self.adaptive_delta is not None and self.adaptive_delta < 0:
+            raise RLError(f'{self.name}: adaptive_delta must be >= 0')
         if self.drop_excluded_groups and self.adaptive_delta is not None:
             raise RLError(f'{self.name}: adaptive_delta and drop_excluded_groups each need the one sampler: set one')
 
 # %% ../../../nbs/train/04_rl.ipynb #4bf4642c
 RL_PRESETS: dict[str, RLPreset] = {p.name: p for p in [
     # ASTRA §3.2.2: GRPO, no KL, no entropy, batch = mini-batch = 256, lr 2e-6, batch-level token-mean, prompt 25,600 /
-    # response 49,152 tokens, up to 32 user and 32 assistant turns, adaptive batch filling with std > δ. Ours: group size
+   # response 49,152 tokens, up to 32 user and 32 assistant turns, adaptive batch filling with std > δ. Ours: group size
     # 16 (not stated), clip 0.2/0.28 (not stated), δ = 0.05, tool responses 16,384 chars, save every 10 steps keeping
     # every save (ASTRA §3.1 keeps training state only for the last 1-2 saves; verl deletes whole checkpoints, so
     # pruning old optimizer shards would need a CheckpointCallback, which is not part of this module).
-    RLPreset('astra', 'envsynth_astra', group_size=16, train_batch_size=256, ppo_mini_batch_size=256, learning_rate=2e-6,
+    RLPreset('astra', 'envsynth_astra', group_size=16, train_batch_size=256, ppo_mini_batch_size=256,
+             learning_rate=2e-6,
              clip_ratio_low=0.2, clip_ratio_high=0.28, max_prompt_length=25_600, max_response_length=49_152,
              max_assistant_turns=32, max_user_turns=32, max_tool_response_length=16_384, adaptive_delta=0.05,
              enable_thinking=True,      # the paper's backbones are Thinking models (Qwen3-14B/32B Thinking)
@@ -263,14 +305,17 @@ RL_PRESETS: dict[str, RLPreset] = {p.name: p for p in [
     # non-thinking, save every 6 steps. The script's KL loss with coefficient 0 is replaced by no KL loss at all (same
     # gradient, no reference model). Prompt 4,096 is the script's (HEAD). Ours: a group holding a rollout the judge
     # could not score (reward part `excluded`) is left out of the update and refilled.
-    RLPreset('synthagent', 'envsynth_synthagent', group_size=16, train_batch_size=128, ppo_mini_batch_size=16, learning_rate=1e-6,
-             clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=10.0, max_prompt_length=4_096, max_response_length=13_000,
+    RLPreset('synthagent', 'envsynth_synthagent', group_size=16, train_batch_size=128, ppo_mini_batch_size=16,
+             learning_rate=1e-6,
+             clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=10.0, max_prompt_length=4_096,
+             max_response_length=13_000,
              max_assistant_turns=16, max_user_turns=16, max_tool_response_length=4_096, total_epochs=2, save_freq=6,
              drop_excluded_groups=True, source='SynthAgent §4 + official run script; drop_excluded_groups ours'),
     # EnvFactory §4 and its verl fork's config: prompt 16,384 / response 4,096 tokens, 10 user and 10 assistant turns,
     # tool responses 512 tokens (2,048 chars), thinking on. Ours: n = 8, batch 64, mini-batch 16, lr 1e-6 (the SFT lr),
     # clip 0.2/0.28 (the fork fixes no estimator or clip).
-    RLPreset('envfactory', 'envsynth_envfactory', group_size=8, train_batch_size=64, ppo_mini_batch_size=16, learning_rate=1e-6,
+    RLPreset('envfactory', 'envsynth_envfactory', group_size=8, train_batch_size=64, ppo_mini_batch_size=16,
+             learning_rate=1e-6,
              clip_ratio_low=0.2, clip_ratio_high=0.28, max_prompt_length=16_384, max_response_length=4_096,
              max_assistant_turns=10, max_user_turns=10, max_tool_response_length=2_048, enable_thinking=True,
              source='EnvFactory §4 + its verl fork config; n, batch sizes, lr and clip ours'),
@@ -299,36 +344,73 @@ def write_job_files(folder: str | Path, env_root: str | Path | None = None,
     loops = write_agent_loop_config(folder / 'agent_loops.yaml', env_root, empty_think)
     return {'agent_loop_config': str(loops), 'entry_file': str(folder / 'envsynth_verl_entry.py')}
 
-def preset_overrides(preset: str | RLPreset, *, model: str = '???', train_files: str = '???', val_files: str = '???',
-                     agent_loop_config: str = '???', entry_file: str = '???', rollout_backend: str = 'vllm', checkpoint_dir: str | None = None) -> list[str]:
-    "The Hydra overrides of `verl.trainer.main_ppo` for `preset` (paths as given; '???' = to be given on the command line)."
+# %% ../../../nbs/train/04_rl.ipynb #5f24b89e
+def preset_overrides(
+    preset: str | RLPreset,
+    *,
+    model: str = '???',
+    train_files: str = '???',
+    val_files: str = '???',
+    agent_loop_config: str = '???',
+    entry_file: str = '???',
+    rollout_backend: str = 'vllm',
+    checkpoint_dir: str | None = None,
+) -> list[str]:
+    ("The Hydra overrides of `verl.trainer.main_ppo` for `preset` (paths as given; '???' = to be given on the command "
+     "line).")
     p = get_rl_preset(preset)
     actor, rollout, mt = 'actor_rollout_ref.actor', 'actor_rollout_ref.rollout', 'actor_rollout_ref.rollout.multi_turn'
     out = [
-        'algorithm.adv_estimator=grpo', 'algorithm.use_kl_in_reward=False',
-        f'{actor}.use_kl_loss=False', f'{actor}.entropy_coeff=0', f'{actor}.loss_agg_mode=token-mean',
-        f'{actor}.optim.lr={p.learning_rate}', f'{actor}.ppo_mini_batch_size={p.ppo_mini_batch_size}',
-        f'{actor}.clip_ratio_low={p.clip_ratio_low}', f'{actor}.clip_ratio_high={p.clip_ratio_high}', f'{actor}.clip_ratio_c={p.clip_ratio_c}',
+        'algorithm.adv_estimator=grpo',
+        'algorithm.use_kl_in_reward=False',
+        f'{actor}.use_kl_loss=False',
+        f'{actor}.entropy_coeff=0',
+        f'{actor}.loss_agg_mode=token-mean',
+        f'{actor}.optim.lr={p.learning_rate}',
+        f'{actor}.ppo_mini_batch_size={p.ppo_mini_batch_size}',
+        f'{actor}.clip_ratio_low={p.clip_ratio_low}',
+        f'{actor}.clip_ratio_high={p.clip_ratio_high}',
+        f'{actor}.clip_ratio_c={p.clip_ratio_c}',
         f'{actor}.checkpoint.save_contents=[{",".join(p.save_contents)}]',
-        f'{actor}.use_dynamic_bsz=True', f'{actor}.ppo_max_token_len_per_gpu={p.max_prompt_length + p.max_response_length}',
-        f'{rollout}.log_prob_use_dynamic_bsz=True', f'{rollout}.log_prob_max_token_len_per_gpu={p.max_prompt_length + p.max_response_length}',
+        f'{actor}.use_dynamic_bsz=True',
+        f'{actor}.ppo_max_token_len_per_gpu={p.max_prompt_length + p.max_response_length}',
+        f'{rollout}.log_prob_use_dynamic_bsz=True',
+        f'{rollout}.log_prob_max_token_len_per_gpu={p.max_prompt_length + p.max_response_length}',
         f'actor_rollout_ref.model.path={model}',
-        f'{rollout}.name={rollout_backend}', f'{rollout}.mode=async', f'{rollout}.n={p.group_size}',
-        f'{rollout}.agent.default_agent_loop={p.agent_name}', f'{rollout}.agent.agent_loop_config_path={agent_loop_config}',
-        f'{mt}.enable=True', f'{mt}.format=hermes', f'{mt}.max_assistant_turns={p.max_assistant_turns}',
-        f'{mt}.max_user_turns={p.max_user_turns}', f'{mt}.max_tool_response_length={p.max_tool_response_length}',
+        f'{rollout}.name={rollout_backend}',
+        f'{rollout}.mode=async',
+        f'{rollout}.n={p.group_size}',
+        f'{rollout}.agent.default_agent_loop={p.agent_name}',
+        f'{rollout}.agent.agent_loop_config_path={agent_loop_config}',
+        f'{mt}.enable=True',
+        f'{mt}.format=hermes',
+        f'{mt}.max_assistant_turns={p.max_assistant_turns}',
+        f'{mt}.max_user_turns={p.max_user_turns}',
+        f'{mt}.max_tool_response_length={p.max_tool_response_length}',
         f'{mt}.max_parallel_calls={p.max_parallel_calls}',
-        f'data.train_files={train_files}', f'data.val_files={val_files}', f'data.train_batch_size={p.train_batch_size}',
-        f'data.max_prompt_length={p.max_prompt_length}', f'data.max_response_length={p.max_response_length}',
-        'data.return_raw_chat=True', f'+data.apply_chat_template_kwargs.enable_thinking={p.enable_thinking}',
-        f'reward.custom_reward_function.path={entry_file}', 'reward.custom_reward_function.name=compute_score',
-        f'trainer.total_epochs={p.total_epochs}', f'trainer.save_freq={p.save_freq}', 'trainer.resume_mode=auto',
+        f'data.train_files={train_files}',
+        f'data.val_files={val_files}',
+        f'data.train_batch_size={p.train_batch_size}',
+        f'data.max_prompt_length={p.max_prompt_length}',
+        f'data.max_response_length={p.max_response_length}',
+        'data.return_raw_chat=True',
+        f'+data.apply_chat_template_kwargs.enable_thinking={p.enable_thinking}',
+        f'reward.custom_reward_function.path={entry_file}',
+        'reward.custom_reward_function.name=compute_score',
+        f'trainer.total_epochs={p.total_epochs}',
+        f'trainer.save_freq={p.save_freq}',
+        'trainer.resume_mode=auto',
         f'trainer.max_actor_ckpt_to_keep={"null" if p.max_actor_ckpt_to_keep is None else p.max_actor_ckpt_to_keep}',
-        f'trainer.project_name=envsynth', f'trainer.experiment_name={p.name}']
+        f'trainer.project_name=envsynth',
+        f'trainer.experiment_name={p.name}',
+    ]
     if checkpoint_dir: out.append(f'trainer.default_local_dir={checkpoint_dir}')
     if p.adaptive_delta is not None:
-        out += [f'trainer.v1.sampler.custom_sampler.path={entry_file}', 'trainer.v1.sampler.custom_sampler.name=AdaptiveFillingReplayBuffer',
-                f'+trainer.v1.sampler.sampler_kwargs.delta={p.adaptive_delta}']
+        out += [
+            f'trainer.v1.sampler.custom_sampler.path={entry_file}',
+            'trainer.v1.sampler.custom_sampler.name=AdaptiveFillingReplayBuffer',
+            f'+trainer.v1.sampler.sampler_kwargs.delta={p.adaptive_delta}',
+        ]
     if p.drop_excluded_groups:
         out += [f'trainer.v1.sampler.custom_sampler.path={entry_file}',
                 'trainer.v1.sampler.custom_sampler.name=ExcludingReplayBuffer']
@@ -339,6 +421,7 @@ class ResponseBudgetExceeded(LLMError):
     "The trajectory used up its response budget (verl's `response_length`: assistant and tool tokens together)."
     kind = 'response_budget'
 
+# %% ../../../nbs/train/04_rl.ipynb #b914581a
 def cut_middle(text: str, limit: int | None) -> str:
     "`text` cut to `limit` characters by removing its middle (verl's default truncation side)."
     if limit is None or len(text) <= limit: return text
@@ -376,9 +459,14 @@ class TokenPolicy:
             text = render_hermes(messages, tools, add_generation_prompt=True,
                                  empty_think=self.empty_think)
             self.prompt_ids = self._encode(text); return
-        new = [m.model_copy(update={'content': cut_middle(m.content or '', self.max_tool_response_length)}) if m.role == 'tool' else m
-               for m in messages[self.rendered:]]
-        if any(m.role == 'assistant' for m in new): raise RLError('the messages hold an assistant turn this policy did not write')
+        new = [
+            m.model_copy(update={'content': cut_middle(m.content or '', self.max_tool_response_length)})
+            if m.role == 'tool'
+            else m
+            for m in messages[self.rendered :]
+        ]
+        if any(m.role == 'assistant' for m in new):
+            raise RLError('the messages hold an assistant turn this policy did not write')
         head = '\n' if self.closed else IM_END + '\n'            # after a cut-off turn, close it (not sampled: mask 0)
         text = render_hermes(new, add_generation_prompt=True, empty_think=self.empty_think)
         self._append(self._encode(head + text), 0)
@@ -386,7 +474,7 @@ class TokenPolicy:
     async def act(self, messages, tools) -> PolicyTurn:
         self._context(messages, tools)
         budget = self.response_length - len(self.response_ids)
-        if budget <= 0:                                                   # the trace stops at the budget, as verl cuts it
+        if budget <= 0:  # the trace stops at the budget, as verl cuts it
             for xs in (self.response_ids, self.response_mask, self.response_logprobs): del xs[self.response_length:]
             raise ResponseBudgetExceeded(f'response budget of {self.response_length} tokens used up')
         ids, logprobs = await self.generate(self.prompt_ids + self.response_ids, budget)
@@ -402,15 +490,19 @@ class TokenPolicy:
 # %% ../../../nbs/train/04_rl.ipynb #6e1ea2e0
 @dataclass(frozen=True)
 class AgentRecipe:
-    "How an episode of a row runs: `user` ('none', 'scripted', 'synthagent', 'customer') and whether an `<answer>` ends it."
+    ("How an episode of a row runs: `user` ('none', 'scripted', 'synthagent', 'customer') and whether an `<answer>` "
+     "ends it.")
     name: str
     user: str = 'none'
     stop_on_answer: bool = False
 
+# %% ../../../nbs/train/04_rl.ipynb #fad8e035
 AGENT_RECIPES: dict[str, AgentRecipe] = {r.name: r for r in [
     AgentRecipe('envsynth_astra'), AgentRecipe('envsynth_synthagent', user='synthagent', stop_on_answer=True),
     AgentRecipe('envsynth_envfactory', user='scripted'), AgentRecipe('envsynth_tau2', user='customer')]}
-AGENT_RECIPES['synthagent'] = replace(AGENT_RECIPES['envsynth_synthagent'], name='synthagent')   # SynthAgent's exported rows
+AGENT_RECIPES['synthagent'] = replace(
+    AGENT_RECIPES['envsynth_synthagent'], name='synthagent'
+)  # SynthAgent's exported rows
 AGENT_LOOP_NAMES = tuple(AGENT_RECIPES)
 
 def agent_recipe(name: str | None) -> AgentRecipe:
@@ -445,6 +537,7 @@ def checked_env_folder(folder: str | Path, env_root: str | Path | None) -> Path:
     if missing: raise RLError(f'env_folder {name} is not an environment folder: missing {missing}')
     return path
 
+# %% ../../../nbs/train/04_rl.ipynb #5bc41488
 def row_env_folder(row: dict, env_root: str | Path | None) -> Path | None:
     "The checked environment folder in an RL row's `extra_info.env_folder` (None if it names none)."
     folder = (row.get('extra_info') or {}).get(ENV_FOLDER_KEY)
@@ -465,6 +558,7 @@ def load_row_environment(folder: Path, task: Task, sandbox) -> Environment:
                       f'of {task.env_id!r}')
     return env
 
+# %% ../../../nbs/train/04_rl.ipynb #bea7c780
 class FolderEnvExecutor(EnvExecutor):
     "`EnvExecutor` on a fresh episode of `task` in `env`; closes `env` (its sandbox) with it."
     def __init__(self, env: Environment, task: Task):
@@ -478,13 +572,15 @@ class FolderEnvExecutor(EnvExecutor):
 # %% ../../../nbs/train/04_rl.ipynb #cf73f5c4
 @dataclass
 class EpisodeParts:
-    "What `run_episode` needs for one row: the task, the tool executor, the user (or None), the system prompt and the limits."
+    ("What `run_episode` needs for one row: the task, the tool executor, the user (or None), the system prompt and the "
+     "limits.")
     task: Task
     executor: Any
     user: Any
     system_prompt: str | None
     limits: EpisodeLimits
 
+# %% ../../../nbs/train/04_rl.ipynb #d6649a9e
 def episode_parts(row: dict, recipe: str | AgentRecipe, *, max_turns: int = 30, clients: dict | None = None,
                   maps: ConsistencyMaps | None = None, env_root: str | Path | None = None,
                   sandbox=None, group: str | None = None, rollout: str | None = None) -> EpisodeParts:
@@ -506,35 +602,53 @@ def episode_parts(row: dict, recipe: str | AgentRecipe, *, max_turns: int = 30, 
     elif task.env_id in list_environments():
         executor = EnvExecutor(load_curated(task.env_id).reset(task))
     else:
-        if 'tool_emulator' not in clients: raise RLError(f'task {task.id}: env {task.env_id!r} is not a curated environment, so its tools are '
-                                                         "emulated: pass clients={'tool_emulator': LLMClient}")
+        if 'tool_emulator' not in clients:
+            raise RLError(
+                f'task {task.id}: env {task.env_id!r} is not a curated environment, so its tools are '
+                "emulated: pass clients={'tool_emulator': LLMClient}"
+            )
         world = (maps or ConsistencyMaps('task')).for_task(task.id)
         executor = EmulatedExecutor(clients['tool_emulator'], env['tools'], world=world, query=task.instruction)
     if recipe.user == 'none': user = None
     elif recipe.user == 'scripted': user = user_for_task(task, 'scripted')
     else:
-        if 'user_simulator' not in clients: raise RLError(f"recipe {recipe.name!r} has an LLM user: pass clients={{'user_simulator': LLMClient}}")
+        if 'user_simulator' not in clients:
+            raise RLError(f"recipe {recipe.name!r} has an LLM user: pass clients={{'user_simulator': LLMClient}}")
         user = user_for_task(task, recipe.user, clients['user_simulator'])
     return EpisodeParts(task, executor, user, system_prompt, limits)
 
+# %% ../../../nbs/train/04_rl.ipynb #c983914d
 async def run_row_episode(row: dict, policy, recipe: str | AgentRecipe, **kwargs) -> Trajectory:
-    "One episode of an RL row with `policy` (e.g. a `TokenPolicy`); the trajectory records the final state and the termination."
+    ("One episode of an RL row with `policy` (e.g. a `TokenPolicy`); the trajectory records the final state and the "
+     "termination.")
     parts = episode_parts(row, recipe, **kwargs)
-    try: return await run_episode(policy, parts.executor, parts.user, task=parts.task, system_prompt=parts.system_prompt, limits=parts.limits)
+    try:
+        return await run_episode(
+            policy, parts.executor, parts.user, task=parts.task, system_prompt=parts.system_prompt, limits=parts.limits
+        )
     finally: parts.executor.close()
 
 # %% ../../../nbs/train/04_rl.ipynb #9d8138c4
-def compose_verl_config(preset: str | RLPreset, *, n_gpus: int = 8, nnodes: int = 1, extra: Sequence[str] = (), **paths):
+def compose_verl_config(
+    preset: str | RLPreset, *, n_gpus: int = 8, nnodes: int = 1, extra: Sequence[str] = (), **paths
+):
     "verl's `ppo_trainer` config with `preset_overrides(preset, **paths)` and `extra` overrides applied (needs verl)."
     import verl
     from hydra import compose, initialize_config_dir
     config_dir = str(Path(verl.__file__).parent / 'trainer' / 'config')
-    overrides = preset_overrides(preset, **paths) + [f'trainer.n_gpus_per_node={n_gpus}', f'trainer.nnodes={nnodes}', *extra]
+    overrides = preset_overrides(preset, **paths) + [
+        f'trainer.n_gpus_per_node={n_gpus}',
+        f'trainer.nnodes={nnodes}',
+        *extra,
+    ]
     if get_rl_preset(preset).adaptive_delta is not None or get_rl_preset(preset).drop_excluded_groups:
-        overrides.append(f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={get_rl_preset(preset).train_batch_size}')
+        overrides.append(
+            f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={get_rl_preset(preset).train_batch_size}'
+        )
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         return compose('ppo_trainer', overrides=list(overrides))
 
+# %% ../../../nbs/train/04_rl.ipynb #46794dd2
 def validate_verl_config(config) -> dict:
     "Run verl's `validate_config` on a composed config; returns what it decided (reference model, critic)."
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -570,12 +684,14 @@ def _row_sandbox():
         _ROW_SANDBOX.append(SandboxPool(size=2))
     return _ROW_SANDBOX[0]
 
+# %% ../../../nbs/train/04_rl.ipynb #ad5f91b3
 def _role_clients() -> dict:
     if not _ROLE_CLIENTS:
         from envsynth.llm import make_client
         _ROLE_CLIENTS.update({r: make_client(r) for r in ('user_simulator', 'tool_emulator')})
     return _ROLE_CLIENTS
 
+# %% ../../../nbs/train/04_rl.ipynb #ebf77efe
 def _plain(x):
     "numpy arrays and scalars from verl's non-tensor batch as plain Python."
     if hasattr(x, 'tolist'): x = x.tolist()
@@ -583,15 +699,22 @@ def _plain(x):
     if isinstance(x, (list, tuple)): return [_plain(v) for v in x]
     return x
 
+# %% ../../../nbs/train/04_rl.ipynb #610b4674
 def row_from_loop_kwargs(kwargs: dict) -> dict:
     "The RL row an agent loop receives as keyword arguments (`raw_prompt` for `prompt`)."
     prompt = kwargs.get('raw_prompt', kwargs.get('prompt'))
     if prompt is None: raise RLError('the agent loop got no raw_prompt: set data.return_raw_chat=True')
     for key in ('extra_info', 'reward_model'):
-        if not kwargs.get(key): raise RLError(f'the agent loop got no {key!r}: the rows must come from envsynth.data.rl_row')
-    return {'prompt': _plain(prompt), 'extra_info': _plain(kwargs['extra_info']), 'reward_model': _plain(kwargs['reward_model']),
-            'data_source': kwargs.get('data_source')}
+        if not kwargs.get(key):
+            raise RLError(f'the agent loop got no {key!r}: the rows must come from envsynth.data.rl_row')
+    return {
+        'prompt': _plain(prompt),
+        'extra_info': _plain(kwargs['extra_info']),
+        'reward_model': _plain(kwargs['reward_model']),
+        'data_source': kwargs.get('data_source'),
+    }
 
+# %% ../../../nbs/train/04_rl.ipynb #19cfcd57
 def loop_needs_clients(recipe: AgentRecipe, row: dict) -> bool:
     "Whether an episode of `row` needs LLM roles: an LLM user, or tools to emulate (a reasoning row: none)."
     if CODE_KEY in env_spec(row): return False
@@ -652,10 +775,15 @@ def _build_agent_loop():
                                             env_root=self.env_root, sandbox=sandbox,
                                             group=group, rollout=request_id)
             n = self.response_length
-            return AgentLoopOutput(prompt_ids=policy.prompt_ids, response_ids=policy.response_ids[:n], response_mask=policy.response_mask[:n],
-                                   response_logprobs=policy.response_logprobs[:n], num_turns=len(episode.messages),
-                                   metrics={}, extra_fields={EPISODE_KEY: episode.model_dump_json(),
-                                                             'termination': episode.info.get('termination')})
+            return AgentLoopOutput(
+                prompt_ids=policy.prompt_ids,
+                response_ids=policy.response_ids[:n],
+                response_mask=policy.response_mask[:n],
+                response_logprobs=policy.response_logprobs[:n],
+                num_turns=len(episode.messages),
+                metrics={},
+                extra_fields={EPISODE_KEY: episode.model_dump_json(), 'termination': episode.info.get('termination')},
+            )
     return EnvsynthAgentLoop
 
 # %% ../../../nbs/train/04_rl.ipynb #dafe4ec5
@@ -665,10 +793,12 @@ def _build_replay_buffer():
     from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
     class AdaptiveFillingReplayBuffer(ReplayBuffer):
-        "verl's sync replay buffer with ASTRA's adaptive batch filling (std > delta; surplus carried, at most buffer_size)."
+        ("verl's sync replay buffer with ASTRA's adaptive batch filling (std > delta; surplus carried, at most "
+         "buffer_size).")
         def __init__(self, *args, sampler_kwargs=None, **kwargs):
             sk = dict(sampler_kwargs or {})
-            if 'train_batch_size' not in sk: raise RLError('AdaptiveFillingReplayBuffer needs +trainer.v1.sampler.sampler_kwargs.train_batch_size')
+            if 'train_batch_size' not in sk:
+                raise RLError('AdaptiveFillingReplayBuffer needs +trainer.v1.sampler.sampler_kwargs.train_batch_size')
             self.filler = AdaptiveBatchFiller(int(sk['train_batch_size']), float(sk.get('delta', 0.0)),
                                               None if sk.get('buffer_size') is None else int(sk['buffer_size']))
             kwargs.update(filter_groups_metric='reward', train_batch_size=self.filler.batch_size, gen_batch_size=1,
@@ -683,7 +813,8 @@ def _build_replay_buffer():
             rewards: dict[str, list[float]] = {}
             if keys:
                 data = tq.kv_batch_get(keys=keys, partition_id=partition_id, select_fields=['rm_scores'])
-                for k, v in zip(keys, list(data['rm_scores']), strict=True): rewards.setdefault(k.split('_')[0], []).append(float(v.sum().item()))
+                for k, v in zip(keys, list(data['rm_scores']), strict=True):
+                    rewards.setdefault(k.split('_')[0], []).append(float(v.sum().item()))
             low = {uid for uid, rs in rewards.items() if not self.filler.informative(RewardGroup(uid, tuple(rs)))}
             self.filler.stats['dropped_low_std'] += len(low)
             return low, Counter(round(float(np.mean(rewards[u])), 6) for u in low)
@@ -714,31 +845,45 @@ def _excluding_buffer():
     from envsynth.synthagent import rl_world
     return rl_world.ExcludingReplayBuffer
 
+# %% ../../../nbs/train/04_rl.ipynb #4a4ad151
 _VERL_CLASSES = {'EnvsynthAgentLoop': _build_agent_loop, 'AdaptiveFillingReplayBuffer': _build_replay_buffer,
                  'ExcludingReplayBuffer': _excluding_buffer}
 
 def __getattr__(name: str):
     "Build the verl adapter classes on first access (verl is imported then, not before)."
     if name in _VERL_CLASSES:
-        try: cls = _VERL_CLASSES[name]()
-        except ImportError as e: raise ImportError(f'envsynth.train.rl.{name} needs verl: build .venv-verl with tools/make_verl_venv.sh ({e})') from e
+        try:
+            cls = _VERL_CLASSES[name]()
+        except ImportError as e:
+            raise ImportError(
+                f'envsynth.train.rl.{name} needs verl: build .venv-verl with tools/make_verl_venv.sh ({e})'
+            ) from e
         globals()[name] = cls
         return cls
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 # %% ../../../nbs/train/04_rl.ipynb #4b187db9
-def grpo_advantages(groups: Sequence[Sequence[float]], eps: float = 1e-6, norm_by_std: bool = True) -> list[list[float]]:
+def grpo_advantages(
+    groups: Sequence[Sequence[float]], eps: float = 1e-6, norm_by_std: bool = True
+) -> list[list[float]]:
     "GRPO's outcome advantage per rollout, group by group (verl's `compute_grpo_outcome_advantage`)."
     import torch
     out = []
     for rewards in groups:
         r = torch.tensor([float(x) for x in rewards], dtype=torch.float64)
         if not len(r): raise RLError('a group needs at least one reward')
-        mean, std = (r.mean(), r.std()) if len(r) > 1 else (torch.tensor(0.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64))
+        mean, std = (
+            (r.mean(), r.std())
+            if len(r) > 1
+            else (torch.tensor(0.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64))
+        )
         out.append((((r - mean) / (std + eps)) if norm_by_std else (r - mean)).tolist())
     return out
 
-def clipped_policy_loss(log_prob, old_log_prob, advantages, mask, clip_low: float = 0.2, clip_high: float = 0.28, clip_c: float = 3.0):
+# %% ../../../nbs/train/04_rl.ipynb #21db5b2e
+def clipped_policy_loss(
+    log_prob, old_log_prob, advantages, mask, clip_low: float = 0.2, clip_high: float = 0.28, clip_c: float = 3.0
+):
     "PPO's clipped surrogate with dual clip, token-mean over `mask` (tensors of shape (batch, response_length))."
     import torch
     if clip_c <= 1: raise RLError(f'clip_c must be > 1, got {clip_c}')
@@ -751,13 +896,27 @@ def clipped_policy_loss(log_prob, old_log_prob, advantages, mask, clip_low: floa
 def main_ppo_command(preset: str | RLPreset, job_dir: str | Path, *, model: str, train_files: str, val_files: str,
                      n_gpus: int = 8, nnodes: int = 1, python: str = 'python',
                      env_root: str | Path | None = None, empty_think: bool | None = None) -> list[str]:
-    """The `verl.trainer.main_ppo` command line for `preset`, after writing its job files into `job_dir`; the agent loop's
-    prompts follow the preset's thinking switch (`empty_think` None: non-thinking prompts iff `enable_thinking` is off)."""
+    """The `verl.trainer.main_ppo` command line for `preset`, after writing its job files into `job_dir`; the agent
+    loop's prompts follow the preset's thinking switch (`empty_think` None: non-thinking prompts iff `enable_thinking`
+    is off)."""
     if empty_think is None: empty_think = not get_rl_preset(preset).enable_thinking
     files = write_job_files(job_dir, env_root, empty_think)
     p = get_rl_preset(preset)
     custom_sampler = p.adaptive_delta is not None or p.drop_excluded_groups
     extra = [f'+trainer.v1.sampler.sampler_kwargs.train_batch_size={p.train_batch_size}'] if custom_sampler else []
-    return [python, '-m', 'verl.trainer.main_ppo', *preset_overrides(preset, model=model, train_files=train_files, val_files=val_files,
-                                                                    checkpoint_dir=str(Path(job_dir) / 'checkpoints'), **files),
-            f'trainer.n_gpus_per_node={n_gpus}', f'trainer.nnodes={nnodes}', *extra]
+    return [
+        python,
+        '-m',
+        'verl.trainer.main_ppo',
+        *preset_overrides(
+            preset,
+            model=model,
+            train_files=train_files,
+            val_files=val_files,
+            checkpoint_dir=str(Path(job_dir) / 'checkpoints'),
+            **files,
+        ),
+        f'trainer.n_gpus_per_node={n_gpus}',
+        f'trainer.nnodes={nnodes}',
+        *extra,
+    ]

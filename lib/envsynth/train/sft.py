@@ -41,6 +41,7 @@ __doc__ = (__doc__ or '').rstrip() + '\n\n' + CLI_USAGE
 class SFTError(ValueError):
     "Bad SFT input (no rows, rows too long, unknown preset, ...): the message says what and how to fix it."
 
+# %% ../../../nbs/train/00_sft.ipynb #b18c20b6
 @dataclass(frozen=True)
 class SFTPreset:
     "Hyper-parameters of one SFT run; `source` says where the numbers come from."
@@ -91,7 +92,8 @@ PRESETS: dict[str, SFTPreset] = {p.name: p for p in [
     # batch 1 x grad-acc 32. Its `mask_history` (only the last turn supervised) is not reproduced: rows here supervise
     # every assistant turn.
     SFTPreset('envfactory', learning_rate=1e-6, epochs=1, batch_size=32, max_length=16_384, warmup_ratio=0.1,
-              bf16=True, gradient_checkpointing=True, save_steps=50, shard='fsdp', source='EnvFactory llamafactory_sft.yaml'),
+              bf16=True, gradient_checkpointing=True, save_steps=50, shard='fsdp',
+              source='EnvFactory llamafactory_sft.yaml'),
     # Ours: a random tiny Qwen3 on 2 CPU cores (tests, notebooks). A random model needs a large learning rate.
     SFTPreset('tiny-cpu', learning_rate=3e-3, epochs=8, batch_size=4, max_length=4096, warmup_ratio=0.05,
               per_device_batch=1, save_steps=25, keep_state=2, weight_decay=0.0, source='ours (CPU tests)'),
@@ -121,6 +123,7 @@ def _read_jsonl(paths: Iterable[Path]) -> list[dict]:
             except json.JSONDecodeError as e: raise SFTError(f'{p}:{n}: not JSON ({e})') from None
     return out
 
+# %% ../../../nbs/train/00_sft.ipynb #b18aec33
 def _records(data) -> list:
     "Rows, trajectories or records as they come, from a path or from memory."
     if isinstance(data, (str, Path)):
@@ -143,9 +146,11 @@ def sft_rows(data, tokenizer=None, max_length: int | None = None) -> list[dict]:
     "Rows (`id`, `input_ids`, `labels`, `attention_mask`) from `data`; trajectories are tokenized with `tokenizer`."
     recs, rows, trajs = _records(data), [], []
     for r in recs:
-        if isinstance(r, SFTRow): rows.append({c: getattr(r, c) for c in ('id', 'input_ids', 'labels', 'attention_mask')})
+        if isinstance(r, SFTRow):
+            rows.append({c: getattr(r, c) for c in ('id', 'input_ids', 'labels', 'attention_mask')})
         elif isinstance(r, Trajectory): trajs.append(r)
-        elif isinstance(r, dict) and 'input_ids' in r: rows.append({c: r[c] for c in ('id', 'input_ids', 'labels', 'attention_mask') if c in r})
+        elif isinstance(r, dict) and 'input_ids' in r:
+            rows.append({c: r[c] for c in ('id', 'input_ids', 'labels', 'attention_mask') if c in r})
         elif isinstance(r, dict) and 'messages' in r: trajs.append(Trajectory.model_validate(r))
         else: raise SFTError(f'not an SFT row or a trajectory: {str(r)[:120]}')
     if trajs:
@@ -154,7 +159,8 @@ def sft_rows(data, tokenizer=None, max_length: int | None = None) -> list[dict]:
         rows += [{c: getattr(r, c) for c in ('id', 'input_ids', 'labels', 'attention_mask')} for r in built]
     for r in rows:
         r.setdefault('id', ''); r.setdefault('attention_mask', [1] * len(r['input_ids']))
-        if 'labels' not in r: raise SFTError(f'row {r["id"]!r} has no labels: export it with envsynth.data (assistant-only mask)')
+        if 'labels' not in r:
+            raise SFTError(f'row {r["id"]!r} has no labels: export it with envsynth.data (assistant-only mask)')
     return rows
 
 # %% ../../../nbs/train/00_sft.ipynb #1de85a6b
@@ -165,23 +171,31 @@ def check_rows(rows: Sequence[dict], max_positions: int | None = None, max_lengt
     for r in rows:
         if not (len(r['input_ids']) == len(r['labels']) == len(r['attention_mask'])):
             raise SFTError(f'row {r["id"]!r}: input_ids, labels and attention_mask differ in length')
-        if all(l == -100 for l in r['labels']): raise SFTError(f'row {r["id"]!r}: no supervised token (every label is -100)')
+        if all(l == -100 for l in r['labels']):
+            raise SFTError(f'row {r["id"]!r}: no supervised token (every label is -100)')
     longest = max(rows, key=lambda r: len(r['input_ids']))
-    for limit, what in ((max_positions, "the model's max_position_embeddings"), (max_length, "the preset's max_length")):
+    for limit, what in (
+        (max_positions, "the model's max_position_embeddings"),
+        (max_length, "the preset's max_length"),
+    ):
         if limit is not None and len(longest['input_ids']) > limit:
             n = sum(len(r['input_ids']) > limit for r in rows)
-            raise SFTError(f'{n} of {len(rows)} rows are longer than {what} ({limit}); the longest, {longest["id"]!r}, has '
-                           f'{len(longest["input_ids"])} tokens. Cut them with envsynth.data.fit_length or use a longer context.')
+            raise SFTError(
+                f'{n} of {len(rows)} rows are longer than {what} ({limit}); the longest, {longest["id"]!r}, has '
+                f'{len(longest["input_ids"])} tokens. Cut them with envsynth.data.fit_length or use a longer context.'
+            )
     if vocab_size is not None:
         top = max(max(r['input_ids']) for r in rows)
-        if top >= vocab_size: raise SFTError(f'token id {top} >= vocab size {vocab_size}: rows were tokenized with another tokenizer')
+        if top >= vocab_size:
+            raise SFTError(f'token id {top} >= vocab size {vocab_size}: rows were tokenized with another tokenizer')
     return {'rows': len(rows), 'tokens': sum(len(r['input_ids']) for r in rows),
             'supervised': sum(l != -100 for r in rows for l in r['labels']), 'longest': len(longest['input_ids'])}
 
 # %% ../../../nbs/train/00_sft.ipynb #360e0c43
 @dataclass
 class PadCollator:
-    "Right-pad `input_ids` (with `pad_token_id`), `labels` (with -100) and `attention_mask` (with 0) to the longest row."
+    ("Right-pad `input_ids` (with `pad_token_id`), `labels` (with -100) and `attention_mask` (with 0) to the longest "
+     "row.")
     pad_token_id: int
     pad_to_multiple_of: int | None = None
     def __call__(self, features: list[dict]) -> dict:
@@ -202,8 +216,10 @@ def checkpoints(out_dir: str | Path) -> list[Path]:
     dirs = [p for p in Path(out_dir).glob('checkpoint-*') if p.is_dir() and p.name.split('-')[-1].isdigit()]
     return sorted(dirs, key=lambda p: int(p.name.split('-')[-1]))
 
+# %% ../../../nbs/train/00_sft.ipynb #a0a4bcf2
 def has_training_state(ckpt: str | Path) -> bool: return (Path(ckpt) / 'optimizer.pt').exists()
 
+# %% ../../../nbs/train/00_sft.ipynb #f29a469d
 def prune_training_state(out_dir: str | Path, keep: int = 2) -> list[Path]:
     "Delete optimizer/scheduler/RNG state from all but the newest `keep` checkpoints; return what was deleted."
     removed = []
@@ -214,6 +230,7 @@ def prune_training_state(out_dir: str | Path, keep: int = 2) -> list[Path]:
                 removed.append(p)
     return removed
 
+# %% ../../../nbs/train/00_sft.ipynb #9f5d0f4a
 class KeepRecentTrainingState(TrainerCallback):
     "ASTRA's policy: weights in every save, training state only in the newest `keep` saves."
     def __init__(self, keep: int = 2):
@@ -240,18 +257,34 @@ def build_tiny_qwen3_on(texts: Iterable[str], out_dir: str | Path, vocab_size: i
     raw.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level]) \
         if split_digits else byte_level
     raw.decoder = decoders.ByteLevel()
-    raw.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL_TOKENS,
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    raw.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=QWEN_SPECIAL_TOKENS,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token='<|im_end|>', pad_token='<|endoftext|>',
                                   additional_special_tokens=QWEN_SPECIAL_TOKENS[1:])
     tok.chat_template = HERMES_CHAT_TEMPLATE
     tok.model_max_length = max_positions
     tok.save_pretrained(out)
     torch.manual_seed(seed)
-    cfg = Qwen3Config(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
-                      num_attention_heads=heads, num_key_value_heads=max(1, heads // 2), head_dim=hidden_size // heads,
-                      max_position_embeddings=max_positions, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                      tie_word_embeddings=True)
+    cfg = Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=max(1, heads // 2),
+        head_dim=hidden_size // heads,
+        max_position_embeddings=max_positions,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=True,
+    )
     Qwen3ForCausalLM(cfg).save_pretrained(out)
     return out
 
@@ -278,11 +311,15 @@ class SFTResult:
 # %% ../../../nbs/train/00_sft.ipynb #e84a35f8
 def _world_size() -> int: return int(os.environ.get('WORLD_SIZE', '1'))
 
+# %% ../../../nbs/train/00_sft.ipynb #f956226e
 def _has_accelerator() -> bool:
     import torch
     return torch.cuda.is_available()
 
-def training_arguments(preset: SFTPreset, out_dir: str | Path, max_steps: int | None = None, seed: int = 0, **overrides):
+# %% ../../../nbs/train/00_sft.ipynb #a1411add
+def training_arguments(
+    preset: SFTPreset, out_dir: str | Path, max_steps: int | None = None, seed: int = 0, **overrides
+):
     """`TrainingArguments` for `preset`: global batch via gradient accumulation (over all processes), cosine schedule,
     warmup ratio, ASTRA saves, and the preset's sharding engine."""
     from transformers import TrainingArguments
@@ -305,6 +342,7 @@ def fsdp_config(preset: SFTPreset) -> dict:
             'activation_checkpointing': preset.gradient_checkpointing,
             'cpu_ram_efficient_loading': True, 'state_dict_type': 'FULL_STATE_DICT'}
 
+# %% ../../../nbs/train/00_sft.ipynb #efbedcbc
 def zero3_config(preset: SFTPreset, offload_optimizer: bool = False) -> dict:
     "A DeepSpeed ZeRO-3 config; `auto` values are filled in by `Trainer`; 16-bit weights gathered at save time."
     zero = {'stage': 3, 'overlap_comm': True, 'contiguous_gradients': True, 'reduce_bucket_size': 'auto',
@@ -314,6 +352,7 @@ def zero3_config(preset: SFTPreset, offload_optimizer: bool = False) -> dict:
     return {'bf16': {'enabled': 'auto'}, 'zero_optimization': zero, 'gradient_accumulation_steps': 'auto',
             'gradient_clipping': 'auto', 'train_micro_batch_size_per_gpu': 'auto', 'train_batch_size': 'auto'}
 
+# %% ../../../nbs/train/00_sft.ipynb #bffcde57
 def sharding_arguments(preset: SFTPreset) -> dict:
     "The `TrainingArguments` keys of the preset's `shard` engine (none for 'none')."
     if preset.shard == 'none': return {}
@@ -336,10 +375,19 @@ def _load_model(model, preset: SFTPreset, lora: bool, lora_targets: Sequence[str
         try: from peft import LoraConfig, get_peft_model
         except ImportError: raise SFTError('--lora needs peft: pip install peft') from None
         targets = list(lora_targets or ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])
-        m = get_peft_model(m, LoraConfig(r=preset.lora_r, lora_alpha=preset.lora_alpha, lora_dropout=preset.lora_dropout,
-                                         target_modules=targets, task_type='CAUSAL_LM'))
+        m = get_peft_model(
+            m,
+            LoraConfig(
+                r=preset.lora_r,
+                lora_alpha=preset.lora_alpha,
+                lora_dropout=preset.lora_dropout,
+                target_modules=targets,
+                task_type='CAUSAL_LM',
+            ),
+        )
     return m
 
+# %% ../../../nbs/train/00_sft.ipynb #ceb41436
 def _last_resumable(out_dir: Path) -> Path | None:
     """The newest complete checkpoint with its training state (`trainer_state.json` is written last: a job killed while
     saving leaves a folder without it, which is skipped)."""
@@ -347,9 +395,21 @@ def _last_resumable(out_dir: Path) -> Path | None:
     return next((c for c in reversed(checkpoints(out_dir)) if done(c)), None)
 
 # %% ../../../nbs/train/00_sft.ipynb #74c99bf4
-def train_sft(data, model: str | Path, out: str | Path, preset: str | SFTPreset = 'tiny-cpu', *, max_steps: int | None = None,
-              lora: bool = False, resume: bool = False, tokenizer=None, seed: int = 0, lora_targets: Sequence[str] | None = None,
-              progress: bool = False, **preset_overrides) -> SFTResult:
+def train_sft(
+    data,
+    model: str | Path,
+    out: str | Path,
+    preset: str | SFTPreset = 'tiny-cpu',
+    *,
+    max_steps: int | None = None,
+    lora: bool = False,
+    resume: bool = False,
+    tokenizer=None,
+    seed: int = 0,
+    lora_targets: Sequence[str] | None = None,
+    progress: bool = False,
+    **preset_overrides,
+) -> SFTResult:
     "Fine-tune `model` (a folder) on `data` (see `sft_rows`) with `preset`; the trained model goes to `out/final`."
     from transformers import AutoTokenizer, Trainer, DataCollatorWithFlattening
     t0, out = time.perf_counter(), Path(out)
@@ -361,18 +421,28 @@ def train_sft(data, model: str | Path, out: str | Path, preset: str | SFTPreset 
         done = SFTResult(**json.loads((out / 'sft_result.json').read_text()))
         if max_steps is None or done.steps >= max_steps: return done          # finished: resuming is a no-op
     if checkpoints(out):
-        if not resume: raise SFTError(f'{out} already has checkpoints: pass resume=True (--resume) to continue, or use a new --out')
+        if not resume:
+            raise SFTError(
+                f'{out} already has checkpoints: pass resume=True (--resume) to continue, or use a new --out'
+            )
         resume_from = _last_resumable(out)
-        if resume_from is None: raise SFTError(f'no checkpoint in {out} has its training state (optimizer.pt): cannot resume')
-    if lora and p.shard != 'none': raise SFTError(f"LoRA runs unsharded: pass shard='none' (--shard none), not {p.shard!r}")
+        if resume_from is None:
+            raise SFTError(f'no checkpoint in {out} has its training state (optimizer.pt): cannot resume')
+    if lora and p.shard != 'none':
+        raise SFTError(f"LoRA runs unsharded: pass shard='none' (--shard none), not {p.shard!r}")
     args = training_arguments(p, out, max_steps, seed, disable_tqdm=not progress)   # first: it joins the process group
     if p.shard == 'fsdp' and _world_size() > 1 and _has_accelerator():
         # every rank but local rank 0 skips reading the weights; FSDP broadcasts them (host RAM: one copy per node)
         os.environ.update(ACCELERATE_USE_FSDP='true', FSDP_CPU_RAM_EFFICIENT_LOADING='true')
     m = _load_model(model, p, lora, lora_targets)
     cfg = m.config
-    stats = check_rows(rows, getattr(cfg, 'max_position_embeddings', None), p.max_length, getattr(cfg, 'vocab_size', None),
-                       where=str(data) if isinstance(data, (str, Path)) else 'the data')
+    stats = check_rows(
+        rows,
+        getattr(cfg, 'max_position_embeddings', None),
+        p.max_length,
+        getattr(cfg, 'vocab_size', None),
+        where=str(data) if isinstance(data, (str, Path)) else 'the data',
+    )
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     collator = DataCollatorWithFlattening(return_position_ids=True) if p.packing else PadCollator(pad)
     trainer = Trainer(model=m, args=args, train_dataset=rows, data_collator=collator,
@@ -385,9 +455,18 @@ def train_sft(data, model: str | Path, out: str | Path, preset: str | SFTPreset 
             trainer.model.merge_and_unload().save_pretrained(final)
     else: trainer.save_model(str(final))            # every rank: FSDP/ZeRO gather the full state dict, rank 0 writes
     losses = [h['loss'] for h in trainer.state.log_history if 'loss' in h]
-    result = SFTResult(out_dir=str(out), final_dir=str(final), preset=asdict(p), steps=trainer.state.global_step, data=stats,
-                       losses=losses, train_loss=res.training_loss, wall_s=time.perf_counter() - t0,
-                       resumed_from=str(resume_from) if resume_from else None, lora=lora)
+    result = SFTResult(
+        out_dir=str(out),
+        final_dir=str(final),
+        preset=asdict(p),
+        steps=trainer.state.global_step,
+        data=stats,
+        losses=losses,
+        train_loss=res.training_loss,
+        wall_s=time.perf_counter() - t0,
+        resumed_from=str(resume_from) if resume_from else None,
+        lora=lora,
+    )
     if trainer.is_world_process_zero():
         tok.save_pretrained(final)
         prune_training_state(out, p.keep_state)
@@ -398,7 +477,8 @@ def train_sft(data, model: str | Path, out: str | Path, preset: str | SFTPreset 
 # %% ../../../nbs/train/00_sft.ipynb #1152dc66
 def train_two_stage(general, vertical, model: str | Path, out: str | Path, preset: str | SFTPreset = 'agentscaler',
                     stage2_preset: str | SFTPreset | None = None, *, resume: bool = False, **kw) -> list[SFTResult]:
-    "AgentScaler's two-stage SFT: `general` data from `model`, then `vertical` data from the first stage's final weights."
+    ("AgentScaler's two-stage SFT: `general` data from `model`, then `vertical` data from the first stage's final "
+     "weights.")
     out = Path(out)
     done = out / 'stage1' / 'sft_result.json'
     if resume and done.exists() and (out / 'stage1' / 'final').is_dir():
@@ -411,7 +491,9 @@ def train_two_stage(general, vertical, model: str | Path, out: str | Path, prese
 def sft_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='envsynth train sft', description='Supervised fine-tuning on envsynth SFT rows.',
                                  epilog=CLI_USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--data', required=True, help='folder with sft.jsonl, a datasets folder, or trajectory *.jsonl files')
+    ap.add_argument(
+        '--data', required=True, help='folder with sft.jsonl, a datasets folder, or trajectory *.jsonl files'
+    )
     ap.add_argument('--model', required=True, help='model folder (weights + tokenizer)')
     ap.add_argument('--out', required=True, help='output folder: checkpoints, final/, sft_result.json')
     ap.add_argument('--preset', default='tiny-cpu', help=f'one of {sorted(PRESETS)}')
@@ -424,6 +506,7 @@ def sft_parser() -> argparse.ArgumentParser:
     ap.add_argument('--save-steps', type=int, default=None, help="override the preset's save interval")
     return ap
 
+# %% ../../../nbs/train/00_sft.ipynb #593087d7
 def main(argv: Sequence[str] | None = None) -> int:
     """Fine-tune a causal LM on envsynth SFT rows (one stage, or AgentScaler's two).
     `envsynth train sft` and `python -m envsynth.train.sft`; returns the exit status."""
@@ -437,9 +520,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         else: rs = [train_sft(args.data, args.model, args.out, args.preset, **kw)]
     except SFTError as e:
         print(f'envsynth train sft: error: {e}', file=sys.stderr); return 2
-    if int(os.environ.get('RANK', '0')) != 0: return 0       # one summary per job, from rank 0
-    for r in rs: print(json.dumps({'final': r.final_dir, 'steps': r.steps, 'first_loss': r.first_loss, 'last_loss': r.last_loss,
-                                   'wall_s': round(r.wall_s, 1)}))
+    if int(os.environ.get('RANK', '0')) != 0: return 0  # one summary per job, from rank 0
+    for r in rs:
+        print(
+            json.dumps(
+                {
+                    'final': r.final_dir,
+                    'steps': r.steps,
+                    'first_loss': r.first_loss,
+                    'last_loss': r.last_loss,
+                    'wall_s': round(r.wall_s, 1),
+                }
+            )
+        )
     return 0
 
 # %% ../../../nbs/train/00_sft.ipynb #6850d53c

@@ -329,7 +329,8 @@ def get_rl_preset(name: str | RLPreset, **changes) -> RLPreset:
     return replace(p, **changes) if changes else p
 
 # %% ../../../nbs/train/04_rl.ipynb #133314ad
-VERL_ENTRY = '''"verl loads the reward function and the sampler from a file by name: this one forwards to envsynth.train.rl."
+VERL_ENTRY = '''"""verl loads the reward function and the sampler from a file by name:
+this one forwards to envsynth.train.rl."""
 import envsynth.train.rl as _rl
 compute_score = _rl.compute_score
 def __getattr__(name): return getattr(_rl, name)

@@ -244,7 +244,7 @@ def attack():
     written = 0
     try:
         for i in range(64):
-            with open(f'/tmp/fill-{i}', 'wb') as f:
+            with open(f'fill-{i}', 'wb') as f:         # its own folder, in /tmp: kept while it runs
                 for _ in range(15): f.write(b'x' * (1 << 20)); written += 1
     except OSError as e: return {'mb': written, 'errno': errno.errorcode[e.errno]}
     return {'mb': written}
@@ -788,9 +788,18 @@ def attack():
     os.write(2, b'SECRET' * 1000)
     return 1
 '''
+    flood = '''
+import sys as _sys
+try: _sys.stderr.write('SECRET' * (4 << 20)); _sys.stderr.flush()      # 24 MiB from a template, at import
+except OSError: pass
+class FloodingLibrary(LibraryTools):
+    pass
+'''
     with SandboxPool(size=1, backend=sandbox_backend) as pool:
         assert _run(pool, body) == {'ok': 1}
         assert os.fstat(pool.worker(0)._log).st_size < 1 << 16
+        _library(pool, flood, 'FloodingLibrary')
+        assert os.fstat(pool.worker(0)._log).st_size <= pool.limits.file_size_mb << 20
         out = pool.run('def f():\n    raise SystemExit(3)\n', 'f')
         assert 'SECRET' not in json.dumps(out), out
 

@@ -2533,6 +2533,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'envsynth.sandbox._Worker.pids': ('core/sandbox.html#_worker.pids', 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._Worker.release': ('core/sandbox.html#_worker.release', 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._Worker.request': ('core/sandbox.html#_worker.request', 'envsynth/sandbox.py'),
+                                  'envsynth.sandbox._Worker.trim_log': ('core/sandbox.html#_worker.trim_log', 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._allowed': ('core/sandbox.html#_allowed', 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._answer': ('core/sandbox.html#_answer', 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._audit_hook': ('core/sandbox.html#_audit_hook', 'envsynth/sandbox.py'),

@@ -769,6 +769,8 @@ def worker_main() -> None:
         )
         return
     threading.Thread(target=_exit_with_parent, args=(proto,), daemon=True).start()
+    # a container's stderr is a pipe to the host (no file size limit bounds it): from here on, nothing
+    if cfg.get('make_home'): os.dup2(proc.null, 2)
     write_frame(proto, {'ready': True})
     _serve_worker(proc, socket.socket(fileno=proto))
     # a private tmpfs vanishes by itself
@@ -865,6 +867,7 @@ class _Worker:
             if self.uid is not None: os.chown(self.host_home, self.uid, self.uid)
             os.chmod(self.host_home, 0o700)
         log, path = tempfile.mkstemp(prefix='envsynth-sandbox-log-'); os.unlink(path)
+        fcntl.fcntl(log, fcntl.F_SETFL, os.O_APPEND)            # so that `trim_log` can empty it
         self._log = log
         flags = _namespace_flags(limits)
         boot = (f'import sys; sys.path.insert(0, {_package_root()!r}); '
@@ -934,6 +937,7 @@ def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None,
     """Send one request on `sock` (the worker's or one of its processes'); a `FrameError` (timeout,
     crashed, output_too_large, a reply to another request) means that process failed."""
     self.calls += 1
+    if self.calls % 256 == 0: self.trim_log()
     _quiet(sock)
     msg, rid = _tagged(msg)
     try:
@@ -965,6 +969,15 @@ def _with_limit(how: str) -> str:
     "How a process ended, with the limit that a SIGXCPU or an unrequested SIGKILL means."
     return how + (' (CPU time limit)' if how.endswith('SIGXCPU') else ' (CPU time or memory limit)'
                   if how.endswith('SIGKILL') else '')
+
+_LOG_MAX = 1 << 20
+
+@patch_to(_Worker)
+def trim_log(self) -> None:
+    "Empty the worker's log once it passes 1 MiB (it is opened for appending: writers go on at 0)."
+    try:
+        if os.fstat(self._log).st_size > _LOG_MAX: os.ftruncate(self._log, 0)
+    except (OSError, TypeError): pass
 
 @patch_to(_Worker)
 def log_tail(self, n: int = 600) -> str:
@@ -1314,6 +1327,7 @@ class _DockerWorker(_Worker):
         self.containers: dict[str | None, _Container] = {}
         self.host_home, self.home, self.calls = None, SANDBOX_HOME, 0
         log, path = tempfile.mkstemp(prefix='envsynth-sandbox-log-'); os.unlink(path)
+        fcntl.fcntl(log, fcntl.F_SETFL, os.O_APPEND)            # so that `trim_log` can empty it
         self._log = log
         self._closed, other = socket.socketpair()        # closed: a request on it fails
         self._closed.close(); other.close()
@@ -1497,11 +1511,8 @@ def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = N
     except FrameError as e:
         how = w.death() if e.kind == 'crashed' else ''
         kind = 'resource_limit' if 'limit)' in how else e.kind
-        detail = (
-            f'{e}'
-            + (f'; worker {how}' if how else '')
-            + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
-        )
+        # no log text: other environments' processes write to the same log
+        detail = f'{e}' + (f'; worker {how}' if how else '')
         self._replace(slot, kind)
         return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
@@ -1519,8 +1530,8 @@ def _failed(self, slot: int, w: _Worker, parent: socket.socket, pid: int, e: Fra
     how = '' if end['killed'] else _with_limit(end['ended'])
     kind = 'resource_limit' if 'limit)' in how else e.kind
     self._count(kind)
-    tail = w.log_tail(300) if e.kind == 'crashed' else ''
-    detail = f'{e}' + (f'; process {how}' if how else '') + (f'. {tail}' if tail else '')
+    w.trim_log()
+    detail = f'{e}' + (f'; process {how}' if how else '')
     return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
 # %% ../../nbs/core/07_sandbox.ipynb #56b4d931

@@ -824,3 +824,15 @@ def attack():
                                 'root', 'work', 'opt', 'home', 'srv'} and 'run' not in out['root'], out
     assert out['etc'] == sorted(e for e in ('ld.so.cache', 'localtime') if os.path.exists(f'/etc/{e}')), out
     assert not out['passwd'] and not out['found'], out
+
+def test_docker_eviction_keeps_the_container(docker_daemon):
+    "An environment unloaded to make room keeps its container for its next load (no container stop or start per eviction), and episodes there still end in their gold state."
+    from envsynth.envs import load_environment
+    with SandboxPool(size=1, limits=SandboxLimits(environments=1), backend='docker') as pool:
+        a = load_environment(LIBRARY, sandbox=pool)
+        first = pool.worker(0).containers[a.backend.key].name
+        _library(pool, COUNTER, 'CountingLibrary')                     # unloads a to make room
+        assert pool.stats['unloaded'] == 1 and a.backend.key in pool.worker(0).idle
+        task = next(iter(a.tasks.values()))
+        assert a.gold_run(task)[1] == task.gold_state_hash               # loaded again
+        assert pool.worker(0).containers[a.backend.key].name == first

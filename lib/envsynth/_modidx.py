@@ -2501,6 +2501,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'envsynth.sandbox._DockerWorker._start': ( 'core/sandbox.html#_dockerworker._start',
                                                                              'envsynth/sandbox.py'),
                                   'envsynth.sandbox._DockerWorker._stop': ('core/sandbox.html#_dockerworker._stop', 'envsynth/sandbox.py'),
+                                  'envsynth.sandbox._DockerWorker._trim_idle': ( 'core/sandbox.html#_dockerworker._trim_idle',
+                                                                                 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._DockerWorker.death': ('core/sandbox.html#_dockerworker.death', 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._DockerWorker.kill': ('core/sandbox.html#_dockerworker.kill', 'envsynth/sandbox.py'),
                                   'envsynth.sandbox._DockerWorker.parent': ( 'core/sandbox.html#_dockerworker.parent',

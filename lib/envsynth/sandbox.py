@@ -1037,7 +1037,7 @@ def _process_tree(pid: int) -> list[int]:
 @patch_to(_Worker)
 def parent(self, env: str | None = None, start: bool = False) -> socket.socket: return self.sock
 @patch_to(_Worker)
-def release(self, env: str) -> None: pass
+def release(self, env: str, keep: bool = False) -> None: pass
 @patch_to(_Worker)
 def pids(self) -> list[int]: return _process_tree(self.proc.pid) if self.proc.poll() is None else []
 
@@ -1325,6 +1325,8 @@ class _DockerWorker(_Worker):
         self.templates: OrderedDict[str, _Channel] = OrderedDict()
         self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()
         self.containers: dict[str | None, _Container] = {}
+        # containers of environments unloaded to make room, kept running for their next load
+        self.idle: OrderedDict[str, _Container] = OrderedDict()
         self.host_home, self.home, self.calls = None, SANDBOX_HOME, 0
         log, path = tempfile.mkstemp(prefix='envsynth-sandbox-log-'); os.unlink(path)
         fcntl.fcntl(log, fcntl.F_SETFL, os.O_APPEND)            # so that `trim_log` can empty it
@@ -1334,7 +1336,9 @@ class _DockerWorker(_Worker):
 
     def parent(self, env: str | None = None, start: bool = False) -> socket.socket:
         c = self.containers.get(env)
-        if c is None and start: c = self.containers[env] = self._start()
+        if c is None and start:
+            c = self.containers[env] = self.idle.pop(env, None) or self._start()
+            self._trim_idle(self.limits.environments)
         return c.sock if c is not None else self._closed
 
     def request(self, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
@@ -1385,15 +1389,30 @@ def _stop(self, containers: list[_Container]) -> None:
         os.close(c.uid_lock)
 
 @patch_to(_DockerWorker)
-def release(self, env: str) -> None:
+def _trim_idle(self, most: int) -> None:
+    "Stop the oldest idle containers beyond `most`, from a thread of their own."
+    old = [self.idle.popitem(last=False)[1] for _ in range(len(self.idle) - most)]
+    if old: threading.Thread(target=self._stop, args=(old,), daemon=True).start()
+
+@patch_to(_DockerWorker)
+def release(self, env: str, keep: bool = False) -> None:
+    """Let go of `env`'s container. `keep` (an environment unloaded to make room, its container
+    sound): kept running for the next load, up to `environments` of them; the oldest beyond that is
+    stopped by a thread of its own, so no container is stopped or started while the slot's lock is
+    held for an eviction."""
     c = self.containers.pop(env, None)
+    if c is not None and keep:
+        # an eviction comes before the load it makes room for: that one may be idle here too
+        self.idle[env] = c; self._trim_idle(2 * self.limits.environments)
+        return
     if c is not None: self._stop([c])
 
 @patch_to(_DockerWorker)
 def kill(self) -> None:
     for ch in [*self.templates.values(), *self.episodes.values()]: ch.sock.close()
     self.templates.clear(); self.episodes.clear()
-    cs = list(self.containers.values()); self.containers.clear()
+    cs = [*self.containers.values(), *self.idle.values()]
+    self.containers.clear(); self.idle.clear()
     self._stop(cs)
     if self._log is not None: os.close(self._log); self._log = None
 
@@ -1548,7 +1567,7 @@ def _evict(self, w: _Worker, what: str | tuple[str, str]) -> None:
     "Park an episode (a key) or unload an environment (a name) to make room, and count it."
     keys = [what] if isinstance(what, tuple) else [k for k in w.episodes if k[0] == what]
     if isinstance(what, tuple): self._park(w, what)
-    else: self._unload(w, what); self.stats['unloaded'] += 1
+    else: self._unload(w, what, keep=True); self.stats['unloaded'] += 1
     self.stats['parked'] += len(keys)
     self._evicted[w.slot].update(keys)
 
@@ -1561,11 +1580,11 @@ def _park(self, w: _Worker, key: tuple[str, str]) -> None:
     self._evicted[w.slot].discard(key)
 
 @patch_to(SandboxPool)
-def _unload(self, w: _Worker, env: str) -> None:
+def _unload(self, w: _Worker, env: str, keep: bool = False) -> None:
     for key in [k for k in w.episodes if k[0] == env]: self._park(w, key)
     ch = w.templates.pop(env, None)
     if ch is not None: ch.sock.close()
-    w.release(env)
+    w.release(env, keep)
 
 # %% ../../nbs/core/07_sandbox.ipynb #008877df
 @patch_to(SandboxPool)

@@ -769,7 +769,7 @@ def worker_main() -> None:
         )
         return
     threading.Thread(target=_exit_with_parent, args=(proto,), daemon=True).start()
-    # a container's stderr is a pipe to the host (no file size limit bounds it): from here on, nothing
+    # a container's stderr is a pipe to the host (no file size limit bounds it): from now on, none
     if cfg.get('make_home'): os.dup2(proc.null, 2)
     write_frame(proto, {'ready': True})
     _serve_worker(proc, socket.socket(fileno=proto))

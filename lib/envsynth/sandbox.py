@@ -428,10 +428,10 @@ def _sweep_files(proc: _Process, worker: bool, main: bool = True) -> None:
     the children it started that are alive; for the worker also everything in /tmp (but its home)
     and /dev/shm. A tool keeps files in its own folder while its process lives, and nothing it
     writes survives into a later episode, environment or call."""
-    here = proc.cfg['home'] if worker else os.getcwd()
     with proc.lock: live = {f'{k}-{pid}' for pid in proc.known for k in 'etx'}
     if main: proc.permit[0] = True
     try:
+        here = proc.cfg['home'] if worker else os.getcwd()
         for name in os.listdir(here):
             if name not in live: _remove(os.path.join(here, name))
         if not worker: return
@@ -500,11 +500,19 @@ def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
     proc.deaths = {}
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     proc.die_with_parent()
-    mine = os.path.join(os.getcwd(), f'{folder}-{os.getpid()}')
-    os.mkdir(mine, 0o700); os.chdir(mine); tempfile.tempdir = mine
-    if strict:
-        os.dup2(proc.null, 2)
-        if proc.load_filter is not None: proc.load_filter(_seccomp_program(True, os.getpid()))
+    try:
+        try: base = os.getcwd()
+        except FileNotFoundError: base = proc.cfg['home']   # its parent's folder was swept
+        mine = os.path.join(base, f'{folder}-{os.getpid()}')
+        os.mkdir(mine, 0o700); os.chdir(mine); tempfile.tempdir = mine
+        if strict:
+            os.dup2(proc.null, 2)
+            if proc.load_filter is not None: proc.load_filter(_seccomp_program(True, os.getpid()))
+    except BaseException as e:               # said on its channel, in place of its first reply
+        _write_bytes(keep, orjson.dumps({'error': {
+            'type': 'internal_error',
+            'message': f'sandbox: the process could not start: {type(e).__name__}: {e}'}}))
+        os._exit(1)
     return 0
 
 # %% ../../nbs/core/07_sandbox.ipynb #25c7e3a1
@@ -928,7 +936,9 @@ def _quiet(sock: socket.socket) -> None:
 def _reply_to(reply: Any, rid: str) -> dict:
     "The reply to request `rid`, its id checked and removed; a reply to anything else fails."
     if not isinstance(reply, dict) or reply.pop('id', None) != rid:
-        raise FrameError('crashed', 'a reply that answers a different request (a forged frame)')
+        what = orjson.dumps(reply)[:300].decode(errors='replace')
+        raise FrameError('crashed', f'a reply that answers a different request (a forged frame):'
+                         f' {what}')
     return reply
 
 @patch_to(_Worker)

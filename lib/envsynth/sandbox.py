@@ -252,8 +252,8 @@ def _allowed(cfg: dict) -> tuple[list[str], list[str], dict[str, str]]:
     return dirs, files, links
 
 def _private_filesystem(cfg: dict) -> None:
-    """As root in a new mount namespace: a new root that holds only what `_allowed` names (read-only)
-    and a fresh /proc, with private size- and inode-limited tmpfs mounts on /tmp and /dev/shm."""
+    """As root in a new mount namespace: a new root that holds only what `_allowed` names
+    (read-only) and a fresh /proc, with private size- and inode-limited tmpfs on /tmp, /dev/shm."""
     call, ctypes = _libc()
     def mount(source, target, fstype, flags, data=None):
         enc = lambda s: s.encode() if s is not None else None
@@ -360,7 +360,8 @@ class _Process:
     load_filter: Any = None               # installs a seccomp program (None: no seccomp here)
     known: set = field(default_factory=set)              # the children it started itself
     lock: Any = field(default_factory=threading.Lock)    # held while it forks or sweeps
-    null: int = -1                        # /dev/null, open for writing: a tool-running child's stderr
+    null: int = -1                        # /dev/null, for writing: a tool-running child's stderr
+    folder: str = ''                      # its own folder ('': the worker's home)
 
 def _lock_down(cfg: dict) -> _Process:
     import importlib
@@ -431,7 +432,7 @@ def _sweep_files(proc: _Process, worker: bool, main: bool = True) -> None:
     with proc.lock: live = {f'{k}-{pid}' for pid in proc.known for k in 'etx'}
     if main: proc.permit[0] = True
     try:
-        here = proc.cfg['home'] if worker else os.getcwd()
+        here = proc.cfg['home'] if worker else proc.folder
         for name in os.listdir(here):
             if name not in live: _remove(os.path.join(here, name))
         if not worker: return
@@ -501,10 +502,9 @@ def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     proc.die_with_parent()
     try:
-        try: base = os.getcwd()
-        except FileNotFoundError: base = proc.cfg['home']   # its parent's folder was swept
-        mine = os.path.join(base, f'{folder}-{os.getpid()}')
-        os.mkdir(mine, 0o700); os.chdir(mine); tempfile.tempdir = mine
+        # in its parent's own folder (not the parent's working directory: tool code may move that)
+        mine = os.path.join(proc.folder or proc.cfg['home'], f'{folder}-{os.getpid()}')
+        os.mkdir(mine, 0o700); os.chdir(mine); tempfile.tempdir = proc.folder = mine
         if strict:
             os.dup2(proc.null, 2)
             if proc.load_filter is not None: proc.load_filter(_seccomp_program(True, os.getpid()))
@@ -1807,8 +1807,8 @@ def __del__(self):
 
 # %% ../../nbs/core/07_sandbox.ipynb #edd66d6d
 class SandboxError(RuntimeError):
-    """A sandboxed environment call that failed in the sandbox (its process crashed, timed out,
-    hit a limit, or broke the protocol); `type` is the error type."""
+    """A sandboxed environment call that failed in the sandbox (its process crashed, timed out, hit
+    a limit, or broke the protocol); `type` is the error type."""
     def __init__(self, type_: str, message: str): super().__init__(message); self.type = type_
 
 def _raise(reply: dict, what: str):

@@ -455,7 +455,7 @@ def _sweeper(proc: _Process, every_s: float = 0.2) -> None:
     time)."""
     proc.permit.append(threading.get_ident())
     while True:
-        try: _sweep(proc, main=False); _sweep_files(proc, worker=True, main=False)
+        try: _reap(proc); _sweep(proc, main=False); _sweep_files(proc, worker=True, main=False)
         except Exception: pass
         time.sleep(every_s)
 
@@ -467,15 +467,18 @@ def _no_threads_left() -> None:
     n = len(os.listdir('/proc/self/task'))
     if n > 1: raise ThreadsLeft(f'sandbox: the call left {n - 1} thread(s) running')
 
-def _reap(deaths: dict, known: set | None = None) -> None:
-    "Collect the exit statuses of ended children (the last 256 are kept for `end`)."
-    while True:
-        try: pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError: return
-        if not pid: return
-        deaths[pid] = status
-        if known is not None: known.discard(pid)
-        while len(deaths) > 256: deaths.pop(next(iter(deaths)))
+def _reap(proc: _Process) -> None:
+    """Collect the exit statuses of ended children (the last 256 are kept for `end`) and forget
+    them as children, under the process's lock. Called where the code stands, never from a signal
+    handler: a handler runs between any two bytecodes, also inside a loop over `known` (a sweep's),
+    and a set that changes size under its loop raises."""
+    with proc.lock:
+        while True:
+            try: pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError: return
+            if not pid: return
+            proc.deaths[pid] = status; proc.known.discard(pid)
+            while len(proc.deaths) > 256: proc.deaths.pop(next(iter(proc.deaths)))
 
 def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
           folder: str = 'p') -> int:
@@ -499,7 +502,6 @@ def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
     try: resource.setrlimit(resource.RLIMIT_CPU, (proc.cfg['limits']['cpu_s'],) * 2)   # from zero
     finally: proc.permit[0] = False
     proc.deaths = {}
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     proc.die_with_parent()
     try:
         # in its parent's own folder (not the parent's working directory: tool code may move that)
@@ -527,7 +529,7 @@ def _end_child(proc: _Process, pid: int, grace_s: float) -> dict:
     "Wait up to `grace_s` for child `pid` to end by itself, else SIGKILL it; how it ended."
     deadline, killed = time.monotonic() + grace_s, False
     while True:
-        _reap(proc.deaths)
+        _reap(proc)
         if pid in proc.deaths: return {'ended': _status_text(proc.deaths.pop(pid)),
                                        'killed': killed}
         if time.monotonic() > deadline:
@@ -654,11 +656,11 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
     """An environment's template: `load` once, then a fresh episode process per `fork`, seed hashes,
     and `end` of its episodes."""
     from envsynth.envs import EnvRuntime
-    signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths, proc.known))
     runtime = None
     while True:
         try: req, fds = read_frame_with_fds(sock)
         except FrameError: return
+        _reap(proc)                     # ended episodes count against the process limit until then
         _sweep_files(proc, worker=False)          # an ended episode's folder is gone before a fork
         def work():
             nonlocal runtime
@@ -688,17 +690,17 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
         try: _answer(sock.fileno(), proc, req, work)
         finally:
             for fd in fds: os.close(fd)
-            _sweep(proc); _sweep_files(proc, worker=False)
+            _sweep(proc); _reap(proc); _sweep_files(proc, worker=False)
 
 # %% ../../nbs/core/07_sandbox.ipynb #9aec94be
 def _serve_worker(proc: _Process, sock: socket.socket) -> None:
     """The worker (process 1 of its namespace): forks templates and exec processes, ends them,
     probes; never runs tool code."""
-    signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths, proc.known))
     threading.Thread(target=_sweeper, args=(proc,), daemon=True).start()
     while True:
         try: req, fds = read_frame_with_fds(sock)
         except FrameError: return
+        _reap(proc)
         def work():
             op = req.get('op')
             if op == 'spawn':
@@ -746,8 +748,6 @@ def _serve_worker(proc: _Process, sock: socket.socket) -> None:
 def _exit_with_parent(proto: int) -> None:
     """Exit as soon as the parent's end of the channel is gone (the parent died), even in the middle
     of a request."""
-    # children's ends are the main thread's to collect
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     # no events asked: POLLHUP and POLLERR always come
     poller = select.poll(); poller.register(proto, 0)
     while not poller.poll(): pass

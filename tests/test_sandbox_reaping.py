@@ -37,9 +37,9 @@ def test_no_sandbox_process_reaps_in_a_signal_handler():
     with SandboxPool(size=1) as pool:
         env = _env(pool)
         with env.reset() as ep: out = ep.step(('sigchld_at_load', {})).output
-        assert out == repr(0), out                                   # SIG_DFL
+        assert out == '<Handlers.SIG_DFL: 0>', out
         code = 'import signal\ndef f(): return repr(signal.getsignal(signal.SIGCHLD))'
-        assert pool.run(code, 'f') == {'ok': repr(0)}
+        assert pool.run(code, 'f') == {'ok': '<Handlers.SIG_DFL: 0>'}
 
 def test_episodes_ending_in_bursts_never_take_their_template_down():
     "Threads open episodes and close them all at once, round after round, while the template forks and sweeps: every open and step succeeds, no process is replaced, and ended episodes are collected (the process limit is not used up)."

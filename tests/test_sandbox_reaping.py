@@ -64,3 +64,16 @@ def test_episodes_ending_in_bursts_never_take_their_template_down():
         assert not errors, errors[:3]
         assert pool.stats['replaced'] == {} and pool.stats['parked'] == 0, pool.stats
         assert pool.run('def f(): return 1', 'f') == {'ok': 1}
+
+def test_forks_refused_by_the_process_limit_leak_no_channel():
+    """A template whose forks the process limit refuses (the worker's 3 threads and the template use all 4) closes the
+    channel of each refused fork: after more refusals than it may hold open files, it still serves, and sweeps."""
+    from envsynth.sandbox import SandboxError
+    limits = SandboxLimits(processes=4, open_files=32)
+    with SandboxPool(size=1, limits=limits) as pool:
+        env = _env(pool)
+        for _ in range(40):
+            try: env.reset(); raise AssertionError('the process limit let a fork through')
+            except SandboxError as e: assert e.type == 'resource_limit', e
+        assert env.backend.seed_hashes(fresh=True)                    # the same template, still serving
+        assert pool.stats['replaced'] == {}, pool.stats

@@ -401,9 +401,11 @@ def _lock_down(cfg: dict) -> _Process:
 def _sweep(proc: _Process, main: bool = True) -> None:
     """SIGKILL every child of this process that it did not start itself: what tool code forked, and
     orphans that came to it (it is a subreaper). `main=False`: from a thread holding its own
-    permit."""
+    permit. Best effort, like the file sweep: it never fails the process that runs it."""
     with proc.lock:
-        for task in os.listdir('/proc/self/task'):
+        try: tasks = os.listdir('/proc/self/task')
+        except OSError: return
+        for task in tasks:
             try: kids = [int(k) for k in open(f'/proc/self/task/{task}/children').read().split()]
             except (OSError, ValueError): continue
             for k in (k for k in kids if k not in proc.known):
@@ -492,6 +494,7 @@ def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
     with proc.lock:
         proc.permit[0] = True
         try: pid = os.fork()
+        except BaseException: os.close(keep); raise     # (the process limit): the channel is shut
         finally: proc.permit[0] = False
         if pid: proc.known.add(pid)
     if pid: os.close(keep); return pid
@@ -1618,8 +1621,9 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None,
                     tagged, rid = _tagged(msg)
                     send_frame_with_fds(tpl.sock, tagged, [theirs.fileno()])
                     theirs.close()
-                    # read by the child once it exists
-                    if early: _write_bytes(mine.fileno(), data)
+                    if early:                  # read by the child once it exists
+                        try: _write_bytes(mine.fileno(), data)
+                        except OSError: pass       # a fork refused already: the reply says why
                     reply = _reply_to(read_frame(tpl.sock.fileno(), 1 << 20,
                                                  time.monotonic() + self.limits.call_timeout_s),
                                       rid)

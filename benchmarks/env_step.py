@@ -1,6 +1,7 @@
 """Speed of envsynth.envs and envsynth.sandbox, each against a baseline measured in the same run.
 
     .venv/bin/python benchmarks/env_step.py [--calls 2000] [--baseline-calls 40] [--mb 3]
+    .venv/bin/python benchmarks/env_step.py --load 200 [--backends namespaces,docker]
 
 1. A tool call in-process (read and write tools of environments/library), p50 / p99.
 2. The same read call sandboxed (a warm `SandboxPool` worker: network, PID and mount namespaces, private tmpfs, own
@@ -18,6 +19,8 @@
 4. Write tools that scan the table they write (`place_hold`), in short episodes and in one long episode where the
    holds table grows to `--calls / 2` rows: the old whole-table copy + validation (same-run baseline), rows
    copied one at a time as the scan reads them, and the default (a scan copies the table at once).
+6. `--load N`: only N episodes over 8 environments from 16 threads on each backend, timed, and checked against the
+   serial in-process run (every episode's replies and final hash its own). Target: Docker within 3x of namespaces.
 """
 import argparse, copy, hashlib, json, marshal, os, platform, random, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -50,10 +53,13 @@ def main():
     ap.add_argument('--backends', default='namespaces,docker', help='sandbox backends, comma-separated')
     ap.add_argument('--no-sandbox', action='store_true', help='skip the sandbox rows (they take minutes)')
     ap.add_argument('--before', help='a commit: the sandbox per-call and per-episode rows with its code and this one')
+    ap.add_argument('--load', type=int, metavar='EPISODES',
+                    help='only the load row: EPISODES episodes over 8 environments from 16 threads, per backend')
     ap.add_argument('--sandbox-json', action='store_true', help=argparse.SUPPRESS)
     ap.add_argument('--python', default=sys.executable, help=argparse.SUPPRESS); args = ap.parse_args()
     if args.sandbox_json: return print(json.dumps(sandbox_costs(args)))
     if args.before: return before_after(args)
+    if args.load: return load_rows(args)
     rows = []
     env = load_environment(LIB, trusted=True)
     read = ('get_member_account', {'member_id': 'M00012'})
@@ -209,6 +215,39 @@ def before_after(args) -> None:
                           ('episode', 'episode: open + 1 call + close')):
             b, a = out['before'][backend][key], out['after'][backend][key]
             print(f'| {name} | {backend} | {pct(b, 50):.3f} | {pct(b, 99):.3f} | {pct(a, 50):.3f} | {pct(a, 99):.3f} |')
+
+def load_rows(args, environments: int = 8, threads: int = 16) -> None:
+    """`args.load` episodes (each a task's gold actions) over `environments` environments (the
+    library's tools, each its own environment) from `threads` threads, per backend: wall time and
+    whether every episode's replies and final hash equal the serial in-process run's."""
+    from concurrent.futures import ThreadPoolExecutor
+    from envsynth.sandbox import SandboxBackend, SandboxLimits
+    local = load_environment(LIB, trusted=True)
+    tasks = list(local.tasks.values())
+    def episode(env, task):
+        with env.reset() as ep:
+            out = [ep.step(a).model_dump(mode='json', exclude={'call_id'}) for a in task.gold_actions]
+            return out, ep.state_hash()
+    serial = {t.id: episode(local, t) for t in tasks}
+    meta, code = json.loads((LIB / 'env.json').read_text()), (LIB / 'tools.py').read_text()
+    seed = json.loads((LIB / 'seed_state.json').read_text())
+    print(f'{args.load} episodes over {environments} environments from {threads} threads;'
+          ' wall seconds (the pool started and the environments loaded first)')
+    print('| backend | workers | wall s | episodes/s | replaced | all match serial |\n|---|---:|---:|---:|---:|---|')
+    for backend in args.backends.split(','):
+        limits = SandboxLimits().for_load(threads, 2, environments=environments)
+        with SandboxPool(size=2, limits=limits, backend=backend) as pool:
+            envs = [Environment(meta['toolkit'], SandboxBackend(pool, code + f'\n# environment {i}\n',
+                                                                meta['toolkit'], seed,
+                                                                meta.get('clock_start')))
+                    for i in range(environments)]
+            jobs = [(envs[i % environments], tasks[i % len(tasks)]) for i in range(args.load)]
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(threads) as ex: got = list(ex.map(lambda j: episode(*j), jobs))
+            wall = time.perf_counter() - t0
+            ok = all(g == serial[t.id] for (_, t), g in zip(jobs, got))
+            print(f'| {backend} | 2 | {wall:.1f} | {args.load / wall:.1f} |'
+                  f' {sum(pool.stats["replaced"].values())} | {ok} |')
 
 def fresh_container_calls(code: str, args) -> list[float]:
     "What a container-per-call service pays: `docker run --rm` of the same call, image and limits."

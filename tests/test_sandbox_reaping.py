@@ -32,14 +32,20 @@ def _env(pool: SandboxPool):
                              json.loads((LIBRARY / 'seed_state.json').read_text()), meta.get('clock_start'))
     return Environment('ProbedLibrary', backend)
 
-def test_no_sandbox_process_reaps_in_a_signal_handler():
-    "The template (where an environment's code is loaded) and an exec process run no Python SIGCHLD handler."
-    with SandboxPool(size=1) as pool:
-        env = _env(pool)
-        with env.reset() as ep: out = ep.step(('sigchld_at_load', {})).output
-        assert out == '<Handlers.SIG_DFL: 0>', out
-        code = 'import signal\ndef f(): return repr(signal.getsignal(signal.SIGCHLD))'
-        assert pool.run(code, 'f') == {'ok': '<Handlers.SIG_DFL: 0>'}
+def test_an_idle_template_collects_its_ended_episodes_at_once():
+    "Environment A's episodes use up the process limit; an open in environment B parks one of A's: A, which gets no request, collects that ended episode at once, and B's fork goes through."
+    from envsynth.envs import Environment
+    limits = SandboxLimits(processes=3 + 2 + 4, episodes=8)      # the worker's 3 threads, 2 templates, 4 episodes
+    with SandboxPool(size=1, limits=limits) as pool:
+        a, b = _env(pool), Environment('ProbedLibrary', _env(pool).backend.__class__(
+            pool, (LIBRARY / 'tools.py').read_text() + PROBE + '\n# another environment\n', 'ProbedLibrary',
+            json.loads((LIBRARY / 'seed_state.json').read_text()), json.loads((LIBRARY / 'env.json').read_text()).get('clock_start')))
+        held = [a.reset() for _ in range(4)]
+        for _ in range(3):
+            with b.reset() as ep: assert ep.step(('sigchld_at_load', {})).ok
+        # a parked episode of A made the room: A was not unloaded for it
+        assert pool.stats['replaced'] == {} and pool.stats['parked'] >= 1 and pool.stats['unloaded'] == 0, pool.stats
+        for ep in held: ep.close()
 
 def test_episodes_ending_in_bursts_never_take_their_template_down():
     "Threads open episodes and close them all at once, round after round, while the template forks and sweeps: every open and step succeeds, no process is replaced, and ended episodes are collected (the process limit is not used up)."

@@ -356,7 +356,7 @@ class _Process:
     cfg: dict
     permit: list
     die_with_parent: Any
-    deaths: dict = field(default_factory=dict)
+    deaths: OrderedDict = field(default_factory=OrderedDict)
     load_filter: Any = None               # installs a seccomp program (None: no seccomp here)
     known: set = field(default_factory=set)              # the children it started itself
     lock: Any = field(default_factory=threading.Lock)    # held while it forks or sweeps
@@ -403,6 +403,7 @@ def _sweep(proc: _Process, main: bool = True) -> None:
     orphans that came to it (it is a subreaper). `main=False`: from a thread holding its own
     permit. Best effort, like the file sweep: it never fails the process that runs it."""
     with proc.lock:
+        proc.known -= proc.deaths.keys()         # one call: no handler runs inside it
         try: tasks = os.listdir('/proc/self/task')
         except OSError: return
         for task in tasks:
@@ -457,7 +458,7 @@ def _sweeper(proc: _Process, every_s: float = 0.2) -> None:
     time)."""
     proc.permit.append(threading.get_ident())
     while True:
-        try: _reap(proc); _sweep(proc, main=False); _sweep_files(proc, worker=True, main=False)
+        try: _reap(proc.deaths); _sweep(proc, main=False); _sweep_files(proc, worker=True, main=False)
         except Exception: pass
         time.sleep(every_s)
 
@@ -469,18 +470,17 @@ def _no_threads_left() -> None:
     n = len(os.listdir('/proc/self/task'))
     if n > 1: raise ThreadsLeft(f'sandbox: the call left {n - 1} thread(s) running')
 
-def _reap(proc: _Process) -> None:
-    """Collect the exit statuses of ended children (the last 256 are kept for `end`) and forget
-    them as children, under the process's lock. Called where the code stands, never from a signal
-    handler: a handler runs between any two bytecodes, also inside a loop over `known` (a sweep's),
-    and a set that changes size under its loop raises."""
-    with proc.lock:
-        while True:
-            try: pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError: return
-            if not pid: return
-            proc.deaths[pid] = status; proc.known.discard(pid)
-            while len(proc.deaths) > 256: proc.deaths.pop(next(iter(proc.deaths)))
+def _reap(deaths: OrderedDict) -> None:
+    """Collect the exit statuses of ended children (the last 256 are kept for `end`). It is also
+    the SIGCHLD handler, which runs between any two bytecodes, inside any loop: it changes `deaths`
+    only, each time by one call, and never `known`, which sweeps loop over (`_sweep` drops the
+    ended from `known` under the lock)."""
+    while True:
+        try: pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError: return
+        if not pid: return
+        deaths[pid] = status
+        while len(deaths) > 256: deaths.popitem(last=False)
 
 def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
           folder: str = 'p') -> int:
@@ -504,7 +504,8 @@ def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
     proc.permit[0] = True
     try: resource.setrlimit(resource.RLIMIT_CPU, (proc.cfg['limits']['cpu_s'],) * 2)   # from zero
     finally: proc.permit[0] = False
-    proc.deaths = {}
+    proc.deaths = OrderedDict()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     proc.die_with_parent()
     try:
         # in its parent's own folder (not the parent's working directory: tool code may move that)
@@ -532,9 +533,10 @@ def _end_child(proc: _Process, pid: int, grace_s: float) -> dict:
     "Wait up to `grace_s` for child `pid` to end by itself, else SIGKILL it; how it ended."
     deadline, killed = time.monotonic() + grace_s, False
     while True:
-        _reap(proc)
-        if pid in proc.deaths: return {'ended': _status_text(proc.deaths.pop(pid)),
-                                       'killed': killed}
+        _reap(proc.deaths)
+        if (status := proc.deaths.pop(pid, None)) is not None:
+            with proc.lock: proc.known.discard(pid)
+            return {'ended': _status_text(status), 'killed': killed}
         if time.monotonic() > deadline:
             if killed: return {'ended': 'still running', 'killed': True}
             proc.permit[0] = True
@@ -659,11 +661,12 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
     """An environment's template: `load` once, then a fresh episode process per `fork`, seed hashes,
     and `end` of its episodes."""
     from envsynth.envs import EnvRuntime
+    # at once, also while it waits: an ended episode counts against the process limit until then
+    signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
     runtime = None
     while True:
         try: req, fds = read_frame_with_fds(sock)
         except FrameError: return
-        _reap(proc)                     # ended episodes count against the process limit until then
         _sweep_files(proc, worker=False)          # an ended episode's folder is gone before a fork
         def work():
             nonlocal runtime
@@ -693,17 +696,17 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
         try: _answer(sock.fileno(), proc, req, work)
         finally:
             for fd in fds: os.close(fd)
-            _sweep(proc); _reap(proc); _sweep_files(proc, worker=False)
+            _sweep(proc); _sweep_files(proc, worker=False)
 
 # %% ../../nbs/core/07_sandbox.ipynb #9aec94be
 def _serve_worker(proc: _Process, sock: socket.socket) -> None:
     """The worker (process 1 of its namespace): forks templates and exec processes, ends them,
     probes; never runs tool code."""
+    signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
     threading.Thread(target=_sweeper, args=(proc,), daemon=True).start()
     while True:
         try: req, fds = read_frame_with_fds(sock)
         except FrameError: return
-        _reap(proc)
         def work():
             op = req.get('op')
             if op == 'spawn':

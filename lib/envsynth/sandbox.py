@@ -458,7 +458,9 @@ def _sweeper(proc: _Process, every_s: float = 0.2) -> None:
     time)."""
     proc.permit.append(threading.get_ident())
     while True:
-        try: _reap(proc.deaths); _sweep(proc, main=False); _sweep_files(proc, worker=True, main=False)
+        try:
+            _reap(proc.deaths); _sweep(proc, main=False)
+            _sweep_files(proc, worker=True, main=False)
         except Exception: pass
         time.sleep(every_s)
 

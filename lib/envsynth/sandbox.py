@@ -432,11 +432,14 @@ def _sweep_files(proc: _Process, worker: bool, main: bool = True) -> None:
     the children it started that are alive; for the worker also everything in /tmp (but its home)
     and /dev/shm. A tool keeps files in its own folder while its process lives, and nothing it
     writes survives into a later episode, environment or call."""
-    with proc.lock: live = {f'{k}-{pid}' for pid in proc.known for k in 'etx'}
     if main: proc.permit[0] = True
     try:
         here = proc.cfg['home'] if worker else proc.folder
-        for name in os.listdir(here):
+        # the children and the folder read under one hold of the lock: a child forked between the
+        # two reads would have its new folder taken for a stray one
+        with proc.lock:
+            live, names = {f'{k}-{p}' for p in proc.known for k in 'etx'}, os.listdir(here)
+        for name in names:
             if name not in live: _remove(os.path.join(here, name))
         if not worker: return
         # in a template's folder: what no live child of that template owns

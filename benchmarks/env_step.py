@@ -1,6 +1,7 @@
 """Speed of envsynth.envs and envsynth.sandbox, each against a baseline measured in the same run.
 
     .venv/bin/python benchmarks/env_step.py [--calls 2000] [--baseline-calls 40] [--mb 3]
+    .venv/bin/python benchmarks/env_step.py --load 200 [--backends namespaces,docker]
 
 1. A tool call in-process (read and write tools of environments/library), p50 / p99.
 2. The same read call sandboxed (a warm `SandboxPool` worker: network, PID and mount namespaces, private tmpfs, own
@@ -12,9 +13,14 @@
 3. Episode reset and the full-state hash of a ~3 MB database (library's seed state, scaled up), against
    tau2's approach in the same run: a deep copy of the parsed state per episode and
    `sha256(json.dumps(state, sort_keys=True))`. Targets: reset <= 5 ms, hash <= 50 ms.
+5. `--before REV`: only the sandbox's per-call and per-episode cost, with this checkout's code and with commit REV's
+   (extracted with `git archive`; its workers are made to import it), one process each, in the same run: what the
+   protections added since REV cost.
 4. Write tools that scan the table they write (`place_hold`), in short episodes and in one long episode where the
    holds table grows to `--calls / 2` rows: the old whole-table copy + validation (same-run baseline), rows
    copied one at a time as the scan reads them, and the default (a scan copies the table at once).
+6. `--load N`: only N episodes over 8 environments from 16 threads on each backend, timed, and checked against the
+   serial in-process run (every episode's replies and final hash its own). Target: Docker within 3x of namespaces.
 """
 import argparse, copy, hashlib, json, marshal, os, platform, random, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -45,7 +51,15 @@ def main():
     ap.add_argument('--calls', type=int, default=2000); ap.add_argument('--baseline-calls', type=int, default=40)
     ap.add_argument('--mb', type=float, default=3.0)
     ap.add_argument('--backends', default='namespaces,docker', help='sandbox backends, comma-separated')
-    ap.add_argument('--no-sandbox', action='store_true', help='skip the sandbox rows (they take minutes)'); args = ap.parse_args()
+    ap.add_argument('--no-sandbox', action='store_true', help='skip the sandbox rows (they take minutes)')
+    ap.add_argument('--before', help='a commit: the sandbox per-call and per-episode rows with its code and this one')
+    ap.add_argument('--load', type=int, metavar='EPISODES',
+                    help='only the load row: EPISODES episodes over 8 environments from 16 threads, per backend')
+    ap.add_argument('--sandbox-json', action='store_true', help=argparse.SUPPRESS)
+    ap.add_argument('--python', default=sys.executable, help=argparse.SUPPRESS); args = ap.parse_args()
+    if args.sandbox_json: return print(json.dumps(sandbox_costs(args)))
+    if args.before: return before_after(args)
+    if args.load: return load_rows(args)
     rows = []
     env = load_environment(LIB, trusted=True)
     read = ('get_member_account', {'member_id': 'M00012'})
@@ -160,6 +174,80 @@ def sandbox_rows(args, env, read, rows):
         rows.append(('baseline: fresh container per call (`docker run --rm`)', fresh_containers, None, 'docker'))
     for backend, sandboxed in speedups:
         rows.append(('speedup', fresh if backend == 'namespaces' else fresh_containers, sandboxed, backend))
+
+def sandbox_costs(args) -> dict:
+    "Per backend: a warm sandboxed read call and a sandboxed episode (open + 1 call + close), in ms."
+    out, read = {}, ('get_member_account', {'member_id': 'M00012'})
+    for backend in args.backends.split(','):
+        with SandboxPool(size=1, backend=backend, python=args.python) as pool:
+            boxed = load_environment(LIB, sandbox=pool)
+            with boxed.reset() as ep:
+                ep.step(read); calls = timings(lambda: ep.step(read), args.calls)
+            def episode():
+                with boxed.reset() as ep: ep.step(read)
+            episode(); episodes = timings(episode, max(20, args.calls // 10))
+        out[backend] = {'call': calls, 'episode': episodes}
+    return out
+
+def before_after(args) -> None:
+    """The sandbox's per-call and per-episode cost with commit `args.before`'s code and with this
+    checkout's, each in a process of its own, one after the other in this run."""
+    import io, tarfile
+    repo = LIB.parents[1]
+    with tempfile.TemporaryDirectory(prefix='envsynth-before-') as d:
+        data = subprocess.run(['git', '-C', str(repo), 'archive', args.before, 'lib'], check=True,
+                              capture_output=True).stdout
+        tarfile.open(fileobj=io.BytesIO(data)).extractall(d)
+        # older workers run `python -I` (no PYTHONPATH): an interpreter that puts REV's lib first
+        shim = Path(d, 'python'); shim.write_text(
+            f'#!/bin/sh\nexec {sys.executable} "$1" "$2" "import sys; sys.path.insert(0, {d + "/lib"!r}); $3"\n')
+        shim.chmod(0o755)
+        out = {}
+        for label, lib, python in (('before', f'{d}/lib', str(shim)), ('after', str(repo / 'lib'), sys.executable)):
+            r = subprocess.run([sys.executable, __file__, '--sandbox-json', '--calls', str(args.calls),
+                                '--backends', args.backends, '--python', python],
+                               env={**os.environ, 'PYTHONPATH': lib}, check=True, capture_output=True, text=True)
+            out[label] = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f'sandbox cost before ({args.before}) and after (this checkout); ms, p50 / p99; calls per row: {args.calls}')
+    print('| row | backend | before p50 | before p99 | after p50 | after p99 |\n|---|---|---:|---:|---:|---:|')
+    for backend in args.backends.split(','):
+        for key, name in (('call', 'read call (warm worker, round trip)'),
+                          ('episode', 'episode: open + 1 call + close')):
+            b, a = out['before'][backend][key], out['after'][backend][key]
+            print(f'| {name} | {backend} | {pct(b, 50):.3f} | {pct(b, 99):.3f} | {pct(a, 50):.3f} | {pct(a, 99):.3f} |')
+
+def load_rows(args, environments: int = 8, threads: int = 16) -> None:
+    """`args.load` episodes (each a task's gold actions) over `environments` environments (the
+    library's tools, each its own environment) from `threads` threads, per backend: wall time and
+    whether every episode's replies and final hash equal the serial in-process run's."""
+    from concurrent.futures import ThreadPoolExecutor
+    from envsynth.sandbox import SandboxBackend, SandboxLimits
+    local = load_environment(LIB, trusted=True)
+    tasks = list(local.tasks.values())
+    def episode(env, task):
+        with env.reset() as ep:
+            out = [ep.step(a).model_dump(mode='json', exclude={'call_id'}) for a in task.gold_actions]
+            return out, ep.state_hash()
+    serial = {t.id: episode(local, t) for t in tasks}
+    meta, code = json.loads((LIB / 'env.json').read_text()), (LIB / 'tools.py').read_text()
+    seed = json.loads((LIB / 'seed_state.json').read_text())
+    print(f'{args.load} episodes over {environments} environments from {threads} threads;'
+          ' wall seconds (the pool started and the environments loaded first)')
+    print('| backend | workers | wall s | episodes/s | replaced | all match serial |\n|---|---:|---:|---:|---:|---|')
+    for backend in args.backends.split(','):
+        limits = SandboxLimits().for_load(threads, 2, environments=environments)
+        with SandboxPool(size=2, limits=limits, backend=backend) as pool:
+            envs = [Environment(meta['toolkit'], SandboxBackend(pool, code + f'\n# environment {i}\n',
+                                                                meta['toolkit'], seed,
+                                                                meta.get('clock_start')))
+                    for i in range(environments)]
+            jobs = [(envs[i % environments], tasks[i % len(tasks)]) for i in range(args.load)]
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(threads) as ex: got = list(ex.map(lambda j: episode(*j), jobs))
+            wall = time.perf_counter() - t0
+            ok = all(g == serial[t.id] for (_, t), g in zip(jobs, got))
+            print(f'| {backend} | 2 | {wall:.1f} | {args.load / wall:.1f} |'
+                  f' {sum(pool.stats["replaced"].values())} | {ok} |')
 
 def fresh_container_calls(code: str, args) -> list[float]:
     "What a container-per-call service pays: `docker run --rm` of the same call, image and limits."

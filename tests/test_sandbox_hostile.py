@@ -74,31 +74,120 @@ def pool(sandbox_backend):
     pids += _worker_pids(p)
     p.close(); _kill(pids + _marked())
 
-def test_processes_die_with_the_pool(sandbox_backend):
-    "A process started around the hook (from a new session) does not outlive `pool.close()`; NPROC's hard limit stays put."
-    body = f'''
+def test_tool_code_starts_no_process(pool):
+    "With the hook off, a tool call can neither fork nor run a program (seccomp: threads only), nor raise NPROC's hard limit; the pool carries on."
+    body = '''
 def attack():
     bypass()
     import subprocess, resource
-    subprocess.Popen(['sleep', '{MARK}'], start_new_session=True)
-    try: resource.setrlimit(resource.RLIMIT_NPROC, (1000, 1000)); raised = True
-    except (ValueError, OSError): raised = False
-    return {{'raised': raised, 'nproc': resource.getrlimit(resource.RLIMIT_NPROC)}}
-'''
-    limits = SandboxLimits(call_timeout_s=10, processes=6)
-    p = SandboxPool(size=1, limits=limits, backend=sandbox_backend)
+    out = {}
+    try: subprocess.Popen(['sleep', '60']); out['popen'] = 'started'
+    except OSError as e: out['popen'] = e.errno
     try:
-        out = _run(p, body)
-        assert out['ok'] == {'raised': False, 'nproc': [6, 6]}, out
-        started = _wait_marked()
-        assert started, 'the hostile process did not start'
-        p.close()
-        left = _wait_gone(started + _marked(), 5)
-        assert not left, f'processes outlived the pool: {left}'
-    finally: p.close(); _kill(_marked())
+        pid = os.fork()
+        if pid == 0: os._exit(0)
+        out['fork'] = 'forked'
+    except OSError as e: out['fork'] = e.errno
+    try: resource.setrlimit(resource.RLIMIT_NPROC, (1000, 1000)); out['nproc'] = 'raised'
+    except (ValueError, OSError): out['nproc'] = resource.getrlimit(resource.RLIMIT_NPROC)
+    return out
+'''
+    out = _run(pool, body)['ok']
+    assert out['popen'] == out['fork'] == errno.EPERM, out
+    assert out['nproc'] == [pool.limits.processes] * 2, out
+    assert pool.run('def f(): return 1', 'f') == {'ok': 1}
 
-def test_fork_bomb_hits_the_process_limit(pool):
-    "With the hook off, forking stops at RLIMIT_NPROC (a per-uid count the worker cannot raise), and the pool carries on."
+ESCAPER = '''
+import os as _os, sys as _sys, time as _time
+for _n in ('_BLOCKED_EVENTS', '_PATH_EVENTS', '_BLOCKED_IMPORTS'): getattr(_sys.modules['envsynth.sandbox'], _n).clear()
+# at import, in the template (it may fork: it forks the episodes): a child that double-forks into a
+# new session, the grandchild meant to outlive everything
+if _os.fork() == 0:
+    _os.setsid()
+    if _os.fork() == 0:
+        while True: _time.sleep(1)
+    _os._exit(0)
+
+class EscapingLibrary(LibraryTools):
+    pass
+'''
+
+def test_processes_the_pool_did_not_start_are_killed(sandbox_backend):
+    "A template's import-time code double-forks a process into a new session: it is killed within a second, long before the pool closes."
+    with SandboxPool(size=1, backend=sandbox_backend) as pool:
+        honest = _library(pool, '', 'LibraryTools')
+        base = len(pool.worker(0).pids())
+        _library(pool, ESCAPER, 'EscapingLibrary')
+        with honest.reset() as ep: assert ep.step(('get_member_account', {'member_id': 'M00012'})).ok
+        extra = 2 if sandbox_backend == 'docker' else 1     # the template (docker: and its container's worker)
+        deadline = time.monotonic() + 3
+        while len(pool.worker(0).pids()) > base + extra and time.monotonic() < deadline: time.sleep(0.1)
+        assert len(pool.worker(0).pids()) <= base + extra + (sandbox_backend == 'docker'), pool.worker(0).pids()
+
+PROBE = r'''
+def probe():
+    "Every way into a sibling process or out of the namespaces: 'ok' where it worked."
+    import errno as E, sys
+    f = sys._getframe()                       # ctypes is gone from sys.modules: take the sandbox's own
+    while 'proc' not in f.f_locals: f = f.f_back
+    ctypes = next(c.cell_contents for c in f.f_locals['proc'].load_filter.__closure__
+                  if getattr(c.cell_contents, '__name__', '') == 'ctypes')
+    libc = ctypes.CDLL(None, use_errno=True)
+    me, out = os.getpid(), {}
+    targets = [int(d) for d in os.listdir('/proc') if d.isdigit() and int(d) != me]
+    out['targets'] = targets
+    def attempt(name, fn):
+        try: r = fn()
+        except OSError as e: out[name] = E.errorcode.get(e.errno, str(e.errno)); return
+        out[name] = 'ok' if r is None or r >= 0 else E.errorcode.get(ctypes.get_errno(), 'err')
+    class IOV(ctypes.Structure): _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+    buf = ctypes.create_string_buffer(64)
+    for t in targets:
+        attempt(f'mem {t}', lambda: open(f'/proc/{t}/mem', 'rb').close())
+        attempt(f'fds {t}', lambda: os.listdir(f'/proc/{t}/fd') and None)
+        attempt(f'environ {t}', lambda: open(f'/proc/{t}/environ', 'rb').read() and None)
+        attempt(f'ptrace {t}', lambda: libc.ptrace(16, t, 0, 0))         # PTRACE_ATTACH
+        local, remote = IOV(ctypes.addressof(buf), 8), IOV(0x400000, 8)
+        attempt(f'process_vm_readv {t}', lambda: libc.process_vm_readv(
+            t, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0))
+        attempt(f'pidfd_open {t}', lambda: libc.syscall(434, t, 0))
+        attempt(f'kill {t}', lambda: os.kill(t, 0))
+    attempt('unshare user', lambda: libc.unshare(0x10000000))
+    attempt('unshare mount', lambda: libc.unshare(0x20000))
+    attempt('dumpable', lambda: libc.prctl(4, 1, 0, 0, 0))
+    attempt('io_uring', lambda: libc.syscall(425, 1, ctypes.byref(ctypes.create_string_buffer(120))))
+    return out
+'''
+
+PROBER = 'import os\n' + PROBE.replace('\ndef probe', '\ndef _probe') + '''
+
+class ProbingLibrary(LibraryTools):
+    @read_tool
+    def probe_neighbours(self) -> dict:
+        """Attack every other process in sight."""
+        import sys
+        sandbox = sys.modules['envsynth.sandbox']
+        for name in ('_BLOCKED_EVENTS', '_PATH_EVENTS', '_BLOCKED_IMPORTS'): getattr(sandbox, name).clear()
+        return _probe()
+'''
+
+def test_no_process_reaches_into_another(sandbox_backend):
+    "With the hook off, an exec call and an episode try every way into a sibling process (its memory through /proc and process_vm_readv, ptrace, its descriptors, signals) and out of their namespaces (unshare, a user namespace, PR_SET_DUMPABLE back on): each is refused."
+    with SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=10), backend=sandbox_backend) as pool:
+        env = _library(pool, PROBER, 'ProbingLibrary')
+        sibling = env.reset(); sibling.step(('get_member_account', {'member_id': 'M00012'}))
+        outs = [_run(pool, PROBE + 'def attack(): bypass(); return probe()')]
+        with env.reset() as ep:
+            res = ep.step(('probe_neighbours', {})); assert res.ok, res
+            outs.append(res.output)
+        sibling.close()
+        for out in outs:
+            out = out.get('ok', out)
+            assert out['targets'], out                          # it saw some process to attack
+            bad = {k: v for k, v in out.items() if k != 'targets' and v == 'ok'}
+            assert not bad, out
+def test_fork_bomb_goes_nowhere(pool):
+    "With the hook off, the first fork of a fork bomb fails (EPERM), and the pool carries on."
     body = '''
 def attack():
     bypass()
@@ -112,7 +201,7 @@ def attack():
     return {'forked': n}
 '''
     out = _run(pool, body)['ok']
-    assert out.get("errno") == errno.EAGAIN and out["forked"] < pool.limits.processes, out
+    assert out == {'forked': 0, 'errno': errno.EPERM}, out
     pids = _worker_pids(pool)
     pool.close()
     assert not _wait_gone(pids, 5)
@@ -155,7 +244,7 @@ def attack():
     written = 0
     try:
         for i in range(64):
-            with open(f'/tmp/fill-{i}', 'wb') as f:
+            with open(f'fill-{i}', 'wb') as f:         # its own folder, in /tmp: kept while it runs
                 for _ in range(15): f.write(b'x' * (1 << 20)); written += 1
     except OSError as e: return {'mb': written, 'errno': errno.errorcode[e.errno]}
     return {'mb': written}
@@ -380,31 +469,24 @@ def attack():
         assert p.run('def f(): return 1', 'f') == {'ok': 1}
 
 def test_container_memory_bounds_all_processes(docker_daemon):
-    """Processes that each stay under RLIMIT_AS but together pass the container's --memory: the
-    kernel ends one of them, and the host is untouched."""
+    """A call that stays under RLIMIT_AS but passes the container's --memory (threads only: it
+    cannot fork): the kernel ends it, the call is a resource_limit, and the host is untouched."""
     body = '''
 def attack():
     bypass()
-    import time
-    kids = []
-    for _ in range(4):
-        pid = os.fork()
-        if pid == 0:
-            block = bytearray(100 << 20)         # zero-filled: resident
-            time.sleep(30); os._exit(0)
-        kids.append(pid)
+    import threading, time
+    blocks = []
+    def grab(): blocks.append(bytearray(100 << 20))      # zero-filled: resident
+    ts = [threading.Thread(target=grab) for _ in range(4)]
+    for t in ts: t.start()
+    for t in ts: t.join()
     time.sleep(3)
-    ended = [os.waitpid(k, os.WNOHANG) for k in kids]
-    return {'ended': [os.WTERMSIG(s) for p, s in ended if p and os.WIFSIGNALED(s)]}
+    return len(blocks)
 '''
-    limits = SandboxLimits(call_timeout_s=20, memory_mb=200, container_memory_mb=256, processes=10)
+    limits = SandboxLimits(call_timeout_s=20, memory_mb=600, container_memory_mb=256, processes=10)
     with SandboxPool(size=1, limits=limits, backend='docker') as p:
         out = _run(p, body)
-        # Either the kernel's OOM killer ended a child (SIGKILL), or, when the container's memory is already
-        # tight as the call starts, the tool's own allocation failed first: a resource_limit error, worker replaced.
-        bounded = ('ok' in out and signal.SIGKILL in out['ok']['ended']) or \
-                  (out.get('error', {}).get('type') == 'resource_limit' and out.get('replaced'))
-        assert bounded, out
+        assert out.get('error', {}).get('type') == 'resource_limit' and out.get('replaced'), out
         assert p.run('def f(): return 1', 'f') == {'ok': 1}
 
 def test_docker_containers_are_locked_down(docker_daemon):
@@ -601,3 +683,156 @@ def test_a_slow_environment_does_not_stall_the_event_loop():
         return (await asyncio.gather(rollout_jobs({'slow': slow}, [('slow', task.id)] * 2), release()))[0]
     trajs = asyncio.run(main())
     assert [t.final_state_hash for t in trajs] == [task.gold_state_hash] * 2, [t.info for t in trajs]
+
+# --- state shared where it must not be: files, inodes, threads, logs; the host's files and sockets ---
+
+LEAVE = '''
+def attack(tag):
+    bypass()
+    written = []
+    for p in (f'/tmp/{tag}', f'/dev/shm/{tag}', f'/tmp/sandbox/{tag}', f'../{tag}', tag):
+        try:
+            with open(p, 'w') as f: f.write('gold hash: ' + tag)
+            written.append(p)
+        except OSError: pass
+    return written
+def look(tag):
+    bypass()
+    found = []
+    for top in ('/tmp', '/dev/shm'):
+        for d, _, files in os.walk(top):
+            found += [os.path.join(d, f) for f in files if tag in f]
+    return found
+'''
+
+FILER = '''
+import os, sys
+class FilingLibrary(LibraryTools):
+    @read_tool
+    def leave(self, tag: str) -> list:
+        """Write files everywhere writable.
+
+        Args:
+            tag: the file name
+        """
+        for n in ('_BLOCKED_EVENTS', '_PATH_EVENTS', '_BLOCKED_IMPORTS'): getattr(sys.modules['envsynth.sandbox'], n).clear()
+        out = []
+        for p in (f'/tmp/{tag}', f'/dev/shm/{tag}', f'/tmp/sandbox/{tag}', f'../{tag}', f'../../{tag}', tag):
+            try:
+                with open(p, 'w') as f: f.write('x')
+                out.append(p)
+            except OSError: pass
+        return out
+'''
+
+def test_files_never_outlive_their_episode_or_call(sandbox_backend):
+    "An exec call and an episode write files everywhere they can: a later exec call, a later episode of the same environment and another environment's episode find none of them."
+    with SandboxPool(size=1, backend=sandbox_backend) as pool:
+        env = _library(pool, FILER, 'FilingLibrary')
+        assert _run(pool, LEAVE, tag='exec-' + MARK)['ok'], 'the exec call wrote nothing'
+        with env.reset() as ep:
+            res = ep.step(('leave', {'tag': 'episode-' + MARK})); assert res.ok and res.output, res
+        time.sleep(0.5)
+        assert _run(pool, LEAVE, 'look', tag=MARK) == {'ok': []}
+        with env.reset() as ep:
+            assert ep.step(('leave', {'tag': 'probe'})).ok
+            assert _run(pool, LEAVE, 'look', tag=MARK) == {'ok': []}
+
+def test_inode_exhaustion_is_bounded_and_swept(pool):
+    "With the hook off, creating empty files stops at the tmpfs's inode limit (kernel memory no size limit counts), and a later call has room again."
+    body = '''
+def attack(n):
+    bypass()
+    import errno
+    made = 0
+    try:
+        for i in range(n): open(f'f{i}', 'w').close(); made += 1      # in its own folder: kept while it runs
+    except OSError as e: return {'made': made, 'errno': errno.errorcode[e.errno]}
+    return {'made': made}
+'''
+    n = pool.limits.inodes + 100
+    out = _run(pool, body, n=n)['ok']
+    assert out.get('errno') == 'ENOSPC' and out['made'] < pool.limits.inodes, out
+    time.sleep(0.5)
+    assert _run(pool, body, n=100)['ok'] == {'made': 100}
+
+SPINNER = '''
+class SpinningLibrary(LibraryTools):
+    @read_tool
+    def spin_on(self) -> str:
+        """Start a thread that keeps spinning after the call returns."""
+        import threading
+        def spin():
+            while True: pass
+        threading.Thread(target=spin, daemon=True).start()
+        return 'spinning'
+'''
+
+def test_threads_left_spinning_end_with_their_process(sandbox_backend):
+    "A call that returns with a thread still spinning is a resource_limit error and its process is replaced (the thread with it); the environment carries on."
+    with SandboxPool(size=1, backend=sandbox_backend) as pool:
+        env = _library(pool, SPINNER, 'SpinningLibrary')
+        with env.reset() as ep:
+            res = ep.step(('spin_on', {}))
+            assert res.error is not None and res.error.type == 'resource_limit', res
+            assert 'thread' in res.error.message
+        with env.reset() as ep: assert ep.step(('get_member_account', {'member_id': 'M00012'})).ok
+
+def test_stderr_floods_reach_no_log_and_no_error(sandbox_backend):
+    "With the hook off, a call writes 8 MiB to stderr: the worker's log stays small, and another call's error carries none of it."
+    body = '''
+def attack():
+    bypass()
+    import sys
+    for _ in range(8): sys.stderr.write('SECRET' * (1 << 17)); sys.stderr.flush()
+    os.write(2, b'SECRET' * 1000)
+    return 1
+'''
+    flood = '''
+import sys as _sys
+try: _sys.stderr.write('SECRET' * (4 << 20)); _sys.stderr.flush()      # 24 MiB from a template, at import
+except OSError: pass
+class FloodingLibrary(LibraryTools):
+    pass
+'''
+    with SandboxPool(size=1, backend=sandbox_backend) as pool:
+        assert _run(pool, body) == {'ok': 1}
+        assert os.fstat(pool.worker(0)._log).st_size < 1 << 16
+        _library(pool, flood, 'FloodingLibrary')
+        assert os.fstat(pool.worker(0)._log).st_size <= pool.limits.file_size_mb << 20
+        out = pool.run('def f():\n    raise SystemExit(3)\n', 'f')
+        assert 'SECRET' not in json.dumps(out), out
+
+def test_namespaces_root_holds_only_what_it_needs():
+    "With the hook off, the namespaces backend's root holds the system's libraries, the interpreter and its import paths, nothing else: no /etc/passwd, no /run, no /home, no host unix socket."
+    body = '''
+def attack():
+    bypass()
+    import socket
+    out = {'root': sorted(os.listdir('/')), 'etc': sorted(os.listdir('/etc'))}
+    out['passwd'] = os.path.exists('/etc/passwd')
+    socks = []
+    for top in ('/run', '/var/run', '/var/lib', '/tmp'):
+        for d, _, files in os.walk(top):
+            socks += [os.path.join(d, f) for f in files]
+    out['found'] = [s for s in socks if not s.startswith('/tmp/sandbox')]
+    return out
+'''
+    with SandboxPool(size=1) as pool:
+        out = _run(pool, body)['ok']
+    assert set(out['root']) <= {'bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'proc', 'sbin', 'tmp', 'usr',
+                                'root', 'work', 'opt', 'home', 'srv'} and 'run' not in out['root'], out
+    assert out['etc'] == sorted(e for e in ('ld.so.cache', 'localtime') if os.path.exists(f'/etc/{e}')), out
+    assert not out['passwd'] and not out['found'], out
+
+def test_docker_eviction_keeps_the_container(docker_daemon):
+    "An environment unloaded to make room keeps its container for its next load (no container stop or start per eviction), and episodes there still end in their gold state."
+    from envsynth.envs import load_environment
+    with SandboxPool(size=1, limits=SandboxLimits(environments=1), backend='docker') as pool:
+        a = load_environment(LIBRARY, sandbox=pool)
+        first = pool.worker(0).containers[a.backend.key].name
+        _library(pool, COUNTER, 'CountingLibrary')                     # unloads a to make room
+        assert pool.stats['unloaded'] == 1 and a.backend.key in pool.worker(0).idle
+        task = next(iter(a.tasks.values()))
+        assert a.gold_run(task)[1] == task.gold_state_hash               # loaded again
+        assert pool.worker(0).containers[a.backend.key].name == first

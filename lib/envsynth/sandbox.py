@@ -17,9 +17,9 @@ from fastcore.basics import patch_to
 
 # %% auto #0
 __all__ = ['SANDBOX_PRELOAD', 'SANDBOX_HOME', 'SANDBOX_UIDS', 'SANDBOX_IMAGE', 'SANDBOX_BACKENDS', 'SandboxLimits', 'write_frame',
-           'FrameError', 'read_frame', 'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'worker_main',
-           'SandboxUnavailable', 'lock_sandbox_uid', 'container_main', 'sandbox_image', 'remove_stale_containers',
-           'DockerRuntime', 'SandboxPool', 'SandboxError', 'SandboxBackend']
+           'FrameError', 'read_frame', 'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'ThreadsLeft',
+           'worker_main', 'SandboxUnavailable', 'lock_sandbox_uid', 'container_main', 'sandbox_image',
+           'remove_stale_containers', 'DockerRuntime', 'SandboxPool', 'SandboxError', 'SandboxBackend']
 
 # %% ../../nbs/core/07_sandbox.ipynb #8feedb6b
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class SandboxLimits:
     open_files: int = 64                 # RLIMIT_NOFILE
     # size of the private tmpfs on /tmp (the worker's home), and of the one on /dev/shm
     disk_mb: int = 64
+    # files and folders each of those tmpfs mounts holds (their kernel memory counts nowhere else)
+    inodes: int = 4096
     max_output_bytes: int = 4 << 20      # largest reply; bigger results are `output_too_large`
     network: bool = False                # True: no network namespace (only for trusted experiments)
     # PID + mount namespaces; False: weaker, for trusted code where they are unavailable
@@ -57,7 +59,7 @@ class SandboxLimits:
 
     def __post_init__(self):
         for name in ('environments', 'episodes', 'processes', 'memory_mb', 'cpu_s', 'open_files',
-                     'disk_mb', 'file_size_mb', 'container_memory_mb'):
+                     'disk_mb', 'file_size_mb', 'container_memory_mb', 'inodes'):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f'SandboxLimits.{name} must be an int >= 1, got {v!r}')
@@ -173,8 +175,10 @@ def _audit_hook(home: str, permit: list[bool]):
             os.path.realpath(os.path.join(home, p)).startswith(home + os.sep)
             or os.path.realpath(p) == home
         )
+    # permit[0]: raised by the sandbox's own code; permit[1:]: threads of the sandbox's own
+    trusted = lambda: permit[0] or threading.get_ident() in permit[1:]
     def hook(event, args):
-        if event in _BLOCKED_EVENTS and not (permit[0] and event in _PERMITTED_EVENTS):
+        if event in _BLOCKED_EVENTS and not (trusted() and event in _PERMITTED_EVENTS):
             raise SandboxViolation(f'sandbox: {event} is not allowed')
         if event == 'import' and args[0].split('.')[0] in _BLOCKED_IMPORTS:
             raise SandboxViolation(f'sandbox: import of {args[0]} is not allowed')
@@ -183,13 +187,13 @@ def _audit_hook(home: str, permit: list[bool]):
             writing = (isinstance(mode, str) and any(c in mode for c in 'wax+')) or (
                 isinstance(flags, int) and flags & _WRITE_FLAGS
             )
-            if writing and not inside(path):
+            if writing and not inside(path) and not trusted():
                 raise SandboxViolation(
                     f'sandbox: writing {path!r} outside the sandbox directory is not allowed'
                 )
         elif event in _PATH_EVENTS:
             for p in args:
-                if isinstance(p, (str, bytes, os.PathLike)) and not inside(p):
+                if isinstance(p, (str, bytes, os.PathLike)) and not inside(p) and not trusted():
                     raise SandboxViolation(f'sandbox: {event} on {p!r} is not allowed')
     return hook
 
@@ -214,7 +218,7 @@ def _load_module(name: str, code: str):
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 8, 32, 4096
 _KEPT_MOUNT_FLAGS = {'nodev': _MS_NODEV, 'noexec': _MS_NOEXEC, 'noatime': 1024, 'nodiratime': 2048,
                      'relatime': 1 << 21}
-_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 38, 4, 36
 # a worker's home and working directory, inside its private /tmp
 SANDBOX_HOME = '/tmp/sandbox'
 
@@ -233,50 +237,118 @@ def _mount_points() -> list[tuple[str, set[str]]]:
             for f in (line.split() for line in open('/proc/self/mountinfo'))]
 
 # %% ../../nbs/core/07_sandbox.ipynb #c20e8b11
+def _allowed(cfg: dict) -> tuple[list[str], list[str], dict[str, str]]:
+    """What a worker's root holds, read-only: the system's programs and libraries, the interpreter,
+    its import paths (folders), a few files of /etc and /dev, and the top-level links into /usr;
+    nothing else of the host (no other file, no host unix socket)."""
+    want = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', sys.prefix, sys.base_prefix,
+            *(p for p in sys.path if p)]
+    links = {p: os.readlink(p) for p in want if os.path.islink(p) and p.count('/') == 1}
+    dirs = []
+    for p in sorted({os.path.normpath(p) for p in want if os.path.isdir(p)} - set(links), key=len):
+        if not any(os.path.commonpath([p, q]) == q for q in dirs): dirs.append(p)
+    files = [f for f in ('/etc/ld.so.cache', '/etc/localtime', '/dev/null', '/dev/zero',
+                         '/dev/full', '/dev/random', '/dev/urandom') if os.path.exists(f)]
+    return dirs, files, links
+
 def _private_filesystem(cfg: dict) -> None:
-    """As root in a new mount namespace: everything read-only, private tmpfs on /tmp and /dev/shm,
-    hidden folders covered."""
+    """As root in a new mount namespace: a new root that holds only what `_allowed` names
+    (read-only) and a fresh /proc, with private size- and inode-limited tmpfs on /tmp, /dev/shm."""
     call, ctypes = _libc()
     def mount(source, target, fstype, flags, data=None):
         enc = lambda s: s.encode() if s is not None else None
         call('mount', enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
-    hide = [h for h in cfg['hide'] if os.path.isdir(h) and h != '/']
-    under = lambda p, h: os.path.commonpath([p, h]) == h
-    # a checkout may itself live under /tmp
-    covered = ['/tmp', '/dev/shm', *hide]
-    keep = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)
-                   and any(under(os.path.realpath(p), h) for h in covered)})
-    # reachable after their folder is covered
-    kept = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}
-    for target, opts in _mount_points():
-        flags = (
-            _MS_BIND
-            | _MS_REMOUNT
-            | _MS_RDONLY
-            | _MS_NOSUID
-            | sum(f for o, f in _KEPT_MOUNT_FLAGS.items() if o in opts)
-        )
-        mount(None, target, None, flags)
-    disk = cfg['limits']['disk_mb']
-    for target in ('/tmp', '/dev/shm'): mount('tmpfs', target, 'tmpfs', _MS_NOSUID | _MS_NODEV,
-                                              f'size={disk}m,mode=1777')
-    # an import path, read-only, over what covered it
-    def bind_back(p):
-        os.makedirs(p, exist_ok=True)
-        mount(f'/proc/self/fd/{kept[p]}', p, None, _MS_BIND)
-        mount(None, p, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID)
-    for h in hide:
-        # gone if it was under the fresh /tmp
-        os.makedirs(h, exist_ok=True)
-        mount('tmpfs', h, 'tmpfs', _MS_NOSUID | _MS_NODEV, 'size=1m,mode=755')
-        for p in (p for p in keep if under(p, h)): bind_back(p)
-        mount(None, h, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-    for p in (p for p in keep if not any(under(p, h) for h in hide)): bind_back(p)
-    for fd in kept.values(): os.close(fd)
+    points = sorted(_mount_points(), key=lambda m: len(m[0]))
+    def locked(path: str) -> int:
+        "Flags of the mount that holds `path`: a remount in a user namespace must keep them."
+        opts = next((o for t, o in reversed(points) if os.path.commonpath([path, t]) == t), set())
+        return sum(f for o, f in _KEPT_MOUNT_FLAGS.items() if o in opts)
+    dirs, files, links = _allowed(cfg)
+    new, lim = '/tmp', cfg['limits']                  # the host's /tmp: only a mount point here
+    mount('tmpfs', new, 'tmpfs', _MS_NOSUID | _MS_NODEV, 'size=1m,nr_inodes=4096,mode=755')
+    for d in ('tmp', 'dev/shm', 'proc', '.old'): os.makedirs(f'{new}/{d}')
+    tmp = f"size={lim['disk_mb']}m,nr_inodes={lim['inodes']},mode=1777"
+    for d in ('tmp', 'dev/shm'): mount('tmpfs', f'{new}/{d}', 'tmpfs', _MS_NOSUID | _MS_NODEV, tmp)
+    mount('/proc', f'{new}/proc', None, _MS_BIND | (1 << 14))          # MS_REC
+    for link, target in links.items(): os.symlink(target, new + link)
+    for src in dirs + files:
+        dst = new + src
+        if os.path.isdir(src): os.makedirs(dst, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(dst), exist_ok=True); open(dst, 'w').close()
+        mount(os.path.realpath(src), dst, None, _MS_BIND | (1 << 14))
+        mount(None, dst, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | locked(src)
+              | (0 if src.startswith('/dev/') else _MS_NODEV))
+    for h in cfg['hide']:                  # a folder asked hidden inside a bound one: covered
+        if os.path.isdir(new + h) and not any(os.path.commonpath([d, h]) == h for d in dirs):
+            mount('tmpfs', new + h, 'tmpfs', _MS_NOSUID | _MS_NODEV | _MS_RDONLY, 'size=4k')
+    os.chmod(f'{new}/tmp', 0o1777)
+    call('syscall', 155, new.encode(), f'{new}/.old'.encode())              # pivot_root
+    os.chdir('/')
+    call('umount2', b'/.old', 2)                                            # MNT_DETACH
+    os.rmdir('/.old')
+    mount(None, '/', None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
     os.makedirs(cfg['home'], mode=0o700)
     if cfg.get('uid') is not None: os.chown(cfg['home'], cfg['uid'], cfg['uid'])
 
 # %% ../../nbs/core/07_sandbox.ipynb #2d48bedf
+# x86_64 system call numbers the filters name
+_NR = dict(clone=56, fork=57, vfork=58, execve=59, kill=62, rt_sigqueueinfo=129, prctl=157,
+           tkill=200, tgkill=234, rt_tgsigqueueinfo=297, prlimit64=302, execveat=322, clone3=435)
+# what no sandbox process does: reach into another process (trace it, read or write its memory,
+# take its descriptors), leave its namespaces or make new ones (a user namespace gives a root of
+# its own), mount, run programs, or use the kernel's large attack surfaces (io_uring, bpf, ...)
+_DENIED = dict(ptrace=101, process_vm_readv=310, process_vm_writev=311, pidfd_getfd=438,
+               pidfd_open=434, pidfd_send_signal=424, kcmp=312, unshare=272, setns=308,
+               mount=165, umount2=166, pivot_root=155, chroot=161, open_tree=428, move_mount=429,
+               fsopen=430, fsconfig=431, fsmount=432, fspick=433, mount_setattr=442,
+               io_uring_setup=425, io_uring_enter=426, io_uring_register=427, bpf=321,
+               perf_event_open=298, userfaultfd=323, keyctl=250, add_key=248, request_key=249,
+               open_by_handle_at=304, name_to_handle_at=303, execve=59, execveat=322)
+_CLONE_NEW = 0x7E020080                # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}
+_CLONE_THREAD = 0x00010000
+_RET_ALLOW, _RET_KILL, _AUDIT_X86_64 = 0x7FFF0000, 0x80000000, 0xC000003E
+_ret_errno = lambda e: 0x00050000 | e
+
+def _seccomp_program(strict: bool, me: int = 0) -> bytes:
+    """A seccomp BPF program (x86_64). Always: the `_DENIED` calls fail with EPERM, `clone` with a
+    namespace flag too, `clone3` with ENOSYS (its flags are out of a filter's reach; libc falls back
+    to `clone`), no `prctl(PR_SET_DUMPABLE)` and no `prlimit` on another process. `strict` (the
+    processes that run tool calls): no new processes (threads only), signals to itself (pid `me`)
+    only."""
+    LD, JEQ, JSET, JGE, RET = 0x20, 0x15, 0x45, 0x35, 0x06
+    ins = lambda code, k, jt=0, jf=0: struct.pack('<HBBI', code, jt, jf, k)
+    arg0 = lambda: ins(LD, 16)                                  # low 32 bits of the first argument
+    deny = ins(RET, _ret_errno(1))
+    blocks = [(nr, [deny]) for nr in sorted(set(_DENIED.values()))]
+    blocks.append((_NR['clone3'], [ins(RET, _ret_errno(38))]))
+    clone = [arg0(), ins(JSET, _CLONE_NEW, 0, 1), deny]
+    clone += [ins(JSET, _CLONE_THREAD, 1, 0), deny] if strict else []
+    blocks.append((_NR['clone'], clone + [ins(RET, _RET_ALLOW)]))
+    blocks.append((_NR['prctl'], [arg0(), ins(JEQ, _PR_SET_DUMPABLE, 0, 1), deny,
+                                  ins(RET, _RET_ALLOW)]))
+    blocks.append((_NR['prlimit64'], [arg0(), ins(JEQ, 0, 1, 0), deny, ins(RET, _RET_ALLOW)]))
+    if strict:
+        blocks += [(_NR[n], [deny]) for n in ('fork', 'vfork', 'tkill')]
+        for n in ('kill', 'tgkill', 'rt_sigqueueinfo', 'rt_tgsigqueueinfo'):
+            blocks.append((_NR[n], [arg0(), ins(JEQ, me, 1, 0), deny, ins(RET, _RET_ALLOW)]))
+    prog = [ins(LD, 4), ins(JEQ, _AUDIT_X86_64, 1, 0), ins(RET, _RET_KILL), ins(LD, 0),
+            ins(JGE, 0x40000000, 0, 1), deny]                   # no x32 system calls
+    for nr, body in blocks: prog += [ins(JEQ, nr, 0, len(body)), *body]
+    return b''.join(prog + [ins(RET, _RET_ALLOW)])
+
+def _filter_loader():
+    """A function that installs a seccomp program on the calling thread (and what it starts), made
+    while ctypes is still importable."""
+    call, ctypes = _libc()
+    class Prog(ctypes.Structure):
+        _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+    def load(program: bytes) -> None:
+        buf = ctypes.create_string_buffer(program, len(program))
+        prog = Prog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+        call('prctl', 22, 2, ctypes.byref(prog), 0, 0)          # PR_SET_SECCOMP, FILTER
+    return load
+
 @dataclass
 class _Process:
     """What a sandbox process keeps: its configuration, the permit its own code raises to fork or
@@ -284,7 +356,12 @@ class _Process:
     cfg: dict
     permit: list
     die_with_parent: Any
-    deaths: dict = field(default_factory=dict)
+    deaths: OrderedDict = field(default_factory=OrderedDict)
+    load_filter: Any = None               # installs a seccomp program (None: no seccomp here)
+    known: set = field(default_factory=set)              # the children it started itself
+    lock: Any = field(default_factory=threading.Lock)    # held while it forks or sweeps
+    null: int = -1                        # /dev/null, for writing: a tool-running child's stderr
+    folder: str = ''                      # its own folder ('': the worker's home)
 
 def _lock_down(cfg: dict) -> _Process:
     import importlib
@@ -304,6 +381,12 @@ def _lock_down(cfg: dict) -> _Process:
     call('prctl', _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if cfg.get('uid') is not None:
         os.setgroups([]); os.setgid(cfg['uid']); os.setuid(cfg['uid'])
+    # no process of the same uid may trace it, read its memory or take its descriptors
+    call('prctl', _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    call('prctl', _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)     # orphans of its descendants come here
+    load_filter = _filter_loader() if os.uname().machine == 'x86_64' else None
+    if load_filter is not None: load_filter(_seccomp_program(strict=False))
+    null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     # resolved now, callable after ctypes is gone
     die_with_parent = lambda: call('prctl', _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if cfg['namespaces']: die_with_parent()
@@ -312,34 +395,135 @@ def _lock_down(cfg: dict) -> _Process:
     sys.setrecursionlimit(5000)
     permit = [False]
     sys.addaudithook(_audit_hook(home, permit))
-    return _Process(cfg, permit, die_with_parent)
+    return _Process(cfg, permit, die_with_parent, load_filter=load_filter, null=null)
 
 # %% ../../nbs/core/07_sandbox.ipynb #4afb61ae
-def _reap(deaths: dict) -> None:
-    "Collect the exit statuses of ended children (the last 256 are kept for `end`)."
+def _sweep(proc: _Process, main: bool = True) -> None:
+    """SIGKILL every child of this process that it did not start itself: what tool code forked, and
+    orphans that came to it (it is a subreaper). `main=False`: from a thread holding its own
+    permit. Best effort, like the file sweep: it never fails the process that runs it."""
+    with proc.lock:
+        proc.known -= proc.deaths.keys()         # one call: no handler runs inside it
+        try: tasks = os.listdir('/proc/self/task')
+        except OSError: return
+        for task in tasks:
+            try: kids = [int(k) for k in open(f'/proc/self/task/{task}/children').read().split()]
+            except (OSError, ValueError): continue
+            for k in (k for k in kids if k not in proc.known):
+                if main: proc.permit[0] = True
+                try: os.kill(k, signal.SIGKILL)
+                except OSError: pass
+                finally:
+                    if main: proc.permit[0] = False
+
+def _parent(pid: str) -> str:
+    "The parent pid of live process `pid` (in this PID namespace), '' if there is none."
+    try: return open(f'/proc/{int(pid)}/stat').read().rsplit(')', 1)[1].split()[1]
+    except (OSError, ValueError, IndexError): return ''
+
+def _remove(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path): shutil.rmtree(path, ignore_errors=True)
+        else: os.unlink(path)
+    except OSError: pass
+
+def _sweep_files(proc: _Process, worker: bool, main: bool = True) -> None:
+    """Remove what no live child of this process owns: in its folder, every entry but the folders of
+    the children it started that are alive; for the worker also everything in /tmp (but its home)
+    and /dev/shm. A tool keeps files in its own folder while its process lives, and nothing it
+    writes survives into a later episode, environment or call."""
+    if main: proc.permit[0] = True
+    try:
+        here = proc.cfg['home'] if worker else proc.folder
+        # the children and the folder read under one hold of the lock: a child forked between the
+        # two reads would have its new folder taken for a stray one
+        with proc.lock:
+            live, names = {f'{k}-{p}' for p in proc.known for k in 'etx'}, os.listdir(here)
+        for name in names:
+            if name not in live: _remove(os.path.join(here, name))
+        if not worker: return
+        # in a template's folder: what no live child of that template owns
+        for t in (n for n in os.listdir(here) if n.startswith('t-') and n in live):
+            for name in os.listdir(os.path.join(here, t)):
+                kind, _, pid = name.partition('-')
+                if kind != 'e' or _parent(pid) != t[2:]: _remove(os.path.join(here, t, name))
+        home = os.path.realpath(proc.cfg['home'])
+        for top in ('/tmp', '/dev/shm'):
+            for name in os.listdir(top):
+                p = os.path.join(top, name)
+                if not (home + '/').startswith(p + '/') and not os.path.ismount(p): _remove(p)
+    except OSError: pass
+    finally:
+        if main: proc.permit[0] = False
+
+def _sweeper(proc: _Process, every_s: float = 0.2) -> None:
+    """The worker's thread that sweeps its children and files all the time (orphans come to it any
+    time)."""
+    proc.permit.append(threading.get_ident())
+    while True:
+        try:
+            _reap(proc.deaths); _sweep(proc, main=False)
+            _sweep_files(proc, worker=True, main=False)
+        except Exception: pass
+        time.sleep(every_s)
+
+class ThreadsLeft(RuntimeError):
+    "A call returned with threads of its own still running (its process is replaced)."
+
+def _no_threads_left() -> None:
+    "A process that served a call must have one thread again: none of the call's may spin on."
+    n = len(os.listdir('/proc/self/task'))
+    if n > 1: raise ThreadsLeft(f'sandbox: the call left {n - 1} thread(s) running')
+
+def _reap(deaths: OrderedDict) -> None:
+    """Collect the exit statuses of ended children (the last 256 are kept for `end`). It is also
+    the SIGCHLD handler, which runs between any two bytecodes, inside any loop: it changes `deaths`
+    only, each time by one call, and never `known`, which sweeps loop over (`_sweep` drops the
+    ended from `known` under the lock)."""
     while True:
         try: pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError: return
         if not pid: return
         deaths[pid] = status
-        while len(deaths) > 256: deaths.pop(next(iter(deaths)))
+        while len(deaths) > 256: deaths.popitem(last=False)
 
-def _fork(proc: _Process, keep: int, close: list) -> int:
+def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
+          folder: str = 'p') -> int:
     """Fork a child that keeps channel `keep` and closes the sockets `close`: its pid in the parent,
-    0 in the child."""
+    0 in the child. A `strict` child (it runs tool calls) can start no process and signal none but
+    itself, and its stderr goes nowhere (no log of its text reaches anyone). The child works in a
+    fresh folder of its own, `folder-<its pid>` in its parent's; the parent removes it once the
+    child is gone."""
     # objects that exist now are never traversed by the child's collector: fewer copied pages
     gc.freeze()
-    proc.permit[0] = True
-    try: pid = os.fork()
-    finally: proc.permit[0] = False
+    with proc.lock:
+        proc.permit[0] = True
+        try: pid = os.fork()
+        except BaseException: os.close(keep); raise     # (the process limit): the channel is shut
+        finally: proc.permit[0] = False
+        if pid: proc.known.add(pid)
     if pid: os.close(keep); return pid
+    proc.lock, proc.known = threading.Lock(), set()
+    del proc.permit[1:]                                 # the parent's threads are not here
     for s in close: s.close()
     proc.permit[0] = True
     try: resource.setrlimit(resource.RLIMIT_CPU, (proc.cfg['limits']['cpu_s'],) * 2)   # from zero
     finally: proc.permit[0] = False
-    proc.deaths = {}
+    proc.deaths = OrderedDict()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     proc.die_with_parent()
+    try:
+        # in its parent's own folder (not the parent's working directory: tool code may move that)
+        mine = os.path.join(proc.folder or proc.cfg['home'], f'{folder}-{os.getpid()}')
+        os.mkdir(mine, 0o700); os.chdir(mine); tempfile.tempdir = proc.folder = mine
+        if strict:
+            os.dup2(proc.null, 2)
+            if proc.load_filter is not None: proc.load_filter(_seccomp_program(True, os.getpid()))
+    except BaseException as e:               # said on its channel, in place of its first reply
+        _write_bytes(keep, orjson.dumps({'error': {
+            'type': 'internal_error',
+            'message': f'sandbox: the process could not start: {type(e).__name__}: {e}'}}))
+        os._exit(1)
     return 0
 
 # %% ../../nbs/core/07_sandbox.ipynb #25c7e3a1
@@ -355,8 +539,9 @@ def _end_child(proc: _Process, pid: int, grace_s: float) -> dict:
     deadline, killed = time.monotonic() + grace_s, False
     while True:
         _reap(proc.deaths)
-        if pid in proc.deaths: return {'ended': _status_text(proc.deaths.pop(pid)),
-                                       'killed': killed}
+        if (status := proc.deaths.pop(pid, None)) is not None:
+            with proc.lock: proc.known.discard(pid)
+            return {'ended': _status_text(status), 'killed': killed}
         if time.monotonic() > deadline:
             if killed: return {'ended': 'still running', 'killed': True}
             proc.permit[0] = True
@@ -375,7 +560,9 @@ def _answer(fd: int, proc: _Process, req: dict, work) -> None:
     try: reply = work()
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt): raise
-        if isinstance(e, BlockingIOError):
+        if isinstance(e, ThreadsLeft):
+            reply = {'error': {'type': 'resource_limit', 'message': str(e)}, 'recycle': True}
+        elif isinstance(e, BlockingIOError):
             reply = {
                 'error': {
                     'type': 'resource_limit', 'message': f'sandbox: process limit reached: {e}'
@@ -446,7 +633,9 @@ def _serve_episode(proc: _Process, fd: int, runtime) -> None:
                     f"an episode process serves {_EPISODE_METHODS}, not {req.get('op')!r}"
                     f" {req.get('method')!r}"
                 )
-            return {'ok': getattr(runtime, req['method'])(*req.get('args', []))}
+            out = {'ok': getattr(runtime, req['method'])(*req.get('args', []))}
+            _no_threads_left()
+            return out
         _answer(fd, proc, req, work)
 
 # %% ../../nbs/core/07_sandbox.ipynb #6feb5098
@@ -477,11 +666,13 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
     """An environment's template: `load` once, then a fresh episode process per `fork`, seed hashes,
     and `end` of its episodes."""
     from envsynth.envs import EnvRuntime
+    # at once, also while it waits: an ended episode counts against the process limit until then
     signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
     runtime = None
     while True:
         try: req, fds = read_frame_with_fds(sock)
         except FrameError: return
+        _sweep_files(proc, worker=False)          # an ended episode's folder is gone before a fork
         def work():
             nonlocal runtime
             op = req.get('op')
@@ -492,12 +683,13 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
                 kw = {'clock_start': req['clock_start']} if req.get('clock_start') else {}
                 runtime = EnvRuntime(cls, req['seed_state'],
                                      max_output_bytes=proc.cfg['limits']['max_output_bytes'], **kw)
+                _no_threads_left()
                 return {'ok': runtime.describe()}
             if runtime is None: raise RuntimeError(f'the environment is not loaded (got {op!r})')
             if op == 'fork':
                 if len(fds) != 1: raise ValueError(f'fork needs one channel, got {len(fds)}')
                 chan = fds.pop()
-                pid = _fork(proc, chan, [sock])
+                pid = _fork(proc, chan, [sock], strict=True, folder='e')
                 if pid == 0:
                     try: _serve_episode(proc, chan, runtime)
                     finally: os._exit(0)
@@ -509,12 +701,14 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
         try: _answer(sock.fileno(), proc, req, work)
         finally:
             for fd in fds: os.close(fd)
+            _sweep(proc); _sweep_files(proc, worker=False)
 
 # %% ../../nbs/core/07_sandbox.ipynb #9aec94be
 def _serve_worker(proc: _Process, sock: socket.socket) -> None:
     """The worker (process 1 of its namespace): forks templates and exec processes, ends them,
     probes; never runs tool code."""
     signal.signal(signal.SIGCHLD, lambda *_: _reap(proc.deaths))
+    threading.Thread(target=_sweeper, args=(proc,), daemon=True).start()
     while True:
         try: req, fds = read_frame_with_fds(sock)
         except FrameError: return
@@ -524,7 +718,8 @@ def _serve_worker(proc: _Process, sock: socket.socket) -> None:
                 if len(fds) != 1 or req.get('role') not in ('template', 'exec'):
                     raise ValueError('spawn needs one channel and a role: template or exec')
                 chan = fds.pop()
-                pid = _fork(proc, chan, [sock])
+                pid = _fork(proc, chan, [sock], strict=req['role'] == 'exec',
+                            folder='x' if req['role'] == 'exec' else 't')
                 if pid == 0:
                     try:
                         if req['role'] == 'exec': _serve_exec(proc, chan)
@@ -564,8 +759,6 @@ def _serve_worker(proc: _Process, sock: socket.socket) -> None:
 def _exit_with_parent(proto: int) -> None:
     """Exit as soon as the parent's end of the channel is gone (the parent died), even in the middle
     of a request."""
-    # children's ends are the main thread's to collect
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     # no events asked: POLLHUP and POLLERR always come
     poller = select.poll(); poller.register(proto, 0)
     while not poller.poll(): pass
@@ -595,6 +788,8 @@ def worker_main() -> None:
         )
         return
     threading.Thread(target=_exit_with_parent, args=(proto,), daemon=True).start()
+    # a container's stderr is a pipe to the host (no file size limit bounds it): from now on, none
+    if cfg.get('make_home'): os.dup2(proc.null, 2)
     write_frame(proto, {'ready': True})
     _serve_worker(proc, socket.socket(fileno=proto))
     # a private tmpfs vanishes by itself
@@ -691,6 +886,7 @@ class _Worker:
             if self.uid is not None: os.chown(self.host_home, self.uid, self.uid)
             os.chmod(self.host_home, 0o700)
         log, path = tempfile.mkstemp(prefix='envsynth-sandbox-log-'); os.unlink(path)
+        fcntl.fcntl(log, fcntl.F_SETFL, os.O_APPEND)            # so that `trim_log` can empty it
         self._log = log
         flags = _namespace_flags(limits)
         boot = (f'import sys; sys.path.insert(0, {_package_root()!r}); '
@@ -751,7 +947,9 @@ def _quiet(sock: socket.socket) -> None:
 def _reply_to(reply: Any, rid: str) -> dict:
     "The reply to request `rid`, its id checked and removed; a reply to anything else fails."
     if not isinstance(reply, dict) or reply.pop('id', None) != rid:
-        raise FrameError('crashed', 'a reply that answers a different request (a forged frame)')
+        what = orjson.dumps(reply)[:300].decode(errors='replace')
+        raise FrameError('crashed', f'a reply that answers a different request (a forged frame):'
+                         f' {what}')
     return reply
 
 @patch_to(_Worker)
@@ -760,6 +958,7 @@ def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None,
     """Send one request on `sock` (the worker's or one of its processes'); a `FrameError` (timeout,
     crashed, output_too_large, a reply to another request) means that process failed."""
     self.calls += 1
+    if self.calls % 256 == 0: self.trim_log()
     _quiet(sock)
     msg, rid = _tagged(msg)
     try:
@@ -791,6 +990,15 @@ def _with_limit(how: str) -> str:
     "How a process ended, with the limit that a SIGXCPU or an unrequested SIGKILL means."
     return how + (' (CPU time limit)' if how.endswith('SIGXCPU') else ' (CPU time or memory limit)'
                   if how.endswith('SIGKILL') else '')
+
+_LOG_MAX = 1 << 20
+
+@patch_to(_Worker)
+def trim_log(self) -> None:
+    "Empty the worker's log once it passes 1 MiB (it is opened for appending: writers go on at 0)."
+    try:
+        if os.fstat(self._log).st_size > _LOG_MAX: os.ftruncate(self._log, 0)
+    except (OSError, TypeError): pass
 
 @patch_to(_Worker)
 def log_tail(self, n: int = 600) -> str:
@@ -850,7 +1058,7 @@ def _process_tree(pid: int) -> list[int]:
 @patch_to(_Worker)
 def parent(self, env: str | None = None, start: bool = False) -> socket.socket: return self.sock
 @patch_to(_Worker)
-def release(self, env: str) -> None: pass
+def release(self, env: str, keep: bool = False) -> None: pass
 @patch_to(_Worker)
 def pids(self) -> list[int]: return _process_tree(self.proc.pid) if self.proc.poll() is None else []
 
@@ -929,8 +1137,6 @@ def _mux_loop(stdin: int, stdout: int, worker: socket.socket) -> None:
                 drop(key.data); _write_all(stdout, _mux_frame(_MUX_CLOSE, key.data))
 
 # %% ../../nbs/core/07_sandbox.ipynb #4c0f94ba
-_PR_SET_DUMPABLE = 4
-
 def container_main() -> None:
     "Process 1 of a sandbox container: fork the worker on channel 0, then relay stdin/stdout."
     near, far = socket.socketpair()
@@ -1112,7 +1318,8 @@ class DockerRuntime:
                '--network', 'host' if limits.network else 'none',
                '--pids-limit', str(limits.processes + 2),
                '--memory', mem, '--memory-swap', mem, '--cpus', f'{limits.container_cpus:g}',
-               '--read-only', '--tmpfs', f'/tmp:rw,nosuid,nodev,noexec,size={disk}m,mode=1777',
+               '--read-only', '--tmpfs',
+               f'/tmp:rw,nosuid,nodev,noexec,size={disk}m,nr_inodes={limits.inodes},mode=1777',
                '--shm-size', f'{disk}m', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
                '--user', f'{uid}:{uid}', '--workdir', '/']
         env = {'PATH': '/usr/bin:/bin', 'HOME': SANDBOX_HOME, 'TMPDIR': SANDBOX_HOME,
@@ -1139,15 +1346,20 @@ class _DockerWorker(_Worker):
         self.templates: OrderedDict[str, _Channel] = OrderedDict()
         self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()
         self.containers: dict[str | None, _Container] = {}
+        # containers of environments unloaded to make room, kept running for their next load
+        self.idle: OrderedDict[str, _Container] = OrderedDict()
         self.host_home, self.home, self.calls = None, SANDBOX_HOME, 0
         log, path = tempfile.mkstemp(prefix='envsynth-sandbox-log-'); os.unlink(path)
+        fcntl.fcntl(log, fcntl.F_SETFL, os.O_APPEND)            # so that `trim_log` can empty it
         self._log = log
         self._closed, other = socket.socketpair()        # closed: a request on it fails
         self._closed.close(); other.close()
 
     def parent(self, env: str | None = None, start: bool = False) -> socket.socket:
         c = self.containers.get(env)
-        if c is None and start: c = self.containers[env] = self._start()
+        if c is None and start:
+            c = self.containers[env] = self.idle.pop(env, None) or self._start()
+            self._trim_idle(self.limits.environments)
         return c.sock if c is not None else self._closed
 
     def request(self, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
@@ -1198,15 +1410,30 @@ def _stop(self, containers: list[_Container]) -> None:
         os.close(c.uid_lock)
 
 @patch_to(_DockerWorker)
-def release(self, env: str) -> None:
+def _trim_idle(self, most: int) -> None:
+    "Stop the oldest idle containers beyond `most`, from a thread of their own."
+    old = [self.idle.popitem(last=False)[1] for _ in range(len(self.idle) - most)]
+    if old: threading.Thread(target=self._stop, args=(old,), daemon=True).start()
+
+@patch_to(_DockerWorker)
+def release(self, env: str, keep: bool = False) -> None:
+    """Let go of `env`'s container. `keep` (an environment unloaded to make room, its container
+    sound): kept running for the next load, up to `environments` of them; the oldest beyond that is
+    stopped by a thread of its own, so no container is stopped or started while the slot's lock is
+    held for an eviction."""
     c = self.containers.pop(env, None)
+    if c is not None and keep:
+        # an eviction comes before the load it makes room for: that one may be idle here too
+        self.idle[env] = c; self._trim_idle(2 * self.limits.environments)
+        return
     if c is not None: self._stop([c])
 
 @patch_to(_DockerWorker)
 def kill(self) -> None:
     for ch in [*self.templates.values(), *self.episodes.values()]: ch.sock.close()
     self.templates.clear(); self.episodes.clear()
-    cs = list(self.containers.values()); self.containers.clear()
+    cs = [*self.containers.values(), *self.idle.values()]
+    self.containers.clear(); self.idle.clear()
     self._stop(cs)
     if self._log is not None: os.close(self._log); self._log = None
 
@@ -1324,11 +1551,8 @@ def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = N
     except FrameError as e:
         how = w.death() if e.kind == 'crashed' else ''
         kind = 'resource_limit' if 'limit)' in how else e.kind
-        detail = (
-            f'{e}'
-            + (f'; worker {how}' if how else '')
-            + (f'. {w.log_tail(300)}' if e.kind == 'crashed' else '')
-        )
+        # no log text: other environments' processes write to the same log
+        detail = f'{e}' + (f'; worker {how}' if how else '')
         self._replace(slot, kind)
         return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
@@ -1346,8 +1570,8 @@ def _failed(self, slot: int, w: _Worker, parent: socket.socket, pid: int, e: Fra
     how = '' if end['killed'] else _with_limit(end['ended'])
     kind = 'resource_limit' if 'limit)' in how else e.kind
     self._count(kind)
-    tail = w.log_tail(300) if e.kind == 'crashed' else ''
-    detail = f'{e}' + (f'; process {how}' if how else '') + (f'. {tail}' if tail else '')
+    w.trim_log()
+    detail = f'{e}' + (f'; process {how}' if how else '')
     return {'error': {'type': kind, 'message': f'sandbox: {detail}'}, 'replaced': True}
 
 # %% ../../nbs/core/07_sandbox.ipynb #56b4d931
@@ -1364,7 +1588,7 @@ def _evict(self, w: _Worker, what: str | tuple[str, str]) -> None:
     "Park an episode (a key) or unload an environment (a name) to make room, and count it."
     keys = [what] if isinstance(what, tuple) else [k for k in w.episodes if k[0] == what]
     if isinstance(what, tuple): self._park(w, what)
-    else: self._unload(w, what); self.stats['unloaded'] += 1
+    else: self._unload(w, what, keep=True); self.stats['unloaded'] += 1
     self.stats['parked'] += len(keys)
     self._evicted[w.slot].update(keys)
 
@@ -1377,11 +1601,11 @@ def _park(self, w: _Worker, key: tuple[str, str]) -> None:
     self._evicted[w.slot].discard(key)
 
 @patch_to(SandboxPool)
-def _unload(self, w: _Worker, env: str) -> None:
+def _unload(self, w: _Worker, env: str, keep: bool = False) -> None:
     for key in [k for k in w.episodes if k[0] == env]: self._park(w, key)
     ch = w.templates.pop(env, None)
     if ch is not None: ch.sock.close()
-    w.release(env)
+    w.release(env, keep)
 
 # %% ../../nbs/core/07_sandbox.ipynb #008877df
 @patch_to(SandboxPool)
@@ -1405,8 +1629,9 @@ def _fork_on(self, slot: int, w: _Worker, msg: dict, env: str | None = None,
                     tagged, rid = _tagged(msg)
                     send_frame_with_fds(tpl.sock, tagged, [theirs.fileno()])
                     theirs.close()
-                    # read by the child once it exists
-                    if early: _write_bytes(mine.fileno(), data)
+                    if early:                  # read by the child once it exists
+                        try: _write_bytes(mine.fileno(), data)
+                        except OSError: pass       # a fork refused already: the reply says why
                     reply = _reply_to(read_frame(tpl.sock.fileno(), 1 << 20,
                                                  time.monotonic() + self.limits.call_timeout_s),
                                       rid)
@@ -1594,8 +1819,8 @@ def __del__(self):
 
 # %% ../../nbs/core/07_sandbox.ipynb #edd66d6d
 class SandboxError(RuntimeError):
-    """A sandboxed environment call that failed in the sandbox (its process crashed, timed out,
-    hit a limit, or broke the protocol); `type` is the error type."""
+    """A sandboxed environment call that failed in the sandbox (its process crashed, timed out, hit
+    a limit, or broke the protocol); `type` is the error type."""
     def __init__(self, type_: str, message: str): super().__init__(message); self.type = type_
 
 def _raise(reply: dict, what: str):

@@ -33,11 +33,13 @@ def error_result(call: ToolCall, type_: str, message: str) -> ToolResult:
     "A failed call's result."
     return ToolResult(call_id=call.id, name=call.name, error=ToolError(type=type_, message=message))
 
+# %% ../../nbs/core/04_rollout.ipynb #9e557769
 async def off_loop(blocking: bool, fn: Callable, *args):
     """`fn(*args)`, in a thread when it may block (a sandboxed environment's calls: a slow one must
     not stall the other rollouts on this event loop), inline otherwise."""
     return await asyncio.to_thread(fn, *args) if blocking else fn(*args)
 
+# %% ../../nbs/core/04_rollout.ipynb #37aa6e39
 class ToolExecutor:
     """Base of the executors: `tools`, `await call(tool_call)`, `await call_many(calls)`,
     `state_hash()`, `close()`."""
@@ -286,6 +288,7 @@ class UserTurn:
     text: str | None
     stop: str | None = None
 
+# %% ../../nbs/core/04_rollout.ipynb #ed811373
 def read_user_text(text: str | None) -> UserTurn:
     "A user simulator's raw text → `UserTurn`, stop tokens removed and named."
     text, stop = text or '', None
@@ -422,6 +425,7 @@ def offline_user_simulator(req: ChatRequest) -> str:
     if asked: return ' '.join(f'My {k.replace("_", " ")} is {private[k]}.' for k in asked)
     return 'Thank you. ###STOP###'
 
+# %% ../../nbs/core/04_rollout.ipynb #f18c9f4d
 def reveal_next_sentence(background: str, messages: list[Message]) -> str:
     """The first sentence of `background` the user (`assistant` role in its own
     view) has not said yet."""
@@ -429,6 +433,7 @@ def reveal_next_sentence(background: str, messages: list[Message]) -> str:
     sentences = [s for s in re.split(r'(?<=[.!?])\s+', background.strip()) if s]
     return next((s for s in sentences if s not in said), "I don't know more than that.")
 
+# %% ../../nbs/core/04_rollout.ipynb #ff5c9eec
 def offline_teacher() -> OfflineTeacher:
     """An offline teacher with this module's responders registered
     (`tool_emulator`, `user_simulator`)."""
@@ -444,6 +449,7 @@ def task_hidden_context(task: Task) -> str | dict:
     return (getattr(task, 'hidden_context', None) or task.user_context.get('hidden_context')
             or task.user_context)
 
+# %% ../../nbs/core/04_rollout.ipynb #cca785a2
 def task_user_queries(task: Task) -> list[str]:
     "The user's per-turn queries (EnvFactory's `user_queries`), else the instruction alone."
     queries = getattr(task, 'user_queries', None) or task.user_context.get('user_queries')
@@ -473,9 +479,11 @@ class PolicyTurn:
     completion_tokens: int = 0
     problems: list[str] = field(default_factory=list)
 
+# %% ../../nbs/core/04_rollout.ipynb #c361dc7b
 class Policy(Protocol):
     async def act(self, messages: list[Message], tools: list[Tool]) -> PolicyTurn: ...
 
+# %% ../../nbs/core/04_rollout.ipynb #df8b53ae
 class LLMPolicy:
     """An `envsynth.llm.LLMClient` as a policy; malformed or schema-violating calls are reported in
     `problems` and still executed."""
@@ -501,6 +509,7 @@ class OraclePolicy:
         return PolicyTurn(assistant(tool_calls=[a.to_tool_call(done + i)
                                                 for i, a in enumerate(todo)]))
 
+# %% ../../nbs/core/04_rollout.ipynb #54525153
 class DoNothingPolicy:
     """Never calls a tool: the floor every benchmark should report. (`task` is accepted and ignored,
     like a policy factory's.)"""
@@ -517,6 +526,7 @@ class EpisodeLimits:
     max_tool_calls: int | None = 100
     stop_on_answer: bool = False     # end when the assistant writes a complete <answer>...</answer>
 
+# %% ../../nbs/core/04_rollout.ipynb #3b74b189
 INVALID_CALL_ERRORS = ('invalid_json', 'invalid_arguments', 'unknown_tool')
 
 def _call_record(call: ToolCall, res: ToolResult) -> dict:
@@ -606,6 +616,7 @@ def env_system_prompt(env: Environment) -> str:
     "The agent's system prompt for an environment: its description and policy."
     return '\n\n'.join(p for p in (env.description, env.policy) if p)
 
+# %% ../../nbs/core/04_rollout.ipynb #897365ef
 async def env_episode(env: Environment, task: Task, make_policy: Callable[[Task], Policy],
                       make_user: Callable[[Task], Any] | None, system_prompt: str,
                       limits: EpisodeLimits, attempt: int = 0) -> Trajectory:
@@ -627,6 +638,7 @@ async def env_episode(env: Environment, task: Task, make_policy: Callable[[Task]
         try: await off_loop(blocking, ex.close)
         except Exception: pass        # its process is gone already; the pool replaced it
 
+# %% ../../nbs/core/04_rollout.ipynb #2dfb7770
 async def rollout_env(env: Environment, tasks: Iterable[Task | str] | None = None,
                       make_policy: Callable[[Task], Policy] = OraclePolicy,
                       make_user: Callable[[Task], Any] | None = None, *, k: int = 1,
@@ -664,6 +676,7 @@ async def rollout_jobs(envs: dict[str, Environment], jobs: list[tuple[str, str]]
     runs = [one(n, envs[n].task(t), a) for (n, t), a in zip(jobs, attempts)]
     return list(await asyncio.gather(*runs))
 
+# %% ../../nbs/core/04_rollout.ipynb #c7ec72df
 def job_attempts(jobs: list[tuple[str, str]]) -> list[int]:
     "How many times each job's `(environment, task)` came before it in `jobs`."
     seen, out = Counter(), []
@@ -688,6 +701,7 @@ def _rollout_worker(conn, envs, jobs, attempts, make_policy, make_user,
                              f'trajectories could not be pickled: {type(e).__name__}: {e}'))
     conn.send_bytes(data); conn.close()
 
+# %% ../../nbs/core/04_rollout.ipynb #e8c80c4f
 @contextlib.contextmanager
 def _collector_paused():
     """Unpickled trajectories are many small objects that all stay alive: the cyclic garbage
@@ -704,6 +718,7 @@ def _receive(recv, box: dict) -> None:
     try: box['data'] = recv.recv_bytes()
     except (EOFError, OSError): box['data'] = None
 
+# %% ../../nbs/core/04_rollout.ipynb #d982ba1d
 def rollout_processes(envs: dict[str, Environment], jobs: list[tuple[str, str]],
                       make_policy: Callable[[Task], Policy] = OraclePolicy,
                       make_user: Callable[[Task], Any] | None = None, *, processes: int = 2,

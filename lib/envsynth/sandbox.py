@@ -91,13 +91,16 @@ def _write_bytes(fd: int, data: bytes) -> None:
     view = memoryview(_HEADER.pack(len(data)) + data)
     while view: view = view[os.write(fd, view):]
 
+# %% ../../nbs/core/07_sandbox.ipynb #da1bb687
 def write_frame(fd: int, obj: Any) -> None: _write_bytes(fd, orjson.dumps(obj))
 
+# %% ../../nbs/core/07_sandbox.ipynb #c7542a46
 class FrameError(Exception):
     """The other side closed the pipe, sent garbage, a frame over the size cap, or did not answer in
     time."""
     def __init__(self, kind: str, message: str): super().__init__(message); self.kind = kind
 
+# %% ../../nbs/core/07_sandbox.ipynb #2a8e9a37
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     buf = bytearray()
     while len(buf) < n:
@@ -113,6 +116,7 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
         buf += chunk
     return bytes(buf)
 
+# %% ../../nbs/core/07_sandbox.ipynb #d44c5ded
 def read_frame(fd: int, max_bytes: int = 1 << 30, deadline: float | None = None) -> Any:
     (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
     if n > max_bytes: raise FrameError('output_too_large',
@@ -129,6 +133,7 @@ def send_frame_with_fds(sock: socket.socket, obj: Any, fds: list[int]) -> None:
     view = memoryview(data)[socket.send_fds(sock, [data], fds):]
     while view: view = view[os.write(sock.fileno(), view):]
 
+# %% ../../nbs/core/07_sandbox.ipynb #066ddcbf
 def read_frame_with_fds(sock: socket.socket, max_fds: int = 4) -> tuple[Any, list[int]]:
     "Read one frame from unix socket `sock` and the descriptors that came with it."
     head, fds = b'', []
@@ -230,6 +235,7 @@ def _libc():
             err = ctypes.get_errno(); raise OSError(err, f'{name}{args[:2]}: {os.strerror(err)}')
     return call, ctypes
 
+# %% ../../nbs/core/07_sandbox.ipynb #e1affdf2
 def _mount_points() -> list[tuple[str, set[str]]]:
     "Mount points of this mount namespace and their per-mount options, from /proc/self/mountinfo."
     unescape = lambda s: re.sub(r'\\([0-7]{3})', lambda m: chr(int(m[1], 8)), s)
@@ -251,6 +257,7 @@ def _allowed(cfg: dict) -> tuple[list[str], list[str], dict[str, str]]:
                          '/dev/full', '/dev/random', '/dev/urandom') if os.path.exists(f)]
     return dirs, files, links
 
+# %% ../../nbs/core/07_sandbox.ipynb #0cb5cc2e
 def _private_filesystem(cfg: dict) -> None:
     """As root in a new mount namespace: a new root that holds only what `_allowed` names
     (read-only) and a fresh /proc, with private size- and inode-limited tmpfs on /tmp, /dev/shm."""
@@ -337,6 +344,7 @@ def _seccomp_program(strict: bool, me: int = 0) -> bytes:
     for nr, body in blocks: prog += [ins(JEQ, nr, 0, len(body)), *body]
     return b''.join(prog + [ins(RET, _RET_ALLOW)])
 
+# %% ../../nbs/core/07_sandbox.ipynb #7c3db810
 def _filter_loader():
     """A function that installs a seccomp program on the calling thread (and what it starts), made
     while ctypes is still importable."""
@@ -349,6 +357,7 @@ def _filter_loader():
         call('prctl', 22, 2, ctypes.byref(prog), 0, 0)          # PR_SET_SECCOMP, FILTER
     return load
 
+# %% ../../nbs/core/07_sandbox.ipynb #53e99c09
 @dataclass
 class _Process:
     """What a sandbox process keeps: its configuration, the permit its own code raises to fork or
@@ -363,6 +372,7 @@ class _Process:
     null: int = -1                        # /dev/null, for writing: a tool-running child's stderr
     folder: str = ''                      # its own folder ('': the worker's home)
 
+# %% ../../nbs/core/07_sandbox.ipynb #254c2bd0
 def _lock_down(cfg: dict) -> _Process:
     import importlib
     for m in SANDBOX_PRELOAD + tuple(cfg['limits']['preload']): importlib.import_module(m)
@@ -416,17 +426,20 @@ def _sweep(proc: _Process, main: bool = True) -> None:
                 finally:
                     if main: proc.permit[0] = False
 
+# %% ../../nbs/core/07_sandbox.ipynb #e564d187
 def _parent(pid: str) -> str:
     "The parent pid of live process `pid` (in this PID namespace), '' if there is none."
     try: return open(f'/proc/{int(pid)}/stat').read().rsplit(')', 1)[1].split()[1]
     except (OSError, ValueError, IndexError): return ''
 
+# %% ../../nbs/core/07_sandbox.ipynb #56f311af
 def _remove(path: str) -> None:
     try:
         if os.path.isdir(path) and not os.path.islink(path): shutil.rmtree(path, ignore_errors=True)
         else: os.unlink(path)
     except OSError: pass
 
+# %% ../../nbs/core/07_sandbox.ipynb #1b4ec263
 def _sweep_files(proc: _Process, worker: bool, main: bool = True) -> None:
     """Remove what no live child of this process owns: in its folder, every entry but the folders of
     the children it started that are alive; for the worker also everything in /tmp (but its home)
@@ -456,6 +469,7 @@ def _sweep_files(proc: _Process, worker: bool, main: bool = True) -> None:
     finally:
         if main: proc.permit[0] = False
 
+# %% ../../nbs/core/07_sandbox.ipynb #56832d73
 def _sweeper(proc: _Process, every_s: float = 0.2) -> None:
     """The worker's thread that sweeps its children and files all the time (orphans come to it any
     time)."""
@@ -467,14 +481,17 @@ def _sweeper(proc: _Process, every_s: float = 0.2) -> None:
         except Exception: pass
         time.sleep(every_s)
 
+# %% ../../nbs/core/07_sandbox.ipynb #a9bae3e2
 class ThreadsLeft(RuntimeError):
     "A call returned with threads of its own still running (its process is replaced)."
 
+# %% ../../nbs/core/07_sandbox.ipynb #dfb071e8
 def _no_threads_left() -> None:
     "A process that served a call must have one thread again: none of the call's may spin on."
     n = len(os.listdir('/proc/self/task'))
     if n > 1: raise ThreadsLeft(f'sandbox: the call left {n - 1} thread(s) running')
 
+# %% ../../nbs/core/07_sandbox.ipynb #8b9fbfe1
 def _reap(deaths: OrderedDict) -> None:
     """Collect the exit statuses of ended children (the last 256 are kept for `end`). It is also
     the SIGCHLD handler, which runs between any two bytecodes, inside any loop: it changes `deaths`
@@ -487,6 +504,7 @@ def _reap(deaths: OrderedDict) -> None:
         deaths[pid] = status
         while len(deaths) > 256: deaths.popitem(last=False)
 
+# %% ../../nbs/core/07_sandbox.ipynb #4c65cb39
 def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
           folder: str = 'p') -> int:
     """Fork a child that keeps channel `keep` and closes the sockets `close`: its pid in the parent,
@@ -534,6 +552,7 @@ def _status_text(status: int) -> str:
         else f'exited with status {os.WEXITSTATUS(status)}'
     )
 
+# %% ../../nbs/core/07_sandbox.ipynb #38efefd2
 def _end_child(proc: _Process, pid: int, grace_s: float) -> dict:
     "Wait up to `grace_s` for child `pid` to end by itself, else SIGKILL it; how it ended."
     deadline, killed = time.monotonic() + grace_s, False
@@ -800,6 +819,7 @@ class SandboxUnavailable(RuntimeError):
     """The sandbox cannot start here (e.g. no `unshare`, not root, not permitted to create
     namespaces)."""
 
+# %% ../../nbs/core/07_sandbox.ipynb #c31822f3
 # uids for workers; ones that name an account are skipped
 SANDBOX_UIDS = range(2_000_000_000, 2_000_000_000 + 65536)
 _UID_LOCKS = Path(tempfile.gettempdir(), 'envsynth-uid-locks')
@@ -828,6 +848,7 @@ def _namespace_flags(limits: SandboxLimits) -> list[str]:
     if limits.namespaces: flags += ['--pid', '--fork', '--kill-child', '--mount', '--mount-proc']
     return flags + (['--map-root-user'] if flags and os.geteuid() != 0 else [])
 
+# %% ../../nbs/core/07_sandbox.ipynb #75226426
 @cache
 def _check_namespaces(flags: tuple[str, ...]) -> None:
     r = subprocess.run(['unshare', *flags, '--', 'true'], capture_output=True, text=True)
@@ -838,6 +859,7 @@ def _check_namespaces(flags: tuple[str, ...]) -> None:
             " code only)"
         )
 
+# %% ../../nbs/core/07_sandbox.ipynb #6aca3588
 def _project_folders() -> list[str]:
     import importlib.util
     for d in Path(importlib.util.find_spec('envsynth').origin).resolve().parent.parents:
@@ -847,6 +869,7 @@ def _project_folders() -> list[str]:
             return [str(d)]
     return []
 
+# %% ../../nbs/core/07_sandbox.ipynb #4c9b6e74
 def _remove_stale_homes() -> None:
     "Remove host home folders of workers whose owning process is gone."
     for d in Path(tempfile.gettempdir()).glob('envsynth-sandbox-*-*-*'):
@@ -936,6 +959,7 @@ def _tagged(msg: dict) -> tuple[dict, str]:
     rid = secrets.token_hex(12)
     return {**msg, 'id': rid}, rid
 
+# %% ../../nbs/core/07_sandbox.ipynb #66f691b3
 def _quiet(sock: socket.socket) -> None:
     """Before a request: nothing may be waiting on the channel. Bytes there answer no request (a
     frame the process forged, or a reply a forged frame displaced): the process failed."""
@@ -944,6 +968,7 @@ def _quiet(sock: socket.socket) -> None:
     if ready: raise FrameError('crashed', 'bytes that answer no request are waiting on the channel'
                                ' (a forged frame, or the process is gone)')
 
+# %% ../../nbs/core/07_sandbox.ipynb #c3404e6e
 def _reply_to(reply: Any, rid: str) -> dict:
     "The reply to request `rid`, its id checked and removed; a reply to anything else fails."
     if not isinstance(reply, dict) or reply.pop('id', None) != rid:
@@ -952,6 +977,7 @@ def _reply_to(reply: Any, rid: str) -> dict:
                          f' {what}')
     return reply
 
+# %% ../../nbs/core/07_sandbox.ipynb #4e9f7b77
 @patch_to(_Worker)
 def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None,
              fds: list[int] = ()) -> dict:
@@ -969,11 +995,13 @@ def exchange(self, sock: socket.socket, msg: dict, timeout: float | None = None,
     return _reply_to(read_frame(sock.fileno(), self.limits.max_output_bytes + 4096,
                                 time.monotonic() + t), rid)
 
+# %% ../../nbs/core/07_sandbox.ipynb #a8ca596d
 @patch_to(_Worker)
 def request(self, msg: dict, timeout: float | None = None, fds: list[int] = ()) -> dict:
     "One request to the worker itself (process 1 of its namespace)."
     return self.exchange(self.sock, msg, timeout, fds)
 
+# %% ../../nbs/core/07_sandbox.ipynb #2d1889e9
 @patch_to(_Worker)
 def death(self) -> str:
     "How the worker ended, after a failed request."
@@ -991,6 +1019,7 @@ def _with_limit(how: str) -> str:
     return how + (' (CPU time limit)' if how.endswith('SIGXCPU') else ' (CPU time or memory limit)'
                   if how.endswith('SIGKILL') else '')
 
+# %% ../../nbs/core/07_sandbox.ipynb #df30f0af
 _LOG_MAX = 1 << 20
 
 @patch_to(_Worker)
@@ -1000,6 +1029,7 @@ def trim_log(self) -> None:
         if os.fstat(self._log).st_size > _LOG_MAX: os.ftruncate(self._log, 0)
     except (OSError, TypeError): pass
 
+# %% ../../nbs/core/07_sandbox.ipynb #50b2a032
 @patch_to(_Worker)
 def log_tail(self, n: int = 600) -> str:
     try:
@@ -1035,6 +1065,7 @@ def kill(self) -> None:
     if self.sock is not None: self.sock.close()
     self._release()
 
+# %% ../../nbs/core/07_sandbox.ipynb #48aa44a0
 @patch_to(_Worker)
 def _release(self) -> None:
     for fd in (self._uid_lock, getattr(self, '_log', None)):
@@ -1055,10 +1086,15 @@ def _process_tree(pid: int) -> list[int]:
             except OSError: pass
     return out
 
+# %% ../../nbs/core/07_sandbox.ipynb #d9062707
 @patch_to(_Worker)
 def parent(self, env: str | None = None, start: bool = False) -> socket.socket: return self.sock
+
+# %% ../../nbs/core/07_sandbox.ipynb #2a21b305
 @patch_to(_Worker)
 def release(self, env: str, keep: bool = False) -> None: pass
+
+# %% ../../nbs/core/07_sandbox.ipynb #9c2ee2cc
 @patch_to(_Worker)
 def pids(self) -> list[int]: return _process_tree(self.proc.pid) if self.proc.poll() is None else []
 
@@ -1070,6 +1106,7 @@ _MUX_MAX = 1 << 20                       # largest payload a reader takes (write
 def _mux_frame(kind: int, chan: int, data: bytes = b'', new: tuple[int, ...] = ()) -> bytes:
     return _MUX.pack(kind, chan, len(data), len(new)) + struct.pack(f'>{len(new)}I', *new) + data
 
+# %% ../../nbs/core/07_sandbox.ipynb #4465fa0f
 class _MuxReader:
     "Cuts one direction of the pipe into frames: `(kind, channel, channels opened, payload)`."
     def __init__(self): self.buf = bytearray()
@@ -1087,6 +1124,7 @@ class _MuxReader:
             del self.buf[:end]
         return out
 
+# %% ../../nbs/core/07_sandbox.ipynb #f982db0b
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view: view = view[os.write(fd, view):]
@@ -1102,6 +1140,7 @@ def _open_channels(chans: dict, sel, new: list[int]) -> list[socket.socket]:
         chans[c] = near; sel.register(near, selectors.EVENT_READ, c); far.append(end)
     return far
 
+# %% ../../nbs/core/07_sandbox.ipynb #ecd0b500
 def _deliver(sock: socket.socket | None, payload: bytes, far: list[socket.socket]) -> None:
     try:
         if sock is not None:
@@ -1193,6 +1232,7 @@ def _forward(self, chan: int, sock: socket.socket, out: int) -> bool:
     _write_all(out, _mux_frame(_MUX_DATA, chan, data, tuple(new)))
     return True
 
+# %% ../../nbs/core/07_sandbox.ipynb #7b3b1df7
 @patch_to(_Relay)
 def _from_container(self) -> None:
     "Stdout -> sockets; when it ends (the container is gone) every socket is shut."
@@ -1228,6 +1268,7 @@ def _skeleton_tar() -> bytes:
             if os.path.islink(f'/{d}'): add(d, tarfile.SYMTYPE, 0o777, os.readlink(f'/{d}'))
     return buf.getvalue()
 
+# %% ../../nbs/core/07_sandbox.ipynb #03871796
 def _docker_client():
     "A docker-py client that answers, or `SandboxUnavailable` saying how to get one."
     hint = 'tools/ensure_docker.sh installs and starts Docker on Debian-like machines'
@@ -1249,11 +1290,13 @@ def sandbox_image(client) -> str:
         client.api.import_image_from_data(data, repository=SANDBOX_IMAGE, tag=tag)
     return f'{SANDBOX_IMAGE}:{tag}'
 
+# %% ../../nbs/core/07_sandbox.ipynb #112f4b78
 def _package_root() -> str:
     "The folder this `envsynth` was imported from: workers import the same code as their pool."
     import importlib.util
     return str(Path(importlib.util.find_spec('envsynth').origin).resolve().parents[1])
 
+# %% ../../nbs/core/07_sandbox.ipynb #0d47dca5
 @cache
 def _import_paths(python: str) -> tuple[str, ...]:
     """The isolated-mode `sys.path` of `python`, after the folder of this `envsynth`: the folders a
@@ -1262,6 +1305,7 @@ def _import_paths(python: str) -> tuple[str, ...]:
                          capture_output=True, text=True, check=True).stdout
     return (_package_root(), *json.loads(out))
 
+# %% ../../nbs/core/07_sandbox.ipynb #0bc0761d
 def _binds(python: str) -> list[str]:
     "Folders bound read-only at their own paths: /usr, the interpreter's prefix, its import paths."
     real = os.path.realpath(python)
@@ -1281,14 +1325,18 @@ def _start_time(pid: int) -> str:
     try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]
     except (OSError, IndexError): return ''
 
+# %% ../../nbs/core/07_sandbox.ipynb #1d93398b
 def _boot_id() -> str: return Path('/proc/sys/kernel/random/boot_id').read_text().strip()
 
+# %% ../../nbs/core/07_sandbox.ipynb #94c8c285
 def _owner_label() -> str: return f'{_boot_id()}/{os.getpid()}/{_start_time(os.getpid())}'
 
+# %% ../../nbs/core/07_sandbox.ipynb #e0d2fce9
 def _owner_alive(label: str) -> bool:
     boot, _, rest = label.partition('/'); pid, _, start = rest.partition('/')
     return boot == _boot_id() and pid.isdigit() and start != '' and _start_time(int(pid)) == start
 
+# %% ../../nbs/core/07_sandbox.ipynb #c5c74dd4
 def remove_stale_containers(client) -> list[str]:
     "Remove the sandbox containers (running or not) whose owning process is gone; their names."
     gone = []
@@ -1339,6 +1387,7 @@ class _Container:
     uid: int
     uid_lock: int
 
+# %% ../../nbs/core/07_sandbox.ipynb #ed19a313
 class _DockerWorker(_Worker):
     "A pool slot whose environments each run in a container of their own (None: `run`, `probe`)."
     def __init__(self, slot: int, limits: SandboxLimits, runtime: DockerRuntime):
@@ -1409,12 +1458,14 @@ def _stop(self, containers: list[_Container]) -> None:
             except OSError: pass
         os.close(c.uid_lock)
 
+# %% ../../nbs/core/07_sandbox.ipynb #bc0702ee
 @patch_to(_DockerWorker)
 def _trim_idle(self, most: int) -> None:
     "Stop the oldest idle containers beyond `most`, from a thread of their own."
     old = [self.idle.popitem(last=False)[1] for _ in range(len(self.idle) - most)]
     if old: threading.Thread(target=self._stop, args=(old,), daemon=True).start()
 
+# %% ../../nbs/core/07_sandbox.ipynb #c7034dde
 @patch_to(_DockerWorker)
 def release(self, env: str, keep: bool = False) -> None:
     """Let go of `env`'s container. `keep` (an environment unloaded to make room, its container
@@ -1428,6 +1479,7 @@ def release(self, env: str, keep: bool = False) -> None:
         return
     if c is not None: self._stop([c])
 
+# %% ../../nbs/core/07_sandbox.ipynb #52505f98
 @patch_to(_DockerWorker)
 def kill(self) -> None:
     for ch in [*self.templates.values(), *self.episodes.values()]: ch.sock.close()
@@ -1451,6 +1503,7 @@ def death(self) -> str:
         time.sleep(0.2)
     return ''
 
+# %% ../../nbs/core/07_sandbox.ipynb #f69fb2fe
 @patch_to(_DockerWorker)
 def pids(self) -> list[int]:
     "Host PIDs of every process in this worker's containers."
@@ -1533,6 +1586,7 @@ def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
             return self._on_worker(slot, w, msg, timeout)
         except (OSError, FrameError) as e: return self._broken(slot, e)
 
+# %% ../../nbs/core/07_sandbox.ipynb #1280d926
 @patch_to(SandboxPool)
 def _broken(self, slot: int, e: Exception) -> dict:
     """A channel broke where no process-level handler caught it: the worker is replaced, and the
@@ -1542,6 +1596,7 @@ def _broken(self, slot: int, e: Exception) -> dict:
     return {'error': {'type': kind, 'message': f'sandbox: {type(e).__name__}: {e}; the worker was'
                       ' replaced'}, 'replaced': True}
 
+# %% ../../nbs/core/07_sandbox.ipynb #a8858aab
 @patch_to(SandboxPool)
 def _on_worker(self, slot: int, w: _Worker, msg: dict, timeout: float | None = None,
                fds: list[int] = (), env: str | None = None) -> dict:
@@ -1583,6 +1638,7 @@ def _free_process(self, w: _Worker, keep: str | None = None) -> bool:
     if env := next((e for e in w.templates if e != keep), None): self._evict(w, env); return True
     return False
 
+# %% ../../nbs/core/07_sandbox.ipynb #1d16c96d
 @patch_to(SandboxPool)
 def _evict(self, w: _Worker, what: str | tuple[str, str]) -> None:
     "Park an episode (a key) or unload an environment (a name) to make room, and count it."
@@ -1592,6 +1648,7 @@ def _evict(self, w: _Worker, what: str | tuple[str, str]) -> None:
     self.stats['parked'] += len(keys)
     self._evicted[w.slot].update(keys)
 
+# %% ../../nbs/core/07_sandbox.ipynb #de4fa6fb
 @patch_to(SandboxPool)
 def _park(self, w: _Worker, key: tuple[str, str]) -> None:
     """End an episode's process (it exits when its channel closes); the backend replays the episode
@@ -1600,6 +1657,7 @@ def _park(self, w: _Worker, key: tuple[str, str]) -> None:
     if ch is not None: ch.sock.close()
     self._evicted[w.slot].discard(key)
 
+# %% ../../nbs/core/07_sandbox.ipynb #ba23680f
 @patch_to(SandboxPool)
 def _unload(self, w: _Worker, env: str, keep: bool = False) -> None:
     for key in [k for k in w.episodes if k[0] == env]: self._park(w, key)
@@ -1665,6 +1723,7 @@ def _on_child(self, slot: int, w: _Worker, ch: _Channel, parent: socket.socket, 
     if reply.get('recycle'): discard(); self._count('resource_limit'); reply['replaced'] = True
     return reply
 
+# %% ../../nbs/core/07_sandbox.ipynb #ca4789e4
 @patch_to(SandboxPool)
 def _exec(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict:
     ch, err = self._fork_on(slot, w, {'op': 'spawn', 'role': 'exec'})
@@ -1672,6 +1731,7 @@ def _exec(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict
     try: return self._on_child(slot, w, ch, w.parent(None), msg, timeout, lambda: None)
     finally: ch.sock.close()
 
+# %% ../../nbs/core/07_sandbox.ipynb #92ae2cad
 @patch_to(SandboxPool)
 def _load(self, slot: int, w: _Worker, msg: dict, timeout: float | None) -> dict:
     env = msg['env']
@@ -1723,9 +1783,11 @@ def _open(self, slot: int, w: _Worker, key: tuple[str, str], msg: dict,
     if 'ok' not in reply or reply.get('recycle'): self._park(w, key)
     return reply
 
+# %% ../../nbs/core/07_sandbox.ipynb #7674f374
 @patch_to(SandboxPool)
 def next_slot(self) -> int: return next(self._rr) % self.size
 
+# %% ../../nbs/core/07_sandbox.ipynb #40753a9d
 @patch_to(SandboxPool)
 def episode_slot(self, home: int) -> int:
     """Where a new episode of an environment kept on worker `home` goes: there, unless that worker
@@ -1735,6 +1797,7 @@ def episode_slot(self, home: int) -> int:
         if w is None or len(w.episodes) < self.limits.episodes: return s
     return home
 
+# %% ../../nbs/core/07_sandbox.ipynb #19a9ae49
 @patch_to(SandboxPool)
 def run(self, code: str, func: str, timeout: float | None = None, **kwargs) -> dict:
     """Run `func(**kwargs)` from `code` in a fresh process of a worker: `{'ok': result}` or
@@ -1742,6 +1805,7 @@ def run(self, code: str, func: str, timeout: float | None = None, **kwargs) -> d
     return self.request(self.next_slot(), {'op': 'exec', 'code': code, 'func': func,
                                            'kwargs': kwargs}, timeout)
 
+# %% ../../nbs/core/07_sandbox.ipynb #1f711a7c
 @patch_to(SandboxPool)
 def probe(self, slot: int = 0) -> dict: return self.request(slot, {'op': 'probe'})['ok']
 
@@ -1766,6 +1830,7 @@ def env_call(self, slot: int, load: dict, msg: dict, restore: tuple[list, list] 
             return self._call(slot, w, msg, timeout)
         except (OSError, FrameError) as e: return self._broken(slot, e)
 
+# %% ../../nbs/core/07_sandbox.ipynb #41c4aeec
 @patch_to(SandboxPool)
 def _replay(self, slot: int, w: _Worker, env: str, open_args: list, log: list,
             timeout: float | None) -> dict | None:
@@ -1803,15 +1868,21 @@ def backend(self, folder: str | Path, toolkit: str, seed_state: dict,
     return SandboxBackend(self, Path(folder, 'tools.py').read_text(), toolkit, seed_state,
                           clock_start)
 
+# %% ../../nbs/core/07_sandbox.ipynb #1f20d1f2
 @patch_to(SandboxPool)
 def close(self) -> None:
     for slot in range(self.size): self._replace(slot, 'closed')
     self.stats['replaced'].pop('closed', None)
 
+# %% ../../nbs/core/07_sandbox.ipynb #ab81d899
 @patch_to(SandboxPool)
 def __enter__(self): return self
+
+# %% ../../nbs/core/07_sandbox.ipynb #4cc85327
 @patch_to(SandboxPool)
 def __exit__(self, *exc): self.close()
+
+# %% ../../nbs/core/07_sandbox.ipynb #b9602249
 @patch_to(SandboxPool)
 def __del__(self):
     try: self.close()
@@ -1823,10 +1894,12 @@ class SandboxError(RuntimeError):
     a limit, or broke the protocol); `type` is the error type."""
     def __init__(self, type_: str, message: str): super().__init__(message); self.type = type_
 
+# %% ../../nbs/core/07_sandbox.ipynb #4c3266f8
 def _raise(reply: dict, what: str):
     err = reply.get('error') or {}
     raise SandboxError(err.get('type', 'crashed'), f"{what}: {err.get('message', reply)}")
 
+# %% ../../nbs/core/07_sandbox.ipynb #e1fe6542
 @dataclass
 class _EpisodeRecord:
     slot: int
@@ -1885,6 +1958,7 @@ def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None
     if 'error' in reply: _raise(reply, 'could not open episode')
     self.episodes[episode_id] = rec
 
+# %% ../../nbs/core/07_sandbox.ipynb #58093d5d
 @patch_to(SandboxBackend)
 def step(self, episode_id: str, name: str, arguments: Any) -> dict:
     rec = self.episodes[episode_id]
@@ -1895,6 +1969,7 @@ def step(self, episode_id: str, name: str, arguments: Any) -> dict:
     if 'ok' in reply: return reply['ok']
     return {'error': reply['error']}
 
+# %% ../../nbs/core/07_sandbox.ipynb #a134aec7
 @patch_to(SandboxBackend)
 def _value(self, episode_id: str, method: str, *args):
     reply = self._call(self.episodes[episode_id].slot, method, episode_id, *args,
@@ -1902,9 +1977,12 @@ def _value(self, episode_id: str, method: str, *args):
     if 'error' in reply: _raise(reply, f'sandbox {method} failed')
     return reply['ok']
 
+# %% ../../nbs/core/07_sandbox.ipynb #7b8362a4
 @patch_to(SandboxBackend)
 def table_hashes(self, episode_id: str, fresh: bool = False) -> dict[str, str]:
     return self._value(episode_id, 'table_hashes', fresh)
+
+# %% ../../nbs/core/07_sandbox.ipynb #cda5df1d
 @patch_to(SandboxBackend)
 def dump(self, episode_id: str) -> dict: return self._value(episode_id, 'dump')
 
@@ -1914,10 +1992,14 @@ def seed_hashes(self, fresh: bool = False) -> dict[str, str]:
     reply = self._call(self.slot, 'seed_hashes', fresh)
     if 'error' in reply: _raise(reply, 'sandbox seed_hashes failed')
     return reply['ok']
+
+# %% ../../nbs/core/07_sandbox.ipynb #27333c90
 @patch_to(SandboxBackend)
 def close(self, episode_id: str) -> None:
     rec = self.episodes.pop(episode_id, None)
     if rec: self._request(rec.slot, 'close', [episode_id])
+
+# %% ../../nbs/core/07_sandbox.ipynb #833879e6
 @patch_to(SandboxBackend)
 def shutdown(self) -> None:
     for e in list(self.episodes): self.close(e)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/cli.ipynb #f0704148
 from __future__ import annotations
-import argparse, ast, importlib.util, json, sys, traceback
+import argparse, ast, importlib.util, json, re, sys, traceback
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -45,12 +45,14 @@ def _static_docstring(ep: EntryPoint) -> str | None:
 
 # %% ../../nbs/cli.ipynb #20512fa3
 def command_help(ep: EntryPoint) -> str:
-    "The first line of the docstring of the function `ep` names (read from source when possible: no import)."
+    ("The first sentence of the docstring of the function `ep` names (read from source when possible: no "
+     "import), its lines joined: a long first sentence may be wrapped over lines.")
     doc = _static_docstring(ep)
     if doc is None:
         try: doc = getattr(ep.load(), '__doc__', None)
         except Exception as e: return f'(cannot load {ep.value}: {type(e).__name__}: {e})'
-    return (doc or '').strip().split('\n', 1)[0].strip()
+    first_paragraph = ' '.join((doc or '').strip().split('\n\n', 1)[0].split())
+    return re.split(r'(?<=\.)\s', first_paragraph, maxsplit=1)[0]
 
 # %% ../../nbs/cli.ipynb #7dbde2b4
 def _prefixes(commands: Mapping[tuple[str, ...], Any]) -> set[tuple[str, ...]]:

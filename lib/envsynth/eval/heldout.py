@@ -4,20 +4,21 @@
 
 # %% ../../../nbs/eval/04_heldout.ipynb #e261e7cb
 from __future__ import annotations
-import hashlib
+import hashlib, json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 import envsynth
 from ..envs import Environment
+from ..formats import render_hermes
 from ..env_library import load_curated
 from ..rewards import count_tool_calls, f1_reward, matched_gold_actions, pass_hat_k_table, state_hash_reward
 from ..rollout import DoNothingPolicy, EpisodeLimits, OraclePolicy, rollout_env
-from ..schema import Task, Trajectory, content_hash
+from ..schema import FunctionCall, Message, Task, Tool, ToolCall, Trajectory, content_hash
 from .results import tidy_row
 
 # %% auto #0
 __all__ = ['HELDOUT_BENCHMARK', 'heldout_split', 'tasks_revision', 'subtask_f1', 'HeldoutResult', 'summary_rows', 'evaluate_env',
-           'evaluate_environments']
+           'evaluate_environments', 'tool_name_logprobs', 'tool_choice_by_likelihood']
 
 # %% ../../../nbs/eval/04_heldout.ipynb #9f4d0912
 def heldout_split(names: Iterable[str], test_fraction: float = 0.25, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -143,3 +144,58 @@ async def evaluate_environments(envs: Iterable[Environment | str], make_policy: 
     pooled = [dict(e, task_id=f"{e['env']}/{e['task_id']}") for e in out.episodes]
     revision = tasks_revision([t for env in envs for t in env.tasks.values()])
     return HeldoutResult(out.episodes, out.rows + summary_rows(pooled, 'all', model, k, revision))
+
+# %% ../../../nbs/eval/04_heldout.ipynb #811107bb
+def _name_frame(messages: list[Message], tools: list[Tool], empty_think: bool = False) -> tuple[str, str]:
+    """The chat text of `messages` and a call turn up to its tool name, and the text the format writes after the
+    name, both from the rendering of a call whose name is a placeholder."""
+    mark = 'TOOL\x00NAME'
+    call = ToolCall(id='call_0', function=FunctionCall(name=mark))
+    text = render_hermes([*messages, Message(role='assistant', tool_calls=[call])], tools, empty_think=empty_think)
+    at = text.index(json.dumps(mark)[1:-1])
+    return text[:at], text[at + len(json.dumps(mark)[1:-1]):]
+
+
+# %% ../../../nbs/eval/04_heldout.ipynb #ee110d25
+def tool_name_logprobs(model, tokenizer, messages: list[Message], tools: list[Tool],
+                       empty_think: bool = False) -> dict[str, float]:
+    """Each tool's name scored as the next call's name after `messages`: the summed log-probability of the tokens
+    from the first one that reaches into the name to the one that closes it (a causal LM and its fast tokenizer)."""
+    import torch
+    before, after = _name_frame(messages, tools, empty_think)
+    names = [t.name for t in tools]
+    if not names: raise ValueError('no tools to rank')
+    rows, firsts = [], []
+    for name in names:
+        text = before + json.dumps(name)[1:-1] + after[:1]          # the name and the quote that closes it
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        firsts.append(next(i for i, (_, end) in enumerate(enc['offset_mapping']) if end > len(before)))
+        rows.append(enc['input_ids'])
+    if min(firsts) < 1: raise ValueError('the name must follow some context')
+    width, pad = max(map(len, rows)), tokenizer.pad_token_id or 0
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=model.device)
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=model.device)
+    with torch.no_grad():
+        logp = model(input_ids=ids, attention_mask=mask).logits.float().log_softmax(-1)
+    return {
+        name: sum(logp[k, i - 1, row[i]].item() for i in range(first, len(row)))
+        for k, (name, row, first) in enumerate(zip(names, rows, firsts))
+    }
+
+
+# %% ../../../nbs/eval/04_heldout.ipynb #eb8a170b
+def tool_choice_by_likelihood(model, tokenizer, turns: Iterable[tuple[list[Message], list[Tool], str]],
+                              empty_think: bool = False) -> dict:
+    """Multiple choice over the tool names at gold call turns `(messages, tools, gold name)`: the share where the
+    gold ranks first and in the top 2, its mean rank (ties count against it), and what chance gives."""
+    ranks, sizes = [], []
+    for messages, tools, gold in turns:
+        scores = tool_name_logprobs(model, tokenizer, messages, tools, empty_think)
+        if gold not in scores: raise ValueError(f'gold tool {gold!r} is not among the tools offered')
+        ranks.append(1 + sum(s >= scores[gold] for n, s in scores.items() if n != gold)); sizes.append(len(scores))
+    if not ranks: raise ValueError('no turns to score')
+    mean = lambda xs: round(sum(xs) / len(xs), 2)
+    return {'right tool (ranked)': mean([r == 1 for r in ranks]), 'top-2': mean([r <= 2 for r in ranks]),
+            'mean rank': mean(ranks), 'chance': mean([1 / n for n in sizes]), 'tools': max(sizes),
+            'turns': len(ranks)}
+

@@ -126,8 +126,10 @@ def test_filter_items_are_keyed_without_timings(tmp_path):
     for run_no, latency in enumerate((0.25, 0.75)):
         run, client = RECIPE.run_folder(tmp_path / f'run{run_no}'), LLMClient(OfflineTeacher(), 'offline-teacher')
         r = AgentScalerRun(RECIPE, p, run, {'teacher': client, 'user_simulator': client}, [], None)
-        for step in run.upstream('filter'):     # the stages the filter reads, finished (empty)
-            run.write_json(step, 'stats.json', {'inputs': 0, 'kept': 0, 'dropped': {}, 'failed': {}, 'shards': ['00000-of-00001']})
+        for step in run.upstream('filter'):     # the stages the filter reads, finished (empty): the shard's stats, the total
+            empty = {'inputs': 0, 'kept': 0, 'dropped': {}, 'failed': {}}
+            run.write_json(step, 'stats-00000-of-00001.json', empty)
+            run.write_json(step, 'stats.json', {**empty, 'shards': ['00000-of-00001']})
         rec = json.loads(json.dumps(traj)); rec['info']['turns'][0]['latency_s'] = latency; rec['info']['wall_s'] = latency * 3
         with pytest.raises(Exception):          # no task 't1': the item fails, but its key is journaled
             asyncio.run(stage_filter(r, [], [rec]))

@@ -3330,6 +3330,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'envsynth.train.sft.main': ('train/sft.html#main', 'envsynth/train/sft.py'),
                                     'envsynth.train.sft.prune_training_state': ( 'train/sft.html#prune_training_state',
                                                                                  'envsynth/train/sft.py'),
+                                    'envsynth.train.sft.recipe_tokenizer': ('train/sft.html#recipe_tokenizer', 'envsynth/train/sft.py'),
                                     'envsynth.train.sft.sft_parser': ('train/sft.html#sft_parser', 'envsynth/train/sft.py'),
                                     'envsynth.train.sft.sft_rows': ('train/sft.html#sft_rows', 'envsynth/train/sft.py'),
                                     'envsynth.train.sft.sharding_arguments': ('train/sft.html#sharding_arguments', 'envsynth/train/sft.py'),

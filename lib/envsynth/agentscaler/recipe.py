@@ -360,22 +360,8 @@ async def run_agentscaler(
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #560565c4
 def _tokenizer(r: AgentScalerRun, trajectories: list[Trajectory]):
-    from transformers import AutoTokenizer
-    if r.p.tokenizer: return AutoTokenizer.from_pretrained(r.p.tokenizer)
-    from envsynth.data import sft_text
-    from envsynth.train.sft import build_tiny_qwen3_on
-    folder = r.run.dir('sft') / 'tiny_tokenizer'
-    if not (folder / 'tokenizer.json').exists():
-        build_tiny_qwen3_on(
-            [sft_text(t).text for t in trajectories],
-            folder,
-            vocab_size=1024,
-            hidden_size=32,
-            layers=1,
-            heads=2,
-            max_positions=65536,
-        )
-    return AutoTokenizer.from_pretrained(folder)
+    from envsynth.train.sft import recipe_tokenizer
+    return recipe_tokenizer(r.p.tokenizer, r.run.dir('sft') / 'tiny_tokenizer', trajectories)
 
 # %% ../../../nbs/agentscaler/05_recipe.ipynb #3f813f62
 def _filter_results(run: RunFolder) -> list:

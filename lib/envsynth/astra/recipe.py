@@ -390,22 +390,8 @@ async def stage_rewards(r: RecipeRun, shard=None):
 
 # %% ../../../nbs/astra/05_recipe.ipynb #cc9d3089
 def _tokenizer(r: RecipeRun, trajectories: list[Trajectory]):
-    from transformers import AutoTokenizer
-    if r.p.tokenizer: return AutoTokenizer.from_pretrained(r.p.tokenizer)
-    from envsynth.data import sft_text
-    from envsynth.train.sft import build_tiny_qwen3_on
-    folder = r.run.dir('sft') / 'tiny_tokenizer'
-    if not (folder / 'tokenizer.json').exists():
-        build_tiny_qwen3_on(
-            [sft_text(t).text for t in trajectories],
-            folder,
-            vocab_size=1024,
-            hidden_size=32,
-            layers=1,
-            heads=2,
-            max_positions=65536,
-        )
-    return AutoTokenizer.from_pretrained(folder)
+    from envsynth.train.sft import recipe_tokenizer
+    return recipe_tokenizer(r.p.tokenizer, r.run.dir('sft') / 'tiny_tokenizer', trajectories)
 
 # %% ../../../nbs/astra/05_recipe.ipynb #a8647d98
 def stage_sft(r: RecipeRun, kept: list[Trajectory]) -> dict:

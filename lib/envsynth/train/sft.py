@@ -16,8 +16,8 @@ from ..schema import Trajectory
 # %% auto #0
 __all__ = ['CLI_USAGE', 'SHARD_ENGINES', 'PRESETS', 'TRAINING_STATE_FILES', 'SFTError', 'SFTPreset', 'get_preset', 'sft_rows',
            'check_rows', 'PadCollator', 'checkpoints', 'has_training_state', 'prune_training_state',
-           'KeepRecentTrainingState', 'build_tiny_qwen3_on', 'SFTResult', 'training_arguments', 'fsdp_config',
-           'zero3_config', 'sharding_arguments', 'train_sft', 'train_two_stage', 'sft_parser', 'main']
+           'KeepRecentTrainingState', 'build_tiny_qwen3_on', 'recipe_tokenizer', 'SFTResult', 'training_arguments',
+           'fsdp_config', 'zero3_config', 'sharding_arguments', 'train_sft', 'train_two_stage', 'sft_parser', 'main']
 
 # %% ../../../nbs/train/00_sft.ipynb #60626c23
 CLI_USAGE = """Command lines (stable; the Slurm scripts call exactly these):
@@ -287,6 +287,19 @@ def build_tiny_qwen3_on(texts: Iterable[str], out_dir: str | Path, vocab_size: i
     )
     Qwen3ForCausalLM(cfg).save_pretrained(out)
     return out
+
+# %% ../../../nbs/train/00_sft.ipynb #27341300
+def recipe_tokenizer(name: str | None, folder: str | Path, trajectories: Sequence[Trajectory]):
+    "The tokenizer `name`, or (no name) a tiny one built on `trajectories` into `folder` the first time."
+    from transformers import AutoTokenizer
+    if name: return AutoTokenizer.from_pretrained(name)
+    from ..data import sft_text
+    folder = Path(folder)
+    if not (folder / 'tokenizer.json').exists():
+        build_tiny_qwen3_on([sft_text(t).text for t in trajectories], folder, vocab_size=1024, hidden_size=32,
+                            layers=1, heads=2, max_positions=65536)
+    return AutoTokenizer.from_pretrained(folder)
+
 
 # %% ../../../nbs/train/00_sft.ipynb #b2f42f94
 @dataclass

@@ -1,6 +1,16 @@
 """Style of the notebooks, which readers read as tutorials: code lines fit in 100 characters in the
-core notebooks and 120 everywhere, and an export cell holds one definition (tools/cell_style.py
-splits the others mechanically); plus the cell tool itself on small synthetic notebooks."""
+core notebooks and 120 everywhere, an export cell holds one definition (tools/cell_style.py
+splits the others mechanically), and the checks use one test idiom; plus the cell tool itself on
+small synthetic notebooks.
+
+The test idiom: in a cell that is not exported, a check is a plain `assert` (with a message where
+the value helps) and an expected error is `test_fail(lambda: ..., contains='...')` (fastcore's;
+`exc=` names the exception type). Nothing else: no `test_eq`, `test_ne`, `test_close`, `test_is`
+or other fastcore `test_*`, no `pytest.raises`, no try/except written as a check, but for the
+expected error of an awaited call, which a lambda cannot hold. Approximate equality is written out:
+`assert abs(a - b) < eps` or `math.isclose`. Export cells are library code: their asserts are not
+tests and are not looked at. `python tools/cell_style.py idiom --verify NOTEBOOK` rewrites the
+other forms where the rewrite is the same test."""
 import ast, json, sys
 from pathlib import Path
 
@@ -70,6 +80,43 @@ def test_one_definition_per_export_cell(path):
     multi = multi_definition_cells(path)
     assert not multi, (f'{nb_id(path)}: export cells with several definitions (split them: '
                        f'python tools/cell_style.py split {path.relative_to(REPO)}):\n' + '\n'.join(multi))
+
+
+# TEMPORARY: notebooks being rewritten on other branches, converted with
+# `python tools/cell_style.py idiom --verify` once those land; then this list goes.
+IDIOM_PENDING = {'00_quickstart.ipynb', 'train/06_grpo_ladder.ipynb', 'train/04_rl.ipynb', 'core/07_sandbox.ipynb',
+                 'core/07b_sandbox_wire.ipynb', 'core/07c_sandbox_worker.ipynb', 'core/10_pipeline.ipynb',
+                 'repro.ipynb', 'train/03_slurm.ipynb', 'cli.ipynb', 'eval/00_harness.ipynb',
+                 'eval/05_results.ipynb', 'eval/04_heldout.ipynb'}
+
+
+def other_idioms(path: Path) -> list[str]:
+    "`cell id: line: statement` of every check in a non-export cell of notebook `path` not in the one idiom."
+    return [f'{c.get("id")}: {f}' for c, _, code in cs.code_cells(cs.read_nb(path)) for f in cs.forbidden_checks(code)]
+
+
+@pytest.mark.parametrize('path', [p for p in ALL if nb_id(p) not in IDIOM_PENDING], ids=nb_id)
+def test_one_test_idiom(path):
+    found = other_idioms(path)
+    assert not found, (f'{nb_id(path)}: checks not written as `assert` / `test_fail(lambda: ..., contains=...)` '
+                       f'(python tools/cell_style.py idiom --verify {path.relative_to(REPO)}; the rest by hand):\n'
+                       + '\n'.join(found))
+
+
+def test_idiom_pending_are_notebooks():
+    assert IDIOM_PENDING <= {nb_id(p) for p in ALL}
+
+
+def test_finds_other_idioms():
+    code = ('test_eq(a, 1)\nif x: test_close(b, 2)\nwith pytest.raises(ValueError): f()\n'
+            'try: f(); raise AssertionError\nexcept ValueError: pass\n'
+            'try: await g(); raise AssertionError\nexcept ValueError as e: assert "m" in str(e)\n'
+            'try: h()\nfinally: pass\n'
+            'assert a == 1\ntest_fail(lambda: f(), contains="m")\n[test_ne(x, 1) for x in xs]')
+    found = cs.forbidden_checks(code)
+    assert [f.split(':')[0] for f in found] == ['1', '2', '3', '4', '12'], found
+    nb = notebook(cell('#| export\ntest_eq(a, 1)', id='e'), cell('test_eq(a, 1)', id='t'))
+    assert [f'{c["id"]}' for c, _, code in cs.code_cells(nb) if cs.forbidden_checks(code)] == ['t']
 
 
 # --- the cell tool on synthetic notebooks --------------------------------------------------------
@@ -173,12 +220,71 @@ def test_hide_only_touches_check_only_cells():
     ("test_eq(xs, ys)", None),
     ("test_eq(b, b'x')", None),
     ("test_eq(x, 1, 'msg')", None),
-    ("test_eq(x,\n        'two lines')", None),
+    ("test_eq(x,\n        'two lines')", "assert (x ==\n        'two lines')"),
+    ("test_eq(\n    f(x).reason,\n    'y',\n)", "assert (\n    f(x).reason ==\n    'y'\n)"),
+    ("test_eq(a +\n  b, 'c')  # why", "assert ((a +\n  b) == 'c')  # why"),
+    ("test_is(a, b)", "assert a is b"),
+    ("test_close(x, 1.5)", None),                    # numbers or not: only a run tells
+    ("with pytest.raises(ValueError, match='min_len'): walk(g, 1)",
+     "test_fail(lambda: walk(g, 1), exc=ValueError, contains='min_len')"),
+    ("with pytest.raises(KeyError):\n    load(\n        'x')", "test_fail(lambda: load(\n        'x'), exc=KeyError)"),
+    ("with pytest.raises(ValueError, match='a.b'): f()", None),     # a regex, not a substring
+    ("with pytest.raises(ValueError, match=msg): f()", None),
+    ("with pytest.raises(ValueError) as e: f()", None),
+    ("with pytest.raises(ValueError):\n    f()\n    g()", None),
+    ("try: f(x); raise AssertionError('no')\nexcept (ValueError, TypeError) as e: assert 'empty' in str(e)",
+     "test_fail(lambda: f(x), exc=(ValueError, TypeError), contains='empty')"),
+    ("try: f(x); raise AssertionError\nexcept ValueError: pass", "test_fail(lambda: f(x), exc=ValueError)"),
+    ("try: f(x); raise AssertionError\nexcept ValueError as e: print(e)", None),
+    ("try: f(x); raise AssertionError\nexcept ValueError as e: assert str(e).startswith('m')", None),
+    ("try: await f(x); raise AssertionError\nexcept ValueError as e: assert 'm' in str(e)", None),
 ])
 def test_idiom_rewrites_only_the_same_test(before, after):
     out, left = cs.idiom_cell(before)
     assert out == (after or before)
     assert bool(left) == (after is None)
+    if after: assert not cs.forbidden_checks(out)
+
+
+@pytest.mark.parametrize('before, after', [
+    ("test_eq(xs, [1, 2])", "assert xs == [1, 2]"),
+    ("test_ne(xs, ys)", "assert xs != ys"),
+    ("test_close(f(x), 0.75, eps=1e-6)", "assert abs(f(x) - 0.75) < 1e-6"),
+    ("test_close(a + b, c * d)", "assert abs(a + b - (c * d)) < 1e-5"),   # the AST is checked
+    ("test_close(a, b + c, 1e-3)", "assert abs(a - (b + c)) < 1e-3"),
+    ("test_close(a if x else b, c)", "assert abs((a if x else b) - c) < 1e-5"),
+])
+def test_idiom_rewrites_what_a_run_verified(before, after):
+    assert cs.idiom_cell(before)[0] == before                   # static: not known to be the same test
+    out, left = cs.idiom_cell(before, {(1, 0)})
+    assert (out, left) == (after, [])
+
+
+VERIFY_NB = [
+    'from fastcore.test import test_eq, test_ne, test_close, test_fail\nimport numpy as np, pytest',
+    'test_eq([1, 2], [1, 2])\ntest_eq([1, 2], (1, 2))\ntest_eq(np.array([1, 2]), [1, 2])\n'
+    'for x in [[1], (1,)]: test_eq(x, [1])\ntest_ne((1, 2), (2, 1))\ntest_close(0.1 + 0.2, 0.3)\n'
+    'test_close([0.1], [0.1])\nif False: test_eq([], [])',
+    '#| eval: false\ntest_eq([3], [3])',
+    'with pytest.raises(ZeroDivisionError, match="division"): 1 / 0',
+]
+
+def test_verify_runs_the_notebook_and_rewrites_what_agreed(tmp_path):
+    pytest.importorskip('numpy')
+    p = tmp_path / 'v.ipynb'
+    p.write_text(cs.dump_nb(notebook(*[cell(s, id=f'c{i}') for i, s in enumerate(VERIFY_NB)])))
+    verified = cs.verify_nb(p)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['v.ipynb']           # the copy run is gone
+    assert verified == {'c1': {(1, 0), (5, 0), (6, 0)}}
+    nb = cs.read_nb(p)
+    n, left = cs.idiom_nb(nb, verified)
+    srcs = [cs.src(c) for c in nb['cells']]
+    assert srcs[0] == 'from fastcore.test import test_eq, test_close, test_fail\nimport numpy as np'
+    assert srcs[1].splitlines()[0] == 'assert [1, 2] == [1, 2]' and srcs[1].splitlines()[4] == 'assert (1, 2) != (2, 1)'
+    assert srcs[1].splitlines()[5] == 'assert abs(0.1 + 0.2 - 0.3) < 1e-5'
+    assert srcs[1].splitlines()[1] == 'test_eq([1, 2], (1, 2))'                  # equals: element-wise, == False
+    assert srcs[3] == 'test_fail(lambda: 1 / 0, exc=ZeroDivisionError, contains="division")'
+    assert n == 4 and len(left) == 6 and srcs[2] == VERIFY_NB[2]
 
 
 def test_notebooks_are_written_as_nbdev_writes_them(tmp_path):

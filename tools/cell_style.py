@@ -3,7 +3,7 @@
     python tools/cell_style.py check nbs                 # counts per notebook, nothing written
     python tools/cell_style.py split hide wrap nbs       # rewrite in place: the three safe fixes
     python tools/cell_style.py docwrap nbs               # long lines in docstrings (same words, not same AST)
-    python tools/cell_style.py idiom nbs/core/00_schema.ipynb
+    python tools/cell_style.py idiom --verify nbs/core/00_schema.ipynb   # runs the notebook first
 
 Subcommands (several may be given; they run in the order written), then notebook files or folders.
 `split`, `hide` and `wrap` leave the exported code AST-identical; `docwrap` changes the whitespace of
@@ -19,12 +19,33 @@ notebooks it touched.
 * `hide`: a code cell that is not exported and only checks things (every top-level statement is
   an `assert`, a fastcore `test_*(...)` call, or a `with pytest.raises(...)`/`with raises(...)`
   block) and shows no output gets `#| hide`, so the docs do not present it as an example.
-* `idiom`: the notebooks' checks use plain `assert`: a `test_eq(a, b)` / `test_ne(a, b)` call is
-  rewritten as `assert a == b` / `assert a != b` where the two are the same test, i.e. where one
-  side is a value for which fastcore's `equals` is `==` (a string, number, bool, dict or set, a
-  `len(...)`/`str(...)`/`int(...)` call ...). `test_eq(x, None)` becomes `assert x is None`.
-  Calls it cannot rewrite safely (list or tuple on both sides, which `equals` compares element by
-  element, multi-line arguments, keywords) are left and listed.
+* `idiom`: the one test idiom of the notebooks. A check is a plain `assert` (with a message where
+  the value helps); an expected error is `test_fail(lambda: ..., contains='...')` (fastcore's, which
+  nbdev users know; `exc=` names the exception type where it matters). Nothing else in a cell that
+  is not exported: no `test_eq`, `test_ne`, `test_close`, `test_is` or other fastcore `test_*`, no
+  `pytest.raises`, no try/except written as a check. Approximate equality is written out:
+  `assert abs(a - b) < eps` or `math.isclose(a, b)`. The one exception: an expected error of an
+  awaited call (a lambda cannot `await`) stays `try: await f(); raise AssertionError(...)` /
+  `except E as e: assert '...' in str(e)`. Export cells are library code and are never touched.
+  A rewrite must be the same test, so `idiom` rewrites only
+  - `test_eq(a, b)` / `test_ne(a, b)` as `assert a == b` / `assert a != b` where one side is a value
+    for which fastcore's `equals` is `==` (a string, number, bool, dict or set, a `len(...)`/`str(...)`
+    call ...), `test_eq(x, None)` as `assert x is None`, `test_is(a, b)` as `assert a is b`;
+  - with `--verify`, also the `test_eq`/`test_ne` calls that a run of the notebook found to agree:
+    a copy of the notebook runs (as tests/test_notebooks.py runs it) with every such call recording
+    whether `a == b` (`a != b`) was a `bool` equal to fastcore's `equals(a, b)`; a call rewritten
+    agreed at every call (a list compared with a tuple, a numpy array, a DataFrame do not), and a
+    call never made (a skipped cell, a branch not taken) is left. `test_close(a, b, eps)` becomes
+    `assert abs(a - b) < eps` where both values were real numbers at every call;
+  - `with pytest.raises(E, match='m'): f(x)` as `test_fail(lambda: f(x), exc=E, contains='m')` where
+    `m` is a string with no regex metacharacters (then `re.search` is `in`);
+  - `try: f(x); raise AssertionError(...)` / `except E as e: assert 'm' in str(e)` (or `pass`) as
+    `test_fail(lambda: f(x), exc=E, contains='m')`.
+  A check over several lines keeps its layout (`assert (` is as wide as `test_eq(`). Calls it
+  cannot rewrite (never run, disagreeing values, a rewrite over the line limit: 100 characters in
+  nbs/core, 120 elsewhere) are left and listed, to be written out by hand (`assert list(a) == [...]`,
+  `assert (arr == x).all()` ...); then the unused `test_*` and `pytest` imports are dropped and
+  `test_fail` imported where it is used. Run the notebooks after (tools/execute_notebooks.py).
 * `wrap`: a statement with a line over 120 characters is reformatted by `ruff format --range`
   (quotes kept, nothing else in the cell touched); a long `from ... import` becomes
   `from m import (a, b,` plus aligned lines, the form nbdev still makes relative. Where ruff
@@ -45,7 +66,8 @@ notebooks it touched.
   (list item, heading, quote, table row, fence), none in an indented or fenced block. Other
   triple-quoted strings are left: their text is data.
 * `check`: counts per notebook: export cells with more than one definition, non-export code
-  cells hidden, check idioms, code lines over 120 characters.
+  cells hidden, check idioms (assert, test_fail, other fastcore test_*, pytest.raises, try/except
+  checks), code lines over 120 characters.
 
 Files are written the way nbdev writes them (sorted keys, one-space indent, UTF-8, a final
 newline); a notebook that needs no change is not rewritten.
@@ -59,6 +81,7 @@ DIRECTIVE_RE = re.compile(r'^\s*#\|')
 HIDE_RE = re.compile(r'^#\|\s*(hide|echo:\s*false|include:\s*false)\b')
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 LONG = 120
+MAX_CORE = 100          # core notebooks (tests/test_notebook_style.py)
 TEST_CALLS = re.compile(r'^test(_\w+)?$')
 
 
@@ -197,10 +220,19 @@ def hide_nb(nb: dict) -> int:
 
 
 # --- idiom ---------------------------------------------------------------------------------------
+# The one test idiom of the notebooks (see the module docstring): a check is `assert`, an expected
+# error is `test_fail(lambda: ..., contains='...')`. `idiom_cell` rewrites the other forms where the
+# rewrite is the same test; `verify_nb` runs the notebook to find the `test_eq` calls for which `==`
+# is the same test as fastcore's `equals` on the values the notebook compares.
 
 SCALAR_CALLS = {'len', 'str', 'int', 'float', 'bool', 'repr', 'type', 'isinstance', 'round', 'hash',
                 'dict', 'set', 'frozenset'}
 LOW_PRECEDENCE = (ast.BoolOp, ast.Compare, ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Await, ast.Yield)
+ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Dict, ast.Set,
+         ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr)
+FORBIDDEN_CALLS = re.compile(r'^test_(?!fail$)\w+$')    # every fastcore `test_*` but `test_fail`
+REGEX_META = set('.^$*+?{}[]\\|()')
+PROBED = ('test_eq', 'test_ne', 'test_close')
 
 def eq_safe(node: ast.expr) -> bool:
     "Whether fastcore's `equals(x, node)` is `x == node` whatever `x` is (it is for str, dict, set, scalars)."
@@ -209,50 +241,310 @@ def eq_safe(node: ast.expr) -> bool:
     if isinstance(node, (ast.JoinedStr, ast.Dict, ast.Set, ast.DictComp, ast.SetComp)): return True
     return _call_name(node) in SCALAR_CALLS and isinstance(node.func, ast.Name)
 
-def operand(code: str, node: ast.expr) -> str | None:
-    seg = ast.get_source_segment(code, node)
-    if seg is None or '\n' in seg: return None
-    return f'({seg})' if isinstance(node, LOW_PRECEDENCE) else seg
+def _seg(code: str, node: ast.AST) -> str | None: return ast.get_source_segment(code, node)
 
-def idiom_cell(code: str) -> tuple[str, list[str]]:
-    "`code` with the safe `test_eq`/`test_ne` statements rewritten as asserts, and the calls left."
+def operand(code: str, node: ast.expr, atoms=None) -> str | None:
+    "Source of `node`, in parentheses where it binds looser than a comparison (or is not in `atoms`)."
+    seg = _seg(code, node)
+    if seg is None: return None
+    loose = not isinstance(node, atoms) if atoms else isinstance(node, LOW_PRECEDENCE)
+    return f'({seg})' if loose or ('\n' in seg and not isinstance(node, ATOMS)) else seg
+
+def _has_await(node: ast.AST) -> bool: return any(isinstance(n, ast.Await) for n in ast.walk(node))
+
+def _is_name(node, *names) -> bool: return isinstance(node, ast.Name) and node.id in names
+
+def fastcore_check(node: ast.stmt) -> str | None:
+    "The name of the fastcore `test_*` that statement `node` calls (`test_eq(a, b)`), or None."
+    if not isinstance(node, ast.Expr) or not isinstance(node.value, ast.Call): return None
+    f = node.value.func
+    return f.id if isinstance(f, ast.Name) and FORBIDDEN_CALLS.match(f.id) else None
+
+def _expect(tree_node: ast.AST) -> str: return ast.dump(tree_node)
+
+def rewrite_check(code: str, node: ast.stmt, verified: set = frozenset()) -> tuple[str, ast.AST] | None:
+    """The statement that replaces check `node` of `code` (and the AST it must parse to), or None where
+    the rewrite is not known to be the same test. `verified` holds the `(line, col)` of the calls that
+    `verify_nb` found to compare the same with `==` as with fastcore's `equals` (or to compare numbers,
+    for `test_close`)."""
+    name = fastcore_check(node)
+    if name in ('test_eq', 'test_ne', 'test_is'):
+        call = node.value
+        if call.keywords or len(call.args) != 2 or any(isinstance(a, ast.Starred) for a in call.args): return None
+        a, b = call.args
+        sa, sb = operand(code, a), operand(code, b)
+        if sa is None or sb is None: return None
+        if name == 'test_is': op, neg = ast.Is(), 'is'
+        elif _is_name(b, 'None') or isinstance(b, ast.Constant) and b.value is None:
+            op, neg = (ast.IsNot(), 'is not') if name == 'test_ne' else (ast.Is(), 'is')
+        elif isinstance(a, ast.Constant) and a.value is None:
+            a, b, sa, sb = b, a, sb, sa
+            op, neg = (ast.IsNot(), 'is not') if name == 'test_ne' else (ast.Is(), 'is')
+        elif eq_safe(a) or eq_safe(b) or (node.lineno, node.col_offset) in verified:
+            op, neg = (ast.NotEq(), '!=') if name == 'test_ne' else (ast.Eq(), '==')
+        else: return None
+        want = ast.Assert(test=ast.Compare(left=a, ops=[op], comparators=[b]))
+        if node.lineno == node.end_lineno: return f'assert {sa} {neg} {sb}', want
+        # over several lines: `assert (` is as wide as `test_eq(`, so the layout and columns stay
+        lines = to_lines(code)
+        head = code[_offset(lines, call.func.end_lineno, call.func.end_col_offset) + 1:_span(lines, a)[0]]
+        gap = re.fullmatch(r'[ \t]*,(\s*)', code_between(code, a, b))
+        tail = re.fullmatch(r'(\s*?),?(\s*)\)', code[_span(lines, b)[1]:_span(lines, node)[1]])
+        if head.strip() or gap is None or tail is None: return None
+        brk = gap.group(1) if '\n' in gap.group(1) else ' '
+        return f'assert ({head}{sa} {neg}{brk}{sb}{tail.group(1)}{tail.group(2)})', want
+    if name == 'test_close' and (node.lineno, node.col_offset) in verified:
+        call = node.value
+        args = list(call.args) + [k.value for k in call.keywords if k.arg == 'eps']
+        if len(args) not in (2, 3) or any(k.arg != 'eps' for k in call.keywords): return None
+        a, b = args[:2]
+        eps = args[2] if len(args) == 3 else ast.Constant(1e-5)
+        sa = operand(code, a, (*ATOMS, ast.BinOp, ast.UnaryOp))
+        sb = operand(code, b, ATOMS)
+        se = '1e-5' if len(args) == 2 else operand(code, eps, ATOMS)
+        if None in (sa, sb, se): return None
+        if isinstance(a, ast.BinOp) and not isinstance(a.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv,
+                                                              ast.Mod, ast.Pow)): sa = f'({sa})'
+        want = ast.Assert(test=ast.Compare(
+            left=ast.Call(func=ast.Name('abs', ast.Load()), args=[ast.BinOp(a, ast.Sub(), b)], keywords=[]),
+            ops=[ast.Lt()], comparators=[eps]))
+        if node.lineno != node.end_lineno: return f'assert (abs({sa} - {sb}) < {se})', want
+        return f'assert abs({sa} - {sb}) < {se}', want
+    return None
+
+def code_between(code: str, a: ast.AST, b: ast.AST) -> str:
+    "The source between the end of node `a` and the start of node `b`."
+    lines = to_lines(code)
+    return code[_offset(lines, a.end_lineno, a.end_col_offset):_offset(lines, b.lineno, b.col_offset)]
+
+def _fail_call(code: str, expr: ast.expr, exc: ast.expr | None, contains: ast.expr | None):
+    "`test_fail(lambda: expr, exc=..., contains=...)` and its AST."
+    se = _seg(code, expr)
+    if se is None or _has_await(expr): return None
+    parts = [f'lambda: {se}']
+    kws = []
+    if exc is not None:
+        sx = _seg(code, exc)
+        if sx is None: return None
+        if isinstance(exc, ast.Tuple) and not sx.startswith('('): sx = f'({sx})'
+        parts.append(f'exc={sx}'); kws.append(ast.keyword('exc', exc))
+    if contains is not None:
+        parts.append(f'contains={_seg(code, contains)}'); kws.append(ast.keyword('contains', contains))
+    lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+                     body=expr)
+    want = ast.Expr(ast.Call(func=ast.Name('test_fail', ast.Load()), args=[lam], keywords=kws))
+    return f'test_fail({", ".join(parts)})', want
+
+def _literal(node) -> bool:
+    "A string constant that a regex search finds as it is (no metacharacters)."
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and not REGEX_META & set(node.value)
+
+def is_raises_check(node: ast.stmt) -> bool:
+    return isinstance(node, ast.With) and any(is_raises(i) for i in node.items)
+
+def rewrite_raises(code: str, node: ast.stmt):
+    "`with pytest.raises(E, match='m'): f(x)` as `test_fail(lambda: f(x), exc=E, contains='m')`, or None."
+    if not is_raises_check(node) or len(node.items) != 1 or node.items[0].optional_vars is not None: return None
+    call = node.items[0].context_expr
+    if len(node.body) != 1 or not isinstance(node.body[0], ast.Expr) or len(call.args) != 1: return None
+    if any(k.arg != 'match' for k in call.keywords): return None
+    match = next((k.value for k in call.keywords), None)
+    if match is not None and not _literal(match): return None
+    return _fail_call(code, node.body[0].value, call.args[0], match)
+
+def is_try_check(node: ast.stmt) -> bool:
+    """A try/except written as a check: its body raises AssertionError (the call was expected to fail),
+    its `else` does, or a handler asserts."""
+    if not isinstance(node, ast.Try): return False
+    raises = lambda body: any(isinstance(s, ast.Raise) and s.exc is not None and
+                              'AssertionError' in ast.dump(s.exc) for s in body)
+    return (raises(node.body) or raises(node.orelse)
+            or any(isinstance(s, ast.Assert) for h in node.handlers for s in h.body))
+
+def rewrite_try(code: str, node: ast.stmt):
+    """`try: f(x); raise AssertionError(...)` / `except E as e: assert 'm' in str(e)` (or `pass`) as
+    `test_fail(lambda: f(x), exc=E, contains='m')`, or None where the form differs."""
+    if not isinstance(node, ast.Try) or node.orelse or node.finalbody or len(node.handlers) != 1: return None
+    if len(node.body) != 2 or not isinstance(node.body[0], ast.Expr) or not is_try_check(node): return None
+    h = node.handlers[0]
+    if h.type is None or len(h.body) != 1: return None
+    s = h.body[0]
+    if isinstance(s, ast.Pass): return _fail_call(code, node.body[0].value, h.type, None)
+    if (isinstance(s, ast.Assert) and isinstance(s.test, ast.Compare) and len(s.test.ops) == 1
+            and isinstance(s.test.ops[0], ast.In) and isinstance(s.test.left, ast.Constant)
+            and isinstance(s.test.left.value, str) and h.name and len(s.test.comparators) == 1):
+        c = s.test.comparators[0]
+        if _call_name(c) == 'str' and len(c.args) == 1 and _is_name(c.args[0], h.name):
+            return _fail_call(code, node.body[0].value, h.type, s.test.left)
+    return None
+
+def _offset(lines: list[str], lineno: int, col: int) -> int:
+    "Character offset in the joined `lines` of 1-based `lineno` and UTF-8 byte column `col`."
+    return sum(len(l) for l in lines[:lineno - 1]) + len(lines[lineno - 1].encode()[:col].decode())
+
+def _span(lines, node) -> tuple[int, int]:
+    return _offset(lines, node.lineno, node.col_offset), _offset(lines, node.end_lineno, node.end_col_offset)
+
+def idiom_cell(code: str, verified: set = frozenset(), limit: int = LONG) -> tuple[str, list[str]]:
+    """`code` with its checks in the one idiom where the rewrite is the same test (see `rewrite_check`,
+    `rewrite_raises`, `rewrite_try`); and the checks left in another form."""
     tree = parse(code)
     if tree is None: return code, []
     lines, left, edits = to_lines(code), [], []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Expr) and _call_name(node.value) in ('test_eq', 'test_ne')
-                and isinstance(node.value.func, ast.Name)): continue
-        call = node.value
-        text = ast.get_source_segment(code, node) or ''
-        if call.keywords or len(call.args) != 2 or any(isinstance(a, ast.Starred) for a in call.args):
-            left.append(text); continue
-        a, b = call.args
-        sa, sb = operand(code, a), operand(code, b)
-        if node.lineno != node.end_lineno or sa is None or sb is None: left.append(text); continue
-        ne = call.func.id == 'test_ne'
-        if isinstance(b, ast.Constant) and b.value is None: new = f'assert {sa} is {"not " if ne else ""}None'
-        elif isinstance(a, ast.Constant) and a.value is None: new = f'assert {sb} is {"not " if ne else ""}None'
-        elif eq_safe(a) or eq_safe(b): new = f'assert {sa} {"!=" if ne else "=="} {sb}'
-        else: left.append(text); continue
-        line = lines[node.lineno - 1]
-        if len(line) - len(text) + len(new) > LONG: left.append(text); continue
-        edits.append((node.lineno - 1, node.col_offset, node.end_col_offset, new))
-    for i, c0, c1, new in sorted(edits, reverse=True):
-        lines[i] = lines[i][:c0] + new + lines[i][c1:]
-    out = ''.join(lines)
-    return (out, left) if parse(out) is not None else (code, left + ['<cell left: rewrite did not parse>'])
+        if not isinstance(node, ast.stmt): continue
+        if fastcore_check(node): new = rewrite_check(code, node, verified)
+        elif is_raises_check(node): new = rewrite_raises(code, node)
+        elif is_try_check(node): new = rewrite_try(code, node)
+        else: continue
+        text = (_seg(code, node) or '').splitlines()[0]
+        if new is None: left.append(text); continue
+        a, b = _span(lines, node)
+        out = code[:a] + new[0] + code[b:]
+        t = parse(out)
+        got = next((n for n in ast.walk(t) if isinstance(n, ast.stmt) and (n.lineno, n.col_offset) ==
+                    (node.lineno, node.col_offset)), None) if t else None
+        if got is None or ast.dump(got) != ast.dump(new[1]):
+            left.append(text + '  <rewrite not the same code>'); continue
+        width = max(len(l) for l in (code[:a].rsplit('\n', 1)[-1] + new[0] + code[b:].split('\n', 1)[0]).split('\n'))
+        if width > limit: left.append(text + f'  <rewrite over {limit} characters>'); continue
+        edits.append((a, b, new[0]))
+    edits.sort(reverse=True)
+    if any(e0[0] < e1[1] for e0, e1 in zip(edits, edits[1:])): return code, left + ['<overlapping rewrites>']
+    for a, b, new in edits: code = code[:a] + new + code[b:]
+    return code, left
 
-def idiom_nb(nb: dict) -> tuple[int, list[str]]:
-    n, left = 0, []
+def forbidden_checks(code: str) -> list[str]:
+    "The checks of non-export cell `code` not in the idiom; a try/except around an `await` is allowed."
+    tree = parse(code)
+    if tree is None: return []
+    out = []
+    for n in ast.walk(tree):
+        if (fastcore_check(n) or is_raises_check(n) or isinstance(n, ast.Call) and FORBIDDEN_CALLS.match(
+                _call_name(n) or '') and isinstance(n.func, ast.Name)
+                or is_try_check(n) and not _has_await(ast.Module(body=n.body, type_ignores=[]))):
+            out.append(f'{n.lineno}: {(_seg(code, n) or "").splitlines()[0][:70]}')
+    return sorted(set(out), key=lambda s: int(s.split(':')[0]))
+
+def code_cells(nb: dict):
+    "(cell, directives, code) of the non-export code cells of `nb`."
     for cell in nb['cells']:
-        if cell['cell_type'] != 'code' or is_export(cell): continue
-        directives, code = split_directives(src(cell))
-        new, l = idiom_cell(code)
+        if cell['cell_type'] == 'code' and not is_export(cell):
+            d, code = split_directives(src(cell))
+            yield cell, d, code
+
+def fix_imports(nb: dict) -> list[str]:
+    """Imports of the non-export cells after a rewrite: fastcore `test_*` names and `pytest` no longer
+    used are dropped, `test_fail` is imported where it is used and was not. The imports left to do by hand."""
+    used = set()
+    for c in nb['cells']:
+        if c['cell_type'] != 'code': continue
+        t = parse(split_directives(src(c))[1])
+        if t: used |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if t: used |= {n.value.id for n in ast.walk(t) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    need_fail, have_fail, slot, left = 'test_fail' in used, False, None, []
+    for cell, d, code in code_cells(nb):
+        t = parse(code)
+        if t is None: continue
+        lines, edits = to_lines(code), []
+        for n in t.body:
+            if isinstance(n, ast.ImportFrom) and n.module == 'fastcore.test':
+                names = [a for a in n.names if a.name == '*' or not a.name.startswith('test_') or a.name in used]
+                have_fail |= any(a.name in ('*', 'test_fail') for a in names)
+                if len(names) == len(n.names): continue
+                new = ('from fastcore.test import ' + ', '.join(
+                    a.name + (f' as {a.asname}' if a.asname else '') for a in names)) if names else ''
+                edits.append((n, new))
+            elif isinstance(n, ast.Import) and any(a.name == 'pytest' for a in n.names) and 'pytest' not in used:
+                names = [a for a in n.names if a.name != 'pytest']
+                new = 'import ' + ', '.join(a.name + (f' as {a.asname}' if a.asname else '') for a in names) if names else ''
+                edits.append((n, new))
+                if slot is None: slot = (cell, len(edits) - 1)
+        if not edits: continue
+        for n, new in sorted(edits, key=lambda e: -e[0].lineno):
+            if n.lineno != n.end_lineno: left.append(_seg(code, n)); continue
+            a, b = _span(lines, n)
+            if not new and lines[n.lineno - 1].strip() == _seg(code, n): a, b = _offset(lines, n.lineno, 0), \
+                _offset(lines, n.lineno, 0) + len(lines[n.lineno - 1])
+            code = code[:a] + new + code[b:]
+            lines = to_lines(code)
+        cell['source'] = to_lines(''.join(d) + code)
+    if need_fail and not have_fail:
+        first = next(((c, d, code) for c, d, code in code_cells(nb) if 'test_fail' in code), None)
+        cand = next(((c, d, code) for c, d, code in code_cells(nb)
+                     if re.search(r'^(from \S+ )?import ', code, re.M)), first)
+        if cand is not None and nb['cells'].index(cand[0]) <= nb['cells'].index(first[0]): first = cand
+        c, d, code = first
+        c['source'] = to_lines(''.join(d) + 'from fastcore.test import test_fail\n' + code)
+    return left
+
+def idiom_nb(nb: dict, verified: dict | None = None, limit: int = LONG) -> tuple[int, list[str]]:
+    """Rewrite the checks of `nb`'s non-export cells in the one idiom (`verified`: per cell id, the
+    call sites `verify_nb` found safe); statements rewritten and the checks left."""
+    n, left = 0, []
+    for cell, directives, code in list(code_cells(nb)):
+        new, l = idiom_cell(code, (verified or {}).get(cell.get('id'), set()), limit)
         left += [f'{cell.get("id")}: {t}' for t in l]
         if new != code:
-            n += sum(1 for a, b in zip(to_lines(code), to_lines(new)) if a != b)
+            n += len(forbidden_checks(code)) - len(forbidden_checks(new))
             cell['source'] = to_lines(''.join(directives) + new)
+    if n: left += [f'import left: {t}' for t in fix_imports(nb)]
     return n, left
+
+def _probe(results: dict):
+    "The function the instrumented notebook calls in place of `test_eq`/`test_ne`/`test_close`."
+    import numbers
+    from fastcore.imports import equals
+    import fastcore.test as ft
+    def probe(key, kind, *args, **kw):
+        try:
+            a, b = args[:2]
+            if kind == 'test_eq': r = a == b; ok = type(r) is bool and r == bool(equals(a, b))
+            elif kind == 'test_ne': r = a != b; ok = type(r) is bool and r == (not equals(a, b))
+            else: ok = all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in (a, b))
+        except Exception: ok = False
+        results.setdefault(key, []).append(ok)
+        return getattr(ft, kind)(*args, **kw)
+    return probe
+
+def instrument(code: str, cell_id: str) -> str:
+    "`code` with each `test_eq`/`test_ne`/`test_close` statement calling `_idiom_probe('id:line:col', name, ...)`."
+    tree = parse(code)
+    if tree is None: return code
+    lines, edits = to_lines(code), []
+    for node in ast.walk(tree):
+        if fastcore_check(node) in PROBED:
+            f = node.value.func
+            a, b = _span(lines, f)
+            if code[b:b + 1] != '(': continue
+            edits.append((a, b + 1, f"_idiom_probe('{cell_id}:{node.lineno}:{node.col_offset}', '{f.id}', "))
+    for a, b, new in sorted(edits, reverse=True): code = code[:a] + new + code[b:]
+    return code
+
+def verify_nb(path: Path) -> dict[str, set]:
+    """Run a copy of notebook `path` (as tests/test_notebooks.py runs it) with its `test_eq`, `test_ne`
+    and `test_close` calls recorded: per cell id, the `(line, col)` of the calls where, at every call,
+    `a == b` (`a != b`) was a bool that agreed with fastcore's `equals`, or for `test_close` both values
+    were real numbers. A call never made (a skipped cell, a branch not taken) is not among them."""
+    import builtins
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import execute_notebooks as ex
+    nb = read_nb(path)
+    for cell, d, code in code_cells(nb):
+        cell['source'] = to_lines(''.join(d) + instrument(code, cell.get('id')))
+    tmp = Path(path).with_name(f'_idiom_{Path(path).name}')
+    results: dict = {}
+    tmp.write_text(dump_nb(nb), encoding='utf-8')
+    builtins._idiom_probe = _probe(results)
+    try: ex.execute(tmp)
+    finally:
+        tmp.unlink()
+        del builtins._idiom_probe
+    out: dict[str, set] = {}
+    for key, oks in results.items():
+        cid, line, col = key.rsplit(':', 2)
+        if oks and all(oks): out.setdefault(cid, set()).add((int(line), int(col)))
+    return out
 
 
 # --- wrap ----------------------------------------------------------------------------------------
@@ -626,16 +918,15 @@ def docwrap_nb(nb: dict, limit: int = LONG) -> tuple[int, list[str]]:
 
 def idioms(code: str) -> dict[str, int]:
     "Check statements of `code` by idiom: assert, test_eq (any fastcore test_*), raises, try/except."
-    c = dict(assert_=0, fastcore=0, raises=0, try_except=0)
+    c = dict(assert_=0, test_fail=0, fastcore=0, raises=0, try_except=0)
     tree = parse(code)
     if tree is None: return c
     for n in ast.walk(tree):
         if isinstance(n, ast.Assert): c['assert_'] += 1
+        elif isinstance(n, ast.Call) and _call_name(n) == 'test_fail': c['test_fail'] += 1
         elif isinstance(n, ast.Call) and TEST_CALLS.match(_call_name(n) or '') and _call_name(n) != 'test': c['fastcore'] += 1
         elif isinstance(n, ast.With) and any(is_raises(i) for i in n.items): c['raises'] += 1
-        elif isinstance(n, ast.Try) and any(isinstance(s, (ast.Assert, ast.Raise)) or
-                                            (isinstance(s, ast.Expr) and _call_name(s.value) == 'print')
-                                            for s in n.body[1:]): c['try_except'] += 1
+        elif is_try_check(n): c['try_except'] += 1
     return c
 
 def stats(nb: dict) -> dict:
@@ -649,25 +940,25 @@ def stats(nb: dict) -> dict:
              long=sum(len(l.rstrip('\n')) > LONG for c in code for l in to_lines(src(c))))
     for c in other:
         for k, v in idioms(split_directives(src(c))[1]).items(): s[k] = s.get(k, 0) + v
-    for k in ('assert_', 'fastcore', 'raises', 'try_except'): s.setdefault(k, 0)
+    for k in ('assert_', 'test_fail', 'fastcore', 'raises', 'try_except'): s.setdefault(k, 0)
     return s
 
 def pct(a, b): return f'{100 * a / b:5.1f}%' if b else '    -'
 
 def report(rows: list[tuple[str, dict]]) -> str:
     head = (f'{"notebook":44} {"exp":>4} {">1def":>5} {"%":>6} {"other":>5} {"hid":>4} {"%":>6} '
-            f'{"assert":>6} {"test_*":>6} {"raises":>6} {"try":>4} {">120":>5} {"%":>6}')
+            f'{"assert":>6} {"t_fail":>6} {"test_*":>6} {"raises":>6} {"try":>4} {">120":>5} {"%":>6}')
     out = [head]
     tot: dict = {}
     for name, s in rows:
         for k, v in s.items(): tot[k] = tot.get(k, 0) + v
         out.append(f'{name[-44:]:44} {s["export"]:4} {s["multi"]:5} {pct(s["multi"], s["export"])} {s["other"]:5} '
-                   f'{s["hidden"]:4} {pct(s["hidden"], s["other"])} {s["assert_"]:6} {s["fastcore"]:6} '
+                   f'{s["hidden"]:4} {pct(s["hidden"], s["other"])} {s["assert_"]:6} {s["test_fail"]:6} {s["fastcore"]:6} '
                    f'{s["raises"]:6} {s["try_except"]:4} {s["long"]:5} {pct(s["long"], s["lines"])}')
     if tot:
         s = tot
         out.append(f'{"TOTAL":44} {s["export"]:4} {s["multi"]:5} {pct(s["multi"], s["export"])} {s["other"]:5} '
-                   f'{s["hidden"]:4} {pct(s["hidden"], s["other"])} {s["assert_"]:6} {s["fastcore"]:6} '
+                   f'{s["hidden"]:4} {pct(s["hidden"], s["other"])} {s["assert_"]:6} {s["test_fail"]:6} {s["fastcore"]:6} '
                    f'{s["raises"]:6} {s["try_except"]:4} {s["long"]:5} {pct(s["long"], s["lines"])}')
         out.append(f'check-only cells not yet hidden: {s["check_only"]}')
     return '\n'.join(out)
@@ -692,6 +983,8 @@ def main(argv: list[str] | None = None) -> int:
     while argv and argv[0] in COMMANDS: cmds.append(argv.pop(0))
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0], usage='cell_style.py {split,hide,idiom,wrap,check}... PATH...')
     ap.add_argument('paths', nargs='+')
+    ap.add_argument('--verify', action='store_true',
+                    help='idiom: run each notebook first to find the test_eq calls == can replace')
     args = ap.parse_args(argv)
     if not cmds: ap.error(f'name at least one of {", ".join(COMMANDS)}')
     nbs = notebooks(args.paths)
@@ -703,7 +996,13 @@ def main(argv: list[str] | None = None) -> int:
             if cmd == 'split': msgs.append(f'split {split_nb(nb)}')
             elif cmd == 'hide': msgs.append(f'hid {hide_nb(nb)}')
             elif cmd == 'idiom':
-                n, l = idiom_nb(nb); msgs.append(f'rewrote {n}'); left += [f'{path}: {t}' for t in l]
+                verified = {}
+                if args.verify:
+                    try: verified = verify_nb(path)
+                    except Exception as e:                      # the static rewrites only
+                        print(f'{path}: verification run failed ({type(e).__name__}: {str(e)[:300]})')
+                n, l = idiom_nb(nb, verified, MAX_CORE if 'core' in Path(path).parts else LONG)
+                msgs.append(f'rewrote {n}'); left += [f'{path}: {t}' for t in l]
             elif cmd == 'wrap':
                 n, l = wrap_nb(nb); msgs.append(f'wrapped {n} cells')
             elif cmd == 'docwrap':
@@ -717,7 +1016,7 @@ def main(argv: list[str] | None = None) -> int:
         if 'check' in cmds: rows.append((str(path), stats(nb)))
     if rows: print(report(rows))
     if left:
-        print(f'\n{len(left)} test_eq/test_ne calls left as they are:')
+        print(f'\n{len(left)} checks left as they are (rewrite them by hand):')
         print('\n'.join(left))
     if long_left:
         print(f'\n{len(long_left)} lines still over {LONG} characters '

@@ -443,3 +443,17 @@ def test_docwrap_cuts_docstring_lines_keeping_words_and_markdown():
     assert cs.docwrap_code(new) == (new, left)                                        # a second run changes nothing
     raw = 'x = """' + 'data ' * 30 + '\n' + 'data ' * 30 + '"""'     # not a docstring: its text is data
     assert cs.docwrap_code(raw)[0] == raw
+
+
+def test_idiom_fixes_the_imports():
+    nb = notebook(cell('#| hide\nimport pytest', id='a'), cell('from fastcore.test import test_eq\nx = 1', id='b'),
+                  cell("with pytest.raises(ValueError, match='m'): f()\ntest_eq(x, 1)", id='c'))
+    assert cs.idiom_nb(nb) == (2, [])
+    assert [cs.src(c) for c in nb['cells']] == ['#| hide\nfrom fastcore.test import test_fail', 'x = 1',
+                                                "test_fail(lambda: f(), exc=ValueError, contains='m')\nassert x == 1"]
+    nb = notebook(cell('import os', id='a'), cell('test_eq(f(), None)', id='b'))
+    assert cs.idiom_nb(nb)[0] == 1 and cs.src(nb['cells'][1]) == 'assert f() is None'
+    nb = notebook(cell('import os', id='a'), cell("try: f(); raise AssertionError\nexcept KeyError: pass", id='b'))
+    assert cs.idiom_nb(nb)[0] == 1
+    assert [cs.src(c) for c in nb['cells']] == ['from fastcore.test import test_fail\nimport os',
+                                                'test_fail(lambda: f(), exc=KeyError)']

@@ -442,7 +442,7 @@ def fix_imports(nb: dict) -> list[str]:
         t = parse(split_directives(src(c))[1])
         if t: used |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
         if t: used |= {n.value.id for n in ast.walk(t) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
-    need_fail, have_fail, slot, left = 'test_fail' in used, False, None, []
+    need_fail, have_fail, left = 'test_fail' in used, False, []
     for cell, d, code in code_cells(nb):
         t = parse(code)
         if t is None: continue
@@ -458,8 +458,10 @@ def fix_imports(nb: dict) -> list[str]:
             elif isinstance(n, ast.Import) and any(a.name == 'pytest' for a in n.names) and 'pytest' not in used:
                 names = [a for a in n.names if a.name != 'pytest']
                 new = 'import ' + ', '.join(a.name + (f' as {a.asname}' if a.asname else '') for a in names) if names else ''
+                if need_fail and not have_fail:             # the import pytest had: test_fail's
+                    new = 'from fastcore.test import test_fail' + ('\n' + new if new else '')
+                    have_fail = True
                 edits.append((n, new))
-                if slot is None: slot = (cell, len(edits) - 1)
         if not edits: continue
         for n, new in sorted(edits, key=lambda e: -e[0].lineno):
             if n.lineno != n.end_lineno: left.append(_seg(code, n)); continue

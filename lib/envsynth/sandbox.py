@@ -309,6 +309,10 @@ def parent(self, env: str | None = None, start: bool = False) -> socket.socket: 
 @patch_to(_Worker)
 def release(self, env: str, keep: bool = False) -> None: pass
 
+# %% ../../nbs/core/07_sandbox.ipynb #dc61a85c
+@patch_to(_Worker)
+def warm(self, env: str | None) -> None: pass
+
 # %% ../../nbs/core/07_sandbox.ipynb #9c2ee2cc
 @patch_to(_Worker)
 def pids(self) -> list[int]: return _process_tree(self.proc.pid) if self.proc.poll() is None else []
@@ -618,6 +622,9 @@ class _DockerWorker(_Worker):
         self._log = log
         self._closed, other = socket.socketpair()        # closed: a request on it fails
         self._closed.close(); other.close()
+        # environments whose container a thread is starting outside the lock, and whether to wait
+        self._starting: dict[str | None, threading.Event] = {}
+        self._starting_lock, self.dead = threading.Lock(), False
 
     def parent(self, env: str | None = None, start: bool = False) -> socket.socket:
         c = self.containers.get(env)
@@ -655,6 +662,28 @@ def _start(self) -> _Container:
     if not hello.get('ready'):
         self._stop([c]); raise SandboxUnavailable(hello.get('error', {}).get('message', str(hello)))
     return c
+
+# %% ../../nbs/core/07_sandbox.ipynb #5f788c4f
+@patch_to(_DockerWorker)
+def warm(self, env: str | None) -> None:
+    """Before the slot's lock is taken: start `env`'s container if it has none, running or idle, and
+    keep it idle for the load that follows. A start takes a second or more (the daemon, the worker's
+    preload); the slot's other environments go on meanwhile. One thread starts a given container,
+    others wait for it; a failed start is left to the load, under the lock, to say why."""
+    with self._starting_lock:
+        if self.dead or env in self.containers or env in self.idle: return
+        ev, mine = self._starting.get(env), env not in self._starting
+        if mine: ev = self._starting[env] = threading.Event()
+    if not mine: ev.wait(90); return
+    try:
+        try: c = self._start()
+        except SandboxUnavailable: return
+        with self.lock:
+            if self.dead or env in self.containers or env in self.idle:
+                threading.Thread(target=self._stop, args=([c],), daemon=True).start()
+            else: self.idle[env] = c; self._trim_idle(2 * self.limits.environments)
+    finally:
+        with self._starting_lock: self._starting.pop(env).set()
 
 # %% ../../nbs/core/07_sandbox.ipynb #a20649dd
 @patch_to(_DockerWorker)
@@ -697,6 +726,7 @@ def release(self, env: str, keep: bool = False) -> None:
 # %% ../../nbs/core/07_sandbox.ipynb #52505f98
 @patch_to(_DockerWorker)
 def kill(self) -> None:
+    self.dead = True                       # a container started meanwhile is stopped, not kept
     for ch in [*self.templates.values(), *self.episodes.values()]: ch.sock.close()
     self.templates.clear(); self.episodes.clear()
     cs = [*self.containers.values(), *self.idle.values()]
@@ -791,6 +821,7 @@ def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
     """One request on worker `slot`: its reply, or `{'error': ..., 'replaced': True}` if the process
     serving it failed and was replaced."""
     w = self.worker(slot)
+    if msg.get('op') in ('load', 'exec', 'probe'): w.warm(msg.get('env'))
     with w.lock:
         self.stats['requests'] += 1
         op = msg.get('op')
@@ -1004,13 +1035,22 @@ def next_slot(self) -> int: return next(self._rr) % self.size
 
 # %% ../../nbs/core/07_sandbox.ipynb #40753a9d
 @patch_to(SandboxPool)
-def episode_slot(self, home: int) -> int:
-    """Where a new episode of an environment kept on worker `home` goes: there, unless that worker
-    already holds as many episodes as it keeps; then the next worker with room (else `home`)."""
-    for s in ((home + k) % self.size for k in range(self.size)):
-        w = self._workers[s]
-        if w is None or len(w.episodes) < self.limits.episodes: return s
-    return home
+def episode_slot(self, home: int, env: str | None = None) -> int:
+    """Where a new episode of environment `env`, kept on worker `home`, goes: there, unless that
+    worker already holds as many episodes as it keeps; then the next worker with room that has `env`
+    loaded; then (namespaces only) the next worker with room; else `home`, which parks its least
+    recently used episode. With Docker, loading an environment on another worker starts a container
+    there (seconds of CPU for its preload): parking an episode (replayed in milliseconds) is less.
+    """
+    order = [(home + k) % self.size for k in range(self.size)]
+    room = [s for s in order
+            if self._workers[s] is None or len(self._workers[s].episodes) < self.limits.episodes]
+    has = lambda w: w is not None and (env in w.templates or env in getattr(w, 'containers', ())
+                                       or env in getattr(w, 'idle', ()))
+    if home in room: return home
+    for s in room:
+        if has(self._workers[s]): return s
+    return room[0] if room and self._docker is None else home
 
 # %% ../../nbs/core/07_sandbox.ipynb #19a9ae49
 @patch_to(SandboxPool)
@@ -1031,8 +1071,9 @@ def env_call(self, slot: int, load: dict, msg: dict, restore: tuple[list, list] 
     """Runtime call `msg` on worker `slot`, its environment loaded first if it is not (`load`: the
     `load` request) and, for an episode's call, the episode opened again and replayed if it was
     parked (`restore`: its `open` arguments and its logged `(tool, arguments)` steps); all under one
-    hold of the worker's lock."""
+    hold of the worker's lock. With Docker, a container the environment needs is started before."""
     w = self.worker(slot)
+    if msg['env'] not in w.templates: w.warm(msg['env'])
     with w.lock:
         self.stats['requests'] += 1
         env = msg['env']
@@ -1167,7 +1208,7 @@ class SandboxBackend:
 @patch_to(SandboxBackend)
 def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None,
          clock_start: str | None = None) -> None:
-    rec = _EpisodeRecord(self.pool.episode_slot(self.slot),
+    rec = _EpisodeRecord(self.pool.episode_slot(self.slot, self.key),
                          [episode_id, seed, initial_state, clock_start])
     reply = self._call(rec.slot, 'open', *rec.open_args)
     if 'error' in reply: _raise(reply, 'could not open episode')

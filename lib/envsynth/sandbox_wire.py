@@ -72,7 +72,7 @@ def for_load(self, episodes: int, workers: int, environments: int | None = None)
     at once in `environments` environments (default: as many), never less than they are."""
     from dataclasses import replace
     share = lambda n: -(-max(n, 1) // workers) + 2
-    eps = max(self.episodes, share(episodes))
+    eps = max(self.episodes, min(episodes, 2 * share(episodes) - 4) + 2)
     envs = max(self.environments, share(episodes if environments is None else environments))
     return replace(self, episodes=eps, environments=envs,
                    processes=max(self.processes, 4 + eps + envs))

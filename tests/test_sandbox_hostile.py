@@ -572,18 +572,32 @@ def _kill_later(pids_of, delay: float, more_than: int = 0):
         time.sleep(delay); _kill(pids_of())
     t = threading.Thread(target=go); t.start(); return t
 
-def test_worker_killed_mid_request_is_a_typed_error():
-    """The worker dies (killed from outside) while a step and while an exec call are in flight: typed errors out of
-    `Episode.step` and `pool.run`, the worker replaced as `crashed`, the pool carries on. Namespaces backend only: on
-    Docker the replacement container of a worker killed this way does not answer within its 60 s start limit (open)."""
+def test_worker_killed_mid_request_is_a_typed_error(sandbox_backend):
+    """The worker dies (killed from outside: with Docker, every process of its containers) while a step and while an
+    exec call are in flight: typed errors out of `Episode.step` and `pool.run`, the worker replaced once, as
+    `crashed`, and the pool carries on. The rest of the batch is unaffected: honest gold runs that waited for the dying
+    worker, and honest episodes open on it (replayed on the fresh one), end in their gold state."""
+    from concurrent.futures import ThreadPoolExecutor
+    from envsynth.envs import load_environment
     from envsynth.sandbox import SandboxError
-    with SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=20), backend='namespaces') as pool:
-        env = _library(pool, NAP, 'NappingLibrary')
+    limits = SandboxLimits(call_timeout_s=20).for_load(10, 1, environments=2)
+    with SandboxPool(size=1, limits=limits, backend=sandbox_backend) as pool:
+        env, honest = _library(pool, NAP, 'NappingLibrary'), load_environment(LIBRARY, sandbox=pool)
+        tasks = list(honest.tasks.values())[:4]
         ep = env.reset()
+        before = [honest.reset() for _ in tasks]          # honest episodes open on the same worker
         t = _kill_later(lambda: pool.worker(0).pids(), 1.0)
-        res = ep.step(('nap', {'seconds': 10})); t.join()
+        with ThreadPoolExecutor(5) as ex:
+            nap = ex.submit(ep.step, ('nap', {'seconds': 10})); time.sleep(0.5)
+            # the rest of the batch waits for the worker that is about to die
+            batch = [ex.submit(honest.gold_run, task) for task in tasks]
+            res = nap.result(); t.join()
         assert res.error is not None and res.error.type == 'crashed', res
-        assert pool.stats['replaced'].get('crashed', 0) >= 1, pool.stats
+        assert pool.stats['replaced'] == {'crashed': 1}, pool.stats    # once: the batch replaced none
+        assert [f.result()[1] for f in batch] == [task.gold_state_hash for task in tasks]
+        for task, e in zip(tasks, before):                # replayed on the fresh worker
+            for action in task.gold_actions: assert e.step(action).ok
+            assert e.state_hash() == task.gold_state_hash; e.close()
         try: ep.table_hashes()                         # replayed on a fresh worker, or a typed error
         except SandboxError as e: assert e.type in ('crashed', 'timeout'), e
         ep.close()

@@ -820,17 +820,19 @@ class SandboxPool:
 def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
     """One request on worker `slot`: its reply, or `{'error': ..., 'replaced': True}` if the process
     serving it failed and was replaced."""
-    w = self.worker(slot)
-    if msg.get('op') in ('load', 'exec', 'probe'): w.warm(msg.get('env'))
-    with w.lock:
-        self.stats['requests'] += 1
-        op = msg.get('op')
-        try:
-            if op == 'exec': return self._exec(slot, w, msg, timeout)
-            if op == 'load': return self._load(slot, w, msg, timeout)
-            if op == 'call': return self._call(slot, w, msg, timeout)
-            return self._on_worker(slot, w, msg, timeout)
-        except (OSError, FrameError) as e: return self._broken(slot, e)
+    while True:
+        w = self.worker(slot)
+        if msg.get('op') in ('load', 'exec', 'probe'): w.warm(msg.get('env'))
+        with w.lock:
+            if self._workers[slot] is not w: continue        # replaced while this call waited
+            self.stats['requests'] += 1
+            op = msg.get('op')
+            try:
+                if op == 'exec': return self._exec(slot, w, msg, timeout)
+                if op == 'load': return self._load(slot, w, msg, timeout)
+                if op == 'call': return self._call(slot, w, msg, timeout)
+                return self._on_worker(slot, w, msg, timeout)
+            except (OSError, FrameError) as e: return self._broken(slot, e)
 
 # %% ../../nbs/core/07_sandbox.ipynb #1280d926
 @patch_to(SandboxPool)
@@ -1072,19 +1074,23 @@ def env_call(self, slot: int, load: dict, msg: dict, restore: tuple[list, list] 
     `load` request) and, for an episode's call, the episode opened again and replayed if it was
     parked (`restore`: its `open` arguments and its logged `(tool, arguments)` steps); all under one
     hold of the worker's lock. With Docker, a container the environment needs is started before."""
-    w = self.worker(slot)
-    if msg['env'] not in w.templates: w.warm(msg['env'])
-    with w.lock:
-        self.stats['requests'] += 1
-        env = msg['env']
-        try:
-            if env not in w.templates:
-                reply = self._load(slot, w, load, self.limits.load_timeout_s)
-                if 'ok' not in reply: return reply
-            if restore is not None and (env, restore[0][0]) not in w.episodes:
-                if (err := self._replay(slot, w, env, *restore, timeout)) is not None: return err
-            return self._call(slot, w, msg, timeout)
-        except (OSError, FrameError) as e: return self._broken(slot, e)
+    env = msg['env']
+    while True:
+        w = self.worker(slot)
+        if env not in w.templates: w.warm(env)
+        with w.lock:
+            # a worker replaced while this call waited for its lock: the call goes to the new one
+            if self._workers[slot] is not w: continue
+            self.stats['requests'] += 1
+            try:
+                if env not in w.templates:
+                    reply = self._load(slot, w, load, self.limits.load_timeout_s)
+                    if 'ok' not in reply: return reply
+                if restore is not None and (env, restore[0][0]) not in w.episodes:
+                    if (err := self._replay(slot, w, env, *restore, timeout)) is not None:
+                        return err
+                return self._call(slot, w, msg, timeout)
+            except (OSError, FrameError) as e: return self._broken(slot, e)
 
 # %% ../../nbs/core/07_sandbox.ipynb #41c4aeec
 @patch_to(SandboxPool)

@@ -200,10 +200,13 @@ def before_after(args) -> None:
         data = subprocess.run(['git', '-C', str(repo), 'archive', args.before, 'lib'], check=True,
                               capture_output=True).stdout
         tarfile.open(fileobj=io.BytesIO(data)).extractall(d)
-        # older workers run `python -I` (no PYTHONPATH): an interpreter that puts REV's lib first
-        shim = Path(d, 'python'); shim.write_text(
-            f'#!/bin/sh\nexec {sys.executable} "$1" "$2" "import sys; sys.path.insert(0, {d + "/lib"!r}); $3"\n')
-        shim.chmod(0o755)
+        # workers import the `envsynth` their pool imported; older ones ran `python -I` (no PYTHONPATH): for
+        # those, an interpreter that puts REV's lib first (namespaces backend only)
+        shim = sys.executable
+        if '_package_root' not in Path(d, 'lib', 'envsynth', 'sandbox.py').read_text():
+            shim = Path(d, 'python'); shim.write_text(
+                f'#!/bin/sh\nexec {sys.executable} "$1" "$2" "import sys; sys.path.insert(0, {d + "/lib"!r}); $3"\n')
+            shim.chmod(0o755)
         out = {}
         for label, lib, python in (('before', f'{d}/lib', str(shim)), ('after', str(repo / 'lib'), sys.executable)):
             r = subprocess.run([sys.executable, __file__, '--sandbox-json', '--calls', str(args.calls),

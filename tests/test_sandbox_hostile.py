@@ -427,6 +427,68 @@ def environments_tamper(pool: SandboxPool) -> None:
 def test_environments_cannot_tamper_with_each_other(sandbox_backend):
     with SandboxPool(size=1, backend=sandbox_backend) as pool: environments_tamper(pool)
 
+VICTIM = '''
+import os as _os
+with open('secret.txt', 'w') as _f: _f.write('the gold answer')   # in its template's own folder
+
+class VictimLibrary(LibraryTools):
+    @read_tool
+    def whoami(self) -> dict:
+        """This episode's process and its template.
+
+        Args:
+        """
+        return {'pid': _os.getpid(), 'template': _os.getppid()}
+'''
+
+NEIGHBOUR_ATTACK = BYPASS + '''
+import glob, signal
+bypass()
+ATTACK = {}
+for _p in (int(p) for p in os.listdir('/proc') if p.isdigit()):
+    if _p in (1, os.getpid(), os.getppid()): continue          # its own worker and container
+    out = ATTACK[str(_p)] = {}
+    for what, how in (('environ', lambda: open(f'/proc/{_p}/environ', 'rb').read()),
+                      ('cwd', lambda: os.listdir(f'/proc/{_p}/cwd')),
+                      ('secret', lambda: open(f'/proc/{_p}/cwd/secret.txt').read()),
+                      ('folder', lambda: os.listdir(f'/tmp/sandbox/t-{_p}')),
+                      ('kill', lambda: os.kill(_p, signal.SIGKILL))):
+        try: how(); out[what] = 'ok'
+        except OSError as e: out[what] = type(e).__name__
+ATTACK['listing'] = sorted(glob.glob('/tmp/sandbox/*/secret.txt') + glob.glob('/tmp/sandbox/*'))
+
+class AttackingLibrary(LibraryTools):
+    @read_tool
+    def attack_results(self) -> dict:
+        """What the attack at import found.
+
+        Args:
+        """
+        return ATTACK
+'''
+
+def test_an_environment_cannot_signal_or_read_another(sandbox_backend):
+    """Environment A's code, loaded after environment B on the same worker, with the audit hook off and in its
+    template (whose filter lets it signal), tries to kill every process it sees, read their environment, list
+    their working folder and read B's secret file there: each is refused (namespaces: B runs under a uid of its
+    own; Docker: B is in another container), and B's open episode carries on."""
+    with SandboxPool(size=1, backend=sandbox_backend) as pool:
+        victim = _library(pool, VICTIM, 'VictimLibrary')
+        ep = victim.reset()
+        pids = ep.step(('whoami', {})).output
+        attacker = _library(pool, NEIGHBOUR_ATTACK, 'AttackingLibrary')
+        with attacker.reset() as a: out = a.step(('attack_results', {})).output
+        listing = out.pop('listing')
+        assert not any('secret' in p for p in listing), listing
+        if sandbox_backend == 'namespaces':                  # B's template and episode were in sight
+            assert {str(pids['pid']), str(pids['template'])} <= out.keys(), (pids, out)
+        bad = {p: r for p, r in out.items() if 'ok' in r.values()}
+        assert not bad, bad
+        assert ep.step(('whoami', {})).output == pids                 # the same processes, alive
+        assert ep.state_hash() == victim.reset().state_hash()
+        assert pool.stats['replaced'] == {}, pool.stats
+        ep.close()
+
 COUNTER = '''
 calls_in_module = 0
 

@@ -23,11 +23,11 @@ _all_ = ['SandboxLimits', 'write_bytes', 'write_frame', 'FrameError', 'read_fram
          'PR_SET_DUMPABLE', 'SANDBOX_HOME', 'libc', 'ThreadsLeft', 'worker_main']
 
 # %% auto #0
-__all__ = ['SANDBOX_UIDS', 'SANDBOX_IMAGE', 'SANDBOX_BACKENDS', 'SandboxUnavailable', 'lock_sandbox_uid', 'container_main',
-           'sandbox_image', 'remove_stale_containers', 'DockerRuntime', 'SandboxPool', 'SandboxError', 'SandboxBackend',
-           'SandboxLimits', 'write_bytes', 'write_frame', 'FrameError', 'read_frame', 'send_frame_with_fds',
-           'read_frame_with_fds', 'SandboxViolation', 'SANDBOX_PRELOAD', 'PR_SET_DUMPABLE', 'SANDBOX_HOME', 'libc',
-           'ThreadsLeft', 'worker_main']
+__all__ = ['SANDBOX_UIDS', 'SANDBOX_UID_BLOCK', 'SANDBOX_UID_BLOCKS', 'SANDBOX_IMAGE', 'SANDBOX_BACKENDS', 'SandboxUnavailable',
+           'lock_sandbox_uid', 'container_main', 'sandbox_image', 'remove_stale_containers', 'DockerRuntime',
+           'SandboxPool', 'SandboxError', 'SandboxBackend', 'SandboxLimits', 'write_bytes', 'write_frame', 'FrameError',
+           'read_frame', 'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'SANDBOX_PRELOAD',
+           'PR_SET_DUMPABLE', 'SANDBOX_HOME', 'libc', 'ThreadsLeft', 'worker_main']
 
 # %% ../../nbs/core/07_sandbox.ipynb #7752a574
 class SandboxUnavailable(RuntimeError):
@@ -37,21 +37,26 @@ class SandboxUnavailable(RuntimeError):
 # %% ../../nbs/core/07_sandbox.ipynb #c31822f3
 # uids for workers; ones that name an account are skipped
 SANDBOX_UIDS = range(2_000_000_000, 2_000_000_000 + 65536)
+# blocks of uids for the namespaces backend as root: a worker and one uid per environment
+SANDBOX_UID_BLOCK = 1024
+SANDBOX_UID_BLOCKS = range(2_100_000_000, 2_100_000_000 + 4096 * SANDBOX_UID_BLOCK,
+                           SANDBOX_UID_BLOCK)
 _UID_LOCKS = Path(tempfile.gettempdir(), 'envsynth-uid-locks')
 
-def lock_sandbox_uid() -> tuple[int, int]:
-    """A uid that no other live worker on this machine holds, and the descriptor of its lock (held
-    until every copy is closed)."""
+def lock_sandbox_uid(block: bool = False) -> tuple[int, int]:
+    """A uid that no other live worker on this machine holds (`block`: the first of a block of
+    `SANDBOX_UID_BLOCK` of them), and the descriptor of its lock (held until every copy is
+    closed)."""
     _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
     st = _UID_LOCKS.lstat()
     if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not _UID_LOCKS.is_dir():
         raise SandboxUnavailable(
             f'{_UID_LOCKS} must be a folder of uid {os.geteuid()} with mode 700'
         )
-    for uid in SANDBOX_UIDS:
+    for uid in SANDBOX_UID_BLOCKS if block else SANDBOX_UIDS:
         try: pwd.getpwuid(uid); continue
         except KeyError: pass
-        fd = os.open(_UID_LOCKS / f'{uid}.lock',
+        fd = os.open(_UID_LOCKS / f"{'block-' if block else ''}{uid}.lock",
                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); return uid, fd
         except BlockingIOError: os.close(fd)
@@ -113,7 +118,10 @@ class _Worker:
         # (environment key, episode id) -> its process
         self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()
         self.sock = None
-        self.uid, self._uid_lock = lock_sandbox_uid() if limits.drop_privileges else (None, None)
+        # as root with namespaces: a block of uids, one per environment (the worker is the first)
+        per_env = limits.drop_privileges and limits.namespaces and os.geteuid() == 0
+        self.uid, self._uid_lock = (lock_sandbox_uid(per_env) if limits.drop_privileges
+                                    else (None, None))
         self.host_home = (
             None
             if limits.namespaces
@@ -156,7 +164,9 @@ class _Worker:
             inside.close()
         self.calls = 0
         try:
-            write_frame(self.sock.fileno(), {'home': self.home, 'uid': self.uid,
+            block = [self.uid, SANDBOX_UID_BLOCK] if per_env else None
+            write_frame(self.sock.fileno(), {'home': self.home, 'uid': None if block else self.uid,
+                                             'uid_block': block,
                                              'limits': asdict(limits), 'hide': hide,
                                              'namespaces': limits.namespaces,
                                              'close_fds': list(held)})

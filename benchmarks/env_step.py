@@ -196,7 +196,8 @@ def before_after(args) -> None:
     checkout's, each in a process of its own, one after the other in this run."""
     import io, tarfile
     repo = LIB.parents[1]
-    with tempfile.TemporaryDirectory(prefix='envsynth-before-') as d:
+    # inside the checkout: a namespaces worker's root is built on /tmp, so REV's lib cannot be bound from there
+    with tempfile.TemporaryDirectory(prefix='.envsynth-before-', dir=repo) as d:
         data = subprocess.run(['git', '-C', str(repo), 'archive', args.before, 'lib'], check=True,
                               capture_output=True).stdout
         tarfile.open(fileobj=io.BytesIO(data)).extractall(d)

@@ -489,6 +489,20 @@ def test_an_environment_cannot_signal_or_read_another(sandbox_backend):
         assert pool.stats['replaced'] == {}, pool.stats
         ep.close()
 
+def test_exec_calls_never_take_a_loaded_environment_s_uid(monkeypatch):
+    "With a block of 8 uids (the worker's and 7 for its processes), an environment loaded first keeps its uid while exec calls cycle through the other 6: its template and open episode outlive more exec calls than the block has uids (namespaces backend, as root)."
+    import envsynth.sandbox as sandbox
+    monkeypatch.setattr(sandbox, 'SANDBOX_UID_BLOCK', 8)
+    with SandboxPool(size=1) as pool:
+        env = _library(pool, VICTIM, 'VictimLibrary')
+        ep = env.reset(); pids = ep.step(('whoami', {})).output
+        uids = [pool.run('import os\ndef f(): return os.getuid()', 'f')['ok'] for _ in range(10)]
+        # 1 is the environment's, 0 the worker's; the calls came round to the start of the block
+        assert set(uids) <= set(range(2, 8)) and len(set(uids)) < len(uids), uids
+        assert ep.step(('whoami', {})).output == pids        # the same processes, alive
+        assert pool.stats['replaced'] == {} and pool.stats['parked'] == 0, pool.stats
+        ep.close()
+
 COUNTER = '''
 calls_in_module = 0
 

@@ -627,21 +627,29 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
 # %% ../../nbs/core/07c_sandbox_worker.ipynb #23e1b97d
 def _next_uid(proc: _Process) -> int | None:
     """The uid of a new template or exec process: the next of the worker's block in turn (1..n-1;
-    None without a block), every process still under it killed first. An environment's template
-    and its episodes share its uid; no two environments, and no two exec calls, do."""
+    None without a block) that no live child of the worker holds, every other process still under
+    it (strays of an ended environment or call) killed first. An environment's template and its
+    episodes share its uid; no two environments, and no two exec calls, do."""
     if not proc.cfg.get('uid_block'): return None
-    uid = 1 + proc.spawned % (proc.cfg['uid_block'][1] - 1); proc.spawned += 1
+    held: dict[int, set[int]] = {}
     for pid in (p for p in os.listdir('/proc') if p.isdigit()):
         try:
             with open(f'/proc/{pid}/status') as f:
                 ids = next(ln for ln in f if ln.startswith('Uid:')).split()[1:]
         except (OSError, StopIteration): continue
-        if str(uid) in ids:
+        for i in set(ids): held.setdefault(int(i), set()).add(int(pid))
+    with proc.lock: live = set(proc.known)
+    n = proc.cfg['uid_block'][1]
+    for _ in range(n - 1):
+        uid = 1 + proc.spawned % (n - 1); proc.spawned += 1
+        if held.get(uid, set()) & live: continue          # a loaded environment's, or a call's
+        for pid in held.get(uid, ()):
             proc.permit[0] = True
-            try: os.kill(int(pid), signal.SIGKILL)
+            try: os.kill(pid, signal.SIGKILL)
             except OSError: pass
             finally: proc.permit[0] = False
-    return uid
+        return uid
+    raise BlockingIOError(f'all {n - 1} uids of the worker are held by its processes')
 
 # %% ../../nbs/core/07c_sandbox_worker.ipynb #b1ba93ed
 def _host_uid() -> int:

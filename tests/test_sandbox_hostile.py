@@ -438,7 +438,7 @@ class VictimLibrary(LibraryTools):
 
         Args:
         """
-        return {'pid': _os.getpid(), 'template': _os.getppid()}
+        return {'pid': _os.getpid(), 'template': _os.getppid(), 'uid': _os.getuid()}
 '''
 
 NEIGHBOUR_ATTACK = BYPASS + '''
@@ -456,6 +456,7 @@ for _p in (int(p) for p in os.listdir('/proc') if p.isdigit()):
         try: how(); out[what] = 'ok'
         except OSError as e: out[what] = type(e).__name__
 ATTACK['listing'] = sorted(glob.glob('/tmp/sandbox/*/secret.txt') + glob.glob('/tmp/sandbox/*'))
+ATTACK['uid'] = os.getuid()
 
 class AttackingLibrary(LibraryTools):
     @read_tool
@@ -478,7 +479,8 @@ def test_an_environment_cannot_signal_or_read_another(sandbox_backend):
         pids = ep.step(('whoami', {})).output
         attacker = _library(pool, NEIGHBOUR_ATTACK, 'AttackingLibrary')
         with attacker.reset() as a: out = a.step(('attack_results', {})).output
-        listing = out.pop('listing')
+        listing, uid = out.pop('listing'), out.pop('uid')
+        assert uid != pids['uid'], (uid, pids)                 # the two environments' uids differ
         assert not any('secret' in p for p in listing), listing
         if sandbox_backend == 'namespaces':                  # B's template and episode were in sight
             assert {str(pids['pid']), str(pids['template'])} <= out.keys(), (pids, out)

@@ -19,8 +19,9 @@
 4. Write tools that scan the table they write (`place_hold`), in short episodes and in one long episode where the
    holds table grows to `--calls / 2` rows: the old whole-table copy + validation (same-run baseline), rows
    copied one at a time as the scan reads them, and the default (a scan copies the table at once).
-6. `--load N`: only N episodes over 8 environments from 16 threads on each backend, timed, and checked against the
-   serial in-process run (every episode's replies and final hash its own). Target: Docker within 3x of namespaces.
+6. `--load N`: only N episodes over 8 environments from 16 threads on each backend (`--runs`, default 3, a fresh
+   pool each), timed, and checked against the serial in-process run (every episode's replies and final hash its
+   own). Target: Docker within 3x of namespaces (median wall time).
 """
 import argparse, copy, hashlib, json, marshal, os, platform, random, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -55,6 +56,7 @@ def main():
     ap.add_argument('--before', help='a commit: the sandbox per-call and per-episode rows with its code and this one')
     ap.add_argument('--load', type=int, metavar='EPISODES',
                     help='only the load row: EPISODES episodes over 8 environments from 16 threads, per backend')
+    ap.add_argument('--runs', type=int, default=3, help='--load: runs per backend')
     ap.add_argument('--sandbox-json', action='store_true', help=argparse.SUPPRESS)
     ap.add_argument('--python', default=sys.executable, help=argparse.SUPPRESS); args = ap.parse_args()
     if args.sandbox_json: return print(json.dumps(sandbox_costs(args)))
@@ -194,14 +196,18 @@ def before_after(args) -> None:
     checkout's, each in a process of its own, one after the other in this run."""
     import io, tarfile
     repo = LIB.parents[1]
-    with tempfile.TemporaryDirectory(prefix='envsynth-before-') as d:
+    # inside the checkout: a namespaces worker's root is built on /tmp, so REV's lib cannot be bound from there
+    with tempfile.TemporaryDirectory(prefix='.envsynth-before-', dir=repo) as d:
         data = subprocess.run(['git', '-C', str(repo), 'archive', args.before, 'lib'], check=True,
                               capture_output=True).stdout
         tarfile.open(fileobj=io.BytesIO(data)).extractall(d)
-        # older workers run `python -I` (no PYTHONPATH): an interpreter that puts REV's lib first
-        shim = Path(d, 'python'); shim.write_text(
-            f'#!/bin/sh\nexec {sys.executable} "$1" "$2" "import sys; sys.path.insert(0, {d + "/lib"!r}); $3"\n')
-        shim.chmod(0o755)
+        # workers import the `envsynth` their pool imported; older ones ran `python -I` (no PYTHONPATH): for
+        # those, an interpreter that puts REV's lib first (namespaces backend only)
+        shim = sys.executable
+        if '_package_root' not in Path(d, 'lib', 'envsynth', 'sandbox.py').read_text():
+            shim = Path(d, 'python'); shim.write_text(
+                f'#!/bin/sh\nexec {sys.executable} "$1" "$2" "import sys; sys.path.insert(0, {d + "/lib"!r}); $3"\n')
+            shim.chmod(0o755)
         out = {}
         for label, lib, python in (('before', f'{d}/lib', str(shim)), ('after', str(repo / 'lib'), sys.executable)):
             r = subprocess.run([sys.executable, __file__, '--sandbox-json', '--calls', str(args.calls),
@@ -231,23 +237,30 @@ def load_rows(args, environments: int = 8, threads: int = 16) -> None:
     serial = {t.id: episode(local, t) for t in tasks}
     meta, code = json.loads((LIB / 'env.json').read_text()), (LIB / 'tools.py').read_text()
     seed = json.loads((LIB / 'seed_state.json').read_text())
-    print(f'{args.load} episodes over {environments} environments from {threads} threads;'
-          ' wall seconds (the pool started and the environments loaded first)')
-    print('| backend | workers | wall s | episodes/s | replaced | all match serial |\n|---|---:|---:|---:|---:|---|')
+    print(f'{args.load} episodes over {environments} environments from {threads} threads, {args.runs} runs per'
+          ' backend; wall seconds (the pool started and the environments loaded first)')
+    print('| backend | run | workers | wall s | episodes/s | replaced | replayed | all match serial |\n'
+          '|---|---:|---:|---:|---:|---:|---:|---|')
+    walls = {}
     for backend in args.backends.split(','):
-        limits = SandboxLimits().for_load(threads, 2, environments=environments)
-        with SandboxPool(size=2, limits=limits, backend=backend) as pool:
-            envs = [Environment(meta['toolkit'], SandboxBackend(pool, code + f'\n# environment {i}\n',
-                                                                meta['toolkit'], seed,
-                                                                meta.get('clock_start')))
-                    for i in range(environments)]
-            jobs = [(envs[i % environments], tasks[i % len(tasks)]) for i in range(args.load)]
-            t0 = time.perf_counter()
-            with ThreadPoolExecutor(threads) as ex: got = list(ex.map(lambda j: episode(*j), jobs))
-            wall = time.perf_counter() - t0
-            ok = all(g == serial[t.id] for (_, t), g in zip(jobs, got))
-            print(f'| {backend} | 2 | {wall:.1f} | {args.load / wall:.1f} |'
-                  f' {sum(pool.stats["replaced"].values())} | {ok} |')
+        for run in range(1, args.runs + 1):
+            limits = SandboxLimits().for_load(threads, 2, environments=environments)
+            with SandboxPool(size=2, limits=limits, backend=backend) as pool:
+                envs = [Environment(meta['toolkit'], SandboxBackend(pool, code + f'\n# environment {i}\n',
+                                                                    meta['toolkit'], seed,
+                                                                    meta.get('clock_start')))
+                        for i in range(environments)]
+                jobs = [(envs[i % environments], tasks[i % len(tasks)]) for i in range(args.load)]
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(threads) as ex: got = list(ex.map(lambda j: episode(*j), jobs))
+                wall = time.perf_counter() - t0
+                ok = all(g == serial[t.id] for (_, t), g in zip(jobs, got))
+                walls.setdefault(backend, []).append(wall)
+                print(f'| {backend} | {run} | 2 | {wall:.1f} | {args.load / wall:.1f} |'
+                      f' {sum(pool.stats["replaced"].values())} | {pool.stats["restored"]} | {ok} |', flush=True)
+    if {'namespaces', 'docker'} <= walls.keys():
+        ratio = statistics.median(walls['docker']) / statistics.median(walls['namespaces'])
+        print(f'\ndocker / namespaces, median wall: {ratio:.1f}x (target <= 3x)')
 
 def fresh_container_calls(code: str, args) -> list[float]:
     "What a container-per-call service pays: `docker run --rm` of the same call, image and limits."

@@ -71,4 +71,4 @@ def test_each_worker_keeps_its_share_of_environments(tmp_path):
 def test_limits_sized_for_a_load():
     assert SandboxLimits().for_load(4, 2) == SandboxLimits()
     sized = SandboxLimits(call_timeout_s=2).for_load(96, 2, environments=16)
-    assert (sized.episodes, sized.environments, sized.processes, sized.call_timeout_s) == (50, 10, 64, 2)
+    assert (sized.episodes, sized.environments, sized.processes, sized.call_timeout_s) == (98, 10, 112, 2)

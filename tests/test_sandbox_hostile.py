@@ -427,6 +427,84 @@ def environments_tamper(pool: SandboxPool) -> None:
 def test_environments_cannot_tamper_with_each_other(sandbox_backend):
     with SandboxPool(size=1, backend=sandbox_backend) as pool: environments_tamper(pool)
 
+VICTIM = '''
+import os as _os
+with open('secret.txt', 'w') as _f: _f.write('the gold answer')   # in its template's own folder
+
+class VictimLibrary(LibraryTools):
+    @read_tool
+    def whoami(self) -> dict:
+        """This episode's process and its template.
+
+        Args:
+        """
+        return {'pid': _os.getpid(), 'template': _os.getppid(), 'uid': _os.getuid()}
+'''
+
+NEIGHBOUR_ATTACK = BYPASS + '''
+import glob, signal
+bypass()
+ATTACK = {}
+for _p in (int(p) for p in os.listdir('/proc') if p.isdigit()):
+    if _p in (1, os.getpid(), os.getppid()): continue          # its own worker and container
+    out = ATTACK[str(_p)] = {}
+    for what, how in (('environ', lambda: open(f'/proc/{_p}/environ', 'rb').read()),
+                      ('cwd', lambda: os.listdir(f'/proc/{_p}/cwd')),
+                      ('secret', lambda: open(f'/proc/{_p}/cwd/secret.txt').read()),
+                      ('folder', lambda: os.listdir(f'/tmp/sandbox/t-{_p}')),
+                      ('kill', lambda: os.kill(_p, signal.SIGKILL))):
+        try: how(); out[what] = 'ok'
+        except OSError as e: out[what] = type(e).__name__
+ATTACK['listing'] = sorted(glob.glob('/tmp/sandbox/*/secret.txt') + glob.glob('/tmp/sandbox/*'))
+ATTACK['uid'] = os.getuid()
+
+class AttackingLibrary(LibraryTools):
+    @read_tool
+    def attack_results(self) -> dict:
+        """What the attack at import found.
+
+        Args:
+        """
+        return ATTACK
+'''
+
+def test_an_environment_cannot_signal_or_read_another(sandbox_backend):
+    """Environment A's code, loaded after environment B on the same worker, with the audit hook off and in its
+    template (whose filter lets it signal), tries to kill every process it sees, read their environment, list
+    their working folder and read B's secret file there: each is refused (namespaces: B runs under a uid of its
+    own; Docker: B is in another container), and B's open episode carries on."""
+    with SandboxPool(size=1, backend=sandbox_backend) as pool:
+        victim = _library(pool, VICTIM, 'VictimLibrary')
+        ep = victim.reset()
+        pids = ep.step(('whoami', {})).output
+        attacker = _library(pool, NEIGHBOUR_ATTACK, 'AttackingLibrary')
+        with attacker.reset() as a: out = a.step(('attack_results', {})).output
+        listing, uid = out.pop('listing'), out.pop('uid')
+        assert uid != pids['uid'], (uid, pids)                 # the two environments' uids differ
+        assert not any('secret' in p for p in listing), listing
+        if sandbox_backend == 'namespaces':                  # B's template and episode were in sight
+            assert {str(pids['pid']), str(pids['template'])} <= out.keys(), (pids, out)
+        bad = {p: r for p, r in out.items() if 'ok' in r.values()}
+        assert not bad, bad
+        assert ep.step(('whoami', {})).output == pids                 # the same processes, alive
+        assert ep.state_hash() == victim.reset().state_hash()
+        assert pool.stats['replaced'] == {}, pool.stats
+        ep.close()
+
+def test_exec_calls_never_take_a_loaded_environment_s_uid(monkeypatch):
+    "With a block of 8 uids (the worker's and 7 for its processes), an environment loaded first keeps its uid while exec calls cycle through the other 6: its template and open episode outlive more exec calls than the block has uids (namespaces backend, as root)."
+    import envsynth.sandbox as sandbox
+    monkeypatch.setattr(sandbox, 'SANDBOX_UID_BLOCK', 8)
+    with SandboxPool(size=1) as pool:
+        env = _library(pool, VICTIM, 'VictimLibrary')
+        ep = env.reset(); pids = ep.step(('whoami', {})).output
+        uids = [pool.run('import os\ndef f(): return os.getuid()', 'f')['ok'] for _ in range(10)]
+        # 1 is the environment's, 0 the worker's; the calls came round to the start of the block
+        assert set(uids) <= set(range(2, 8)) and len(set(uids)) < len(uids), uids
+        assert ep.step(('whoami', {})).output == pids        # the same processes, alive
+        assert pool.stats['replaced'] == {} and pool.stats['parked'] == 0, pool.stats
+        ep.close()
+
 COUNTER = '''
 calls_in_module = 0
 
@@ -572,18 +650,32 @@ def _kill_later(pids_of, delay: float, more_than: int = 0):
         time.sleep(delay); _kill(pids_of())
     t = threading.Thread(target=go); t.start(); return t
 
-def test_worker_killed_mid_request_is_a_typed_error():
-    """The worker dies (killed from outside) while a step and while an exec call are in flight: typed errors out of
-    `Episode.step` and `pool.run`, the worker replaced as `crashed`, the pool carries on. Namespaces backend only: on
-    Docker the replacement container of a worker killed this way does not answer within its 60 s start limit (open)."""
+def test_worker_killed_mid_request_is_a_typed_error(sandbox_backend):
+    """The worker dies (killed from outside: with Docker, every process of its containers) while a step and while an
+    exec call are in flight: typed errors out of `Episode.step` and `pool.run`, the worker replaced once, as
+    `crashed`, and the pool carries on. The rest of the batch is unaffected: honest gold runs that waited for the dying
+    worker, and honest episodes open on it (replayed on the fresh one), end in their gold state."""
+    from concurrent.futures import ThreadPoolExecutor
+    from envsynth.envs import load_environment
     from envsynth.sandbox import SandboxError
-    with SandboxPool(size=1, limits=SandboxLimits(call_timeout_s=20), backend='namespaces') as pool:
-        env = _library(pool, NAP, 'NappingLibrary')
+    limits = SandboxLimits(call_timeout_s=20).for_load(10, 1, environments=2)
+    with SandboxPool(size=1, limits=limits, backend=sandbox_backend) as pool:
+        env, honest = _library(pool, NAP, 'NappingLibrary'), load_environment(LIBRARY, sandbox=pool)
+        tasks = list(honest.tasks.values())[:4]
         ep = env.reset()
+        before = [honest.reset() for _ in tasks]          # honest episodes open on the same worker
         t = _kill_later(lambda: pool.worker(0).pids(), 1.0)
-        res = ep.step(('nap', {'seconds': 10})); t.join()
+        with ThreadPoolExecutor(5) as ex:
+            nap = ex.submit(ep.step, ('nap', {'seconds': 10})); time.sleep(0.5)
+            # the rest of the batch waits for the worker that is about to die
+            batch = [ex.submit(honest.gold_run, task) for task in tasks]
+            res = nap.result(); t.join()
         assert res.error is not None and res.error.type == 'crashed', res
-        assert pool.stats['replaced'].get('crashed', 0) >= 1, pool.stats
+        assert pool.stats['replaced'] == {'crashed': 1}, pool.stats    # once: the batch replaced none
+        assert [f.result()[1] for f in batch] == [task.gold_state_hash for task in tasks]
+        for task, e in zip(tasks, before):                # replayed on the fresh worker
+            for action in task.gold_actions: assert e.step(action).ok
+            assert e.state_hash() == task.gold_state_hash; e.close()
         try: ep.table_hashes()                         # replayed on a fresh worker, or a typed error
         except SandboxError as e: assert e.type in ('crashed', 'timeout'), e
         ep.close()

@@ -32,10 +32,10 @@ def _env(pool: SandboxPool):
                              json.loads((LIBRARY / 'seed_state.json').read_text()), meta.get('clock_start'))
     return Environment('ProbedLibrary', backend)
 
-def test_an_idle_template_collects_its_ended_episodes_at_once():
-    "Environment A's episodes use up the process limit; an open in environment B parks one of A's: A, which gets no request, collects that ended episode at once, and B's fork goes through."
+def test_an_environment_fills_its_own_process_limit_only():
+    "Each environment runs under a uid of its own, so the process limit counts its own processes: environment A's episodes fill A's limit, environment B still opens episodes without parking any of A's, and A's next open parks one of A's (collected at once) and goes through."
     from envsynth.envs import Environment
-    limits = SandboxLimits(processes=3 + 2 + 4, episodes=8)      # the worker's 3 threads, 2 templates, 4 episodes
+    limits = SandboxLimits(processes=1 + 4, episodes=8)          # a template and 4 episodes per uid
     with SandboxPool(size=1, limits=limits) as pool:
         a, b = _env(pool), Environment('ProbedLibrary', _env(pool).backend.__class__(
             pool, (LIBRARY / 'tools.py').read_text() + PROBE + '\n# another environment\n', 'ProbedLibrary',
@@ -43,8 +43,9 @@ def test_an_idle_template_collects_its_ended_episodes_at_once():
         held = [a.reset() for _ in range(4)]
         for _ in range(3):
             with b.reset() as ep: assert ep.step(('sigchld_at_load', {})).ok
-        # a parked episode of A made the room: A was not unloaded for it
-        assert pool.stats['replaced'] == {} and pool.stats['parked'] >= 1 and pool.stats['unloaded'] == 0, pool.stats
+        assert pool.stats['replaced'] == {} and pool.stats['parked'] == 0, pool.stats
+        with a.reset() as ep: assert ep.step(('sigchld_at_load', {})).ok
+        assert pool.stats['replaced'] == {} and pool.stats['parked'] == 1 and pool.stats['unloaded'] == 0, pool.stats
         for ep in held: ep.close()
 
 def test_episodes_ending_in_bursts_never_take_their_template_down():
@@ -72,19 +73,20 @@ def test_episodes_ending_in_bursts_never_take_their_template_down():
         assert pool.run('def f(): return 1', 'f') == {'ok': 1}
 
 def test_forks_refused_by_the_process_limit_leak_no_channel():
-    """A template whose forks the process limit refuses (the worker's 3 threads and the template use all 4) closes the
+    """A template whose forks the process limit refuses (its uid's 4 used by itself and 3 open episodes) closes the
     channel of each refused fork: after more refusals than it may hold open files, it still serves, and sweeps."""
-    from envsynth.sandbox import SandboxError
+    import socket
     limits = SandboxLimits(processes=4, open_files=32)
     with SandboxPool(size=1, limits=limits) as pool:
-        for _ in range(100):           # processes of an earlier pool under the same uid may still be ending:
-            try: env = _env(pool); break    # the load is refused, or the worker cannot start its threads and exits
-            except Exception as e:
-                assert 'process limit' in str(e) or 'worker exited with status 1' in str(e), e
-                time.sleep(0.05)
-        replaced = dict(pool.stats['replaced'])           # workers that could not start during the wait above
-        for _ in range(40):
-            try: env.reset(); raise AssertionError('the process limit let a fork through')
-            except SandboxError as e: assert e.type == 'resource_limit', e
+        env = _env(pool)
+        held = [env.reset() for _ in range(3)]
+        w = pool.worker(0); tpl = w.templates[env.backend.key]
+        for _ in range(40):                    # forks asked of the template itself: the pool would park one
+            mine, theirs = socket.socketpair()
+            try: reply = w.exchange(tpl.sock, {'op': 'fork'}, fds=[theirs.fileno()])
+            finally: theirs.close(); mine.close()
+            assert reply.get('process_limit') and reply['error']['type'] == 'resource_limit', reply
         assert env.backend.seed_hashes(fresh=True)                    # the same template, still serving
-        assert pool.stats['replaced'] == replaced, pool.stats
+        for ep in held:
+            assert ep.step(('sigchld_at_load', {})).ok; ep.close()
+        assert pool.stats['replaced'] == {} and pool.stats['parked'] == 0, pool.stats

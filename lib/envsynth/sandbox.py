@@ -23,11 +23,11 @@ _all_ = ['SandboxLimits', 'write_bytes', 'write_frame', 'FrameError', 'read_fram
          'PR_SET_DUMPABLE', 'SANDBOX_HOME', 'libc', 'ThreadsLeft', 'worker_main']
 
 # %% auto #0
-__all__ = ['SANDBOX_UIDS', 'SANDBOX_IMAGE', 'SANDBOX_BACKENDS', 'SandboxUnavailable', 'lock_sandbox_uid', 'container_main',
-           'sandbox_image', 'remove_stale_containers', 'DockerRuntime', 'SandboxPool', 'SandboxError', 'SandboxBackend',
-           'SandboxLimits', 'write_bytes', 'write_frame', 'FrameError', 'read_frame', 'send_frame_with_fds',
-           'read_frame_with_fds', 'SandboxViolation', 'SANDBOX_PRELOAD', 'PR_SET_DUMPABLE', 'SANDBOX_HOME', 'libc',
-           'ThreadsLeft', 'worker_main']
+__all__ = ['SANDBOX_UIDS', 'SANDBOX_UID_BLOCK', 'SANDBOX_UID_BLOCKS', 'SANDBOX_IMAGE', 'SANDBOX_BACKENDS', 'SandboxUnavailable',
+           'lock_sandbox_uid', 'container_main', 'sandbox_image', 'remove_stale_containers', 'DockerRuntime',
+           'SandboxPool', 'SandboxError', 'SandboxBackend', 'SandboxLimits', 'write_bytes', 'write_frame', 'FrameError',
+           'read_frame', 'send_frame_with_fds', 'read_frame_with_fds', 'SandboxViolation', 'SANDBOX_PRELOAD',
+           'PR_SET_DUMPABLE', 'SANDBOX_HOME', 'libc', 'ThreadsLeft', 'worker_main']
 
 # %% ../../nbs/core/07_sandbox.ipynb #7752a574
 class SandboxUnavailable(RuntimeError):
@@ -37,21 +37,26 @@ class SandboxUnavailable(RuntimeError):
 # %% ../../nbs/core/07_sandbox.ipynb #c31822f3
 # uids for workers; ones that name an account are skipped
 SANDBOX_UIDS = range(2_000_000_000, 2_000_000_000 + 65536)
+# blocks of uids for the namespaces backend as root: a worker and one uid per environment
+SANDBOX_UID_BLOCK = 1024
+SANDBOX_UID_BLOCKS = range(2_100_000_000, 2_100_000_000 + 4096 * SANDBOX_UID_BLOCK,
+                           SANDBOX_UID_BLOCK)
 _UID_LOCKS = Path(tempfile.gettempdir(), 'envsynth-uid-locks')
 
-def lock_sandbox_uid() -> tuple[int, int]:
-    """A uid that no other live worker on this machine holds, and the descriptor of its lock (held
-    until every copy is closed)."""
+def lock_sandbox_uid(block: bool = False) -> tuple[int, int]:
+    """A uid that no other live worker on this machine holds (`block`: the first of a block of
+    `SANDBOX_UID_BLOCK` of them), and the descriptor of its lock (held until every copy is
+    closed)."""
     _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
     st = _UID_LOCKS.lstat()
     if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not _UID_LOCKS.is_dir():
         raise SandboxUnavailable(
             f'{_UID_LOCKS} must be a folder of uid {os.geteuid()} with mode 700'
         )
-    for uid in SANDBOX_UIDS:
+    for uid in SANDBOX_UID_BLOCKS if block else SANDBOX_UIDS:
         try: pwd.getpwuid(uid); continue
         except KeyError: pass
-        fd = os.open(_UID_LOCKS / f'{uid}.lock',
+        fd = os.open(_UID_LOCKS / f"{'block-' if block else ''}{uid}.lock",
                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); return uid, fd
         except BlockingIOError: os.close(fd)
@@ -113,7 +118,10 @@ class _Worker:
         # (environment key, episode id) -> its process
         self.episodes: OrderedDict[tuple[str, str], _Channel] = OrderedDict()
         self.sock = None
-        self.uid, self._uid_lock = lock_sandbox_uid() if limits.drop_privileges else (None, None)
+        # as root with namespaces: a block of uids, one per environment (the worker is the first)
+        per_env = limits.drop_privileges and limits.namespaces and os.geteuid() == 0
+        self.uid, self._uid_lock = (lock_sandbox_uid(per_env) if limits.drop_privileges
+                                    else (None, None))
         self.host_home = (
             None
             if limits.namespaces
@@ -156,7 +164,9 @@ class _Worker:
             inside.close()
         self.calls = 0
         try:
-            write_frame(self.sock.fileno(), {'home': self.home, 'uid': self.uid,
+            block = [self.uid, SANDBOX_UID_BLOCK] if per_env else None
+            write_frame(self.sock.fileno(), {'home': self.home, 'uid': None if block else self.uid,
+                                             'uid_block': block,
                                              'limits': asdict(limits), 'hide': hide,
                                              'namespaces': limits.namespaces,
                                              'close_fds': list(held)})
@@ -308,6 +318,10 @@ def parent(self, env: str | None = None, start: bool = False) -> socket.socket: 
 # %% ../../nbs/core/07_sandbox.ipynb #2a21b305
 @patch_to(_Worker)
 def release(self, env: str, keep: bool = False) -> None: pass
+
+# %% ../../nbs/core/07_sandbox.ipynb #dc61a85c
+@patch_to(_Worker)
+def warm(self, env: str | None) -> None: pass
 
 # %% ../../nbs/core/07_sandbox.ipynb #9c2ee2cc
 @patch_to(_Worker)
@@ -618,6 +632,9 @@ class _DockerWorker(_Worker):
         self._log = log
         self._closed, other = socket.socketpair()        # closed: a request on it fails
         self._closed.close(); other.close()
+        # environments whose container a thread is starting outside the lock, and whether to wait
+        self._starting: dict[str | None, threading.Event] = {}
+        self._starting_lock, self.dead = threading.Lock(), False
 
     def parent(self, env: str | None = None, start: bool = False) -> socket.socket:
         c = self.containers.get(env)
@@ -655,6 +672,28 @@ def _start(self) -> _Container:
     if not hello.get('ready'):
         self._stop([c]); raise SandboxUnavailable(hello.get('error', {}).get('message', str(hello)))
     return c
+
+# %% ../../nbs/core/07_sandbox.ipynb #5f788c4f
+@patch_to(_DockerWorker)
+def warm(self, env: str | None) -> None:
+    """Before the slot's lock is taken: start `env`'s container if it has none, running or idle, and
+    keep it idle for the load that follows. A start takes a second or more (the daemon, the worker's
+    preload); the slot's other environments go on meanwhile. One thread starts a given container,
+    others wait for it; a failed start is left to the load, under the lock, to say why."""
+    with self._starting_lock:
+        if self.dead or env in self.containers or env in self.idle: return
+        ev, mine = self._starting.get(env), env not in self._starting
+        if mine: ev = self._starting[env] = threading.Event()
+    if not mine: ev.wait(90); return
+    try:
+        try: c = self._start()
+        except SandboxUnavailable: return
+        with self.lock:
+            if self.dead or env in self.containers or env in self.idle:
+                threading.Thread(target=self._stop, args=([c],), daemon=True).start()
+            else: self.idle[env] = c; self._trim_idle(2 * self.limits.environments)
+    finally:
+        with self._starting_lock: self._starting.pop(env).set()
 
 # %% ../../nbs/core/07_sandbox.ipynb #a20649dd
 @patch_to(_DockerWorker)
@@ -697,6 +736,7 @@ def release(self, env: str, keep: bool = False) -> None:
 # %% ../../nbs/core/07_sandbox.ipynb #52505f98
 @patch_to(_DockerWorker)
 def kill(self) -> None:
+    self.dead = True                       # a container started meanwhile is stopped, not kept
     for ch in [*self.templates.values(), *self.episodes.values()]: ch.sock.close()
     self.templates.clear(); self.episodes.clear()
     cs = [*self.containers.values(), *self.idle.values()]
@@ -790,16 +830,19 @@ class SandboxPool:
 def request(self, slot: int, msg: dict, timeout: float | None = None) -> dict:
     """One request on worker `slot`: its reply, or `{'error': ..., 'replaced': True}` if the process
     serving it failed and was replaced."""
-    w = self.worker(slot)
-    with w.lock:
-        self.stats['requests'] += 1
-        op = msg.get('op')
-        try:
-            if op == 'exec': return self._exec(slot, w, msg, timeout)
-            if op == 'load': return self._load(slot, w, msg, timeout)
-            if op == 'call': return self._call(slot, w, msg, timeout)
-            return self._on_worker(slot, w, msg, timeout)
-        except (OSError, FrameError) as e: return self._broken(slot, e)
+    while True:
+        w = self.worker(slot)
+        if msg.get('op') in ('load', 'exec', 'probe'): w.warm(msg.get('env'))
+        with w.lock:
+            if self._workers[slot] is not w: continue        # replaced while this call waited
+            self.stats['requests'] += 1
+            op = msg.get('op')
+            try:
+                if op == 'exec': return self._exec(slot, w, msg, timeout)
+                if op == 'load': return self._load(slot, w, msg, timeout)
+                if op == 'call': return self._call(slot, w, msg, timeout)
+                return self._on_worker(slot, w, msg, timeout)
+            except (OSError, FrameError) as e: return self._broken(slot, e)
 
 # %% ../../nbs/core/07_sandbox.ipynb #1280d926
 @patch_to(SandboxPool)
@@ -1004,13 +1047,22 @@ def next_slot(self) -> int: return next(self._rr) % self.size
 
 # %% ../../nbs/core/07_sandbox.ipynb #40753a9d
 @patch_to(SandboxPool)
-def episode_slot(self, home: int) -> int:
-    """Where a new episode of an environment kept on worker `home` goes: there, unless that worker
-    already holds as many episodes as it keeps; then the next worker with room (else `home`)."""
-    for s in ((home + k) % self.size for k in range(self.size)):
-        w = self._workers[s]
-        if w is None or len(w.episodes) < self.limits.episodes: return s
-    return home
+def episode_slot(self, home: int, env: str | None = None) -> int:
+    """Where a new episode of environment `env`, kept on worker `home`, goes: there, unless that
+    worker already holds as many episodes as it keeps; then the next worker with room that has `env`
+    loaded; then (namespaces only) the next worker with room; else `home`, which parks its least
+    recently used episode. With Docker, loading an environment on another worker starts a container
+    there (seconds of CPU for its preload): parking an episode (replayed in milliseconds) is less.
+    """
+    order = [(home + k) % self.size for k in range(self.size)]
+    room = [s for s in order
+            if self._workers[s] is None or len(self._workers[s].episodes) < self.limits.episodes]
+    has = lambda w: w is not None and (env in w.templates or env in getattr(w, 'containers', ())
+                                       or env in getattr(w, 'idle', ()))
+    if home in room: return home
+    for s in room:
+        if has(self._workers[s]): return s
+    return room[0] if room and self._docker is None else home
 
 # %% ../../nbs/core/07_sandbox.ipynb #19a9ae49
 @patch_to(SandboxPool)
@@ -1031,19 +1083,24 @@ def env_call(self, slot: int, load: dict, msg: dict, restore: tuple[list, list] 
     """Runtime call `msg` on worker `slot`, its environment loaded first if it is not (`load`: the
     `load` request) and, for an episode's call, the episode opened again and replayed if it was
     parked (`restore`: its `open` arguments and its logged `(tool, arguments)` steps); all under one
-    hold of the worker's lock."""
-    w = self.worker(slot)
-    with w.lock:
-        self.stats['requests'] += 1
-        env = msg['env']
-        try:
-            if env not in w.templates:
-                reply = self._load(slot, w, load, self.limits.load_timeout_s)
-                if 'ok' not in reply: return reply
-            if restore is not None and (env, restore[0][0]) not in w.episodes:
-                if (err := self._replay(slot, w, env, *restore, timeout)) is not None: return err
-            return self._call(slot, w, msg, timeout)
-        except (OSError, FrameError) as e: return self._broken(slot, e)
+    hold of the worker's lock. With Docker, a container the environment needs is started before."""
+    env = msg['env']
+    while True:
+        w = self.worker(slot)
+        if env not in w.templates: w.warm(env)
+        with w.lock:
+            # a worker replaced while this call waited for its lock: the call goes to the new one
+            if self._workers[slot] is not w: continue
+            self.stats['requests'] += 1
+            try:
+                if env not in w.templates:
+                    reply = self._load(slot, w, load, self.limits.load_timeout_s)
+                    if 'ok' not in reply: return reply
+                if restore is not None and (env, restore[0][0]) not in w.episodes:
+                    if (err := self._replay(slot, w, env, *restore, timeout)) is not None:
+                        return err
+                return self._call(slot, w, msg, timeout)
+            except (OSError, FrameError) as e: return self._broken(slot, e)
 
 # %% ../../nbs/core/07_sandbox.ipynb #41c4aeec
 @patch_to(SandboxPool)
@@ -1167,7 +1224,7 @@ class SandboxBackend:
 @patch_to(SandboxBackend)
 def open(self, episode_id: str, seed: int = 0, initial_state: dict | None = None,
          clock_start: str | None = None) -> None:
-    rec = _EpisodeRecord(self.pool.episode_slot(self.slot),
+    rec = _EpisodeRecord(self.pool.episode_slot(self.slot, self.key),
                          [episode_id, seed, initial_state, clock_start])
     reply = self._call(rec.slot, 'open', *rec.open_args)
     if 'error' in reply: _raise(reply, 'could not open episode')

@@ -25,7 +25,8 @@ class SandboxLimits:
     memory_mb: int = 1024                # RLIMIT_AS: address space of each process of the worker
     # RLIMIT_CPU: CPU seconds of each process of the worker (then it is replaced)
     cpu_s: int = 600
-    # RLIMIT_NPROC for the worker's own uid: all its processes and threads together
+    # RLIMIT_NPROC, processes and threads per uid: as root with namespaces, per environment (its
+    # template and episodes), per exec call and for the worker itself; else the whole worker's
     processes: int = 16
     # environments kept loaded per worker, a process each (the least recently used is unloaded)
     environments: int = 4
@@ -72,7 +73,7 @@ def for_load(self, episodes: int, workers: int, environments: int | None = None)
     at once in `environments` environments (default: as many), never less than they are."""
     from dataclasses import replace
     share = lambda n: -(-max(n, 1) // workers) + 2
-    eps = max(self.episodes, share(episodes))
+    eps = max(self.episodes, min(episodes, 2 * share(episodes) - 4) + 2)
     envs = max(self.environments, share(episodes if environments is None else environments))
     return replace(self, episodes=eps, environments=envs,
                    processes=max(self.processes, 4 + eps + envs))

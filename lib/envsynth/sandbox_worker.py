@@ -164,6 +164,33 @@ def _private_filesystem(cfg: dict) -> None:
     os.makedirs(cfg['home'], mode=0o700)
     if cfg.get('uid') is not None: os.chown(cfg['home'], cfg['uid'], cfg['uid'])
 
+# %% ../../nbs/core/07c_sandbox_worker.ipynb #512e78b9
+_CLONE_NEWUSER = 0x10000000
+
+def _enter_user_namespace(cfg: dict) -> None:
+    """As root of the host, inside the worker's other namespaces: move into a new user namespace
+    whose uids and gids 0..n-1 are the host's base..base+n-1 (`cfg['uid_block']`, the worker's
+    block), and become its uid 0. A process cannot map more than its own uid, so a helper forked
+    first, still root outside, writes the maps. No program is executed after, so the worker keeps
+    the capabilities the new namespace gives: over that namespace and the uids it maps, nothing of
+    the host (whose files' owners it does not map)."""
+    call, _ = libc()
+    base, n = cfg['uid_block']
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w); os.read(r, 1)
+        try:
+            for name in ('uid_map', 'gid_map'):
+                with open(f'/proc/{os.getppid()}/{name}', 'w') as f: f.write(f'0 {base} {n}\n')
+        except OSError: os._exit(1)
+        os._exit(0)
+    os.close(r)
+    try: call('unshare', _CLONE_NEWUSER)
+    finally: os.write(w, b'x'); os.close(w)
+    if os.waitpid(pid, 0)[1]: raise OSError(f'could not map uids {base}..{base + n - 1}')
+    os.setgroups([]); os.setresgid(0, 0, 0); os.setresuid(0, 0, 0)
+
 # %% ../../nbs/core/07c_sandbox_worker.ipynb #2d48bedf
 # x86_64 system call numbers the filters name
 _NR = dict(clone=56, fork=57, vfork=58, execve=59, kill=62, rt_sigqueueinfo=129, prctl=157,
@@ -237,6 +264,7 @@ class _Process:
     lock: Any = field(default_factory=threading.Lock)    # held while it forks or sweeps
     null: int = -1                        # /dev/null, for writing: a tool-running child's stderr
     folder: str = ''                      # its own folder ('': the worker's home)
+    spawned: int = 0                      # templates and exec processes it started (uids in turn)
 
 # %% ../../nbs/core/07c_sandbox_worker.ipynb #254c2bd0
 def _lock_down(cfg: dict) -> _Process:
@@ -257,6 +285,10 @@ def _lock_down(cfg: dict) -> _Process:
     call('prctl', _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if cfg.get('uid') is not None:
         os.setgroups([]); os.setgid(cfg['uid']); os.setuid(cfg['uid'])
+    if cfg.get('uid_block'):
+        # each child passes through the home to its own folder, and lists nothing there
+        os.chown(home, cfg['uid_block'][0], cfg['uid_block'][0]); os.chmod(home, 0o711)
+        _enter_user_namespace(cfg)
     # no process of the same uid may trace it, read its memory or take its descriptors
     call('prctl', PR_SET_DUMPABLE, 0, 0, 0, 0)
     call('prctl', _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)     # orphans of its descendants come here
@@ -372,12 +404,13 @@ def _reap(deaths: OrderedDict) -> None:
 
 # %% ../../nbs/core/07c_sandbox_worker.ipynb #4c65cb39
 def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
-          folder: str = 'p') -> int:
+          folder: str = 'p', uid: int | None = None) -> int:
     """Fork a child that keeps channel `keep` and closes the sockets `close`: its pid in the parent,
     0 in the child. A `strict` child (it runs tool calls) can start no process and signal none but
     itself, and its stderr goes nowhere (no log of its text reaches anyone). The child works in a
     fresh folder of its own, `folder-<its pid>` in its parent's; the parent removes it once the
-    child is gone."""
+    child is gone. With `uid`, the child runs under that uid (its folder is its own), which drops
+    the capabilities a worker has in its user namespace."""
     # objects that exist now are never traversed by the child's collector: fewer copied pages
     gc.freeze()
     with proc.lock:
@@ -400,6 +433,9 @@ def _fork(proc: _Process, keep: int, close: list, strict: bool = False,
         # in its parent's own folder (not the parent's working directory: tool code may move that)
         mine = os.path.join(proc.folder or proc.cfg['home'], f'{folder}-{os.getpid()}')
         os.mkdir(mine, 0o700); os.chdir(mine); tempfile.tempdir = proc.folder = mine
+        if uid is not None:
+            os.chown(mine, uid, uid); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+            proc.die_with_parent()                     # a uid change clears it
         if strict:
             os.dup2(proc.null, 2)
             if proc.load_filter is not None: proc.load_filter(_seccomp_program(True, os.getpid()))
@@ -588,6 +624,42 @@ def _serve_template(proc: _Process, sock: socket.socket) -> None:
             for fd in fds: os.close(fd)
             _sweep(proc); _sweep_files(proc, worker=False)
 
+# %% ../../nbs/core/07c_sandbox_worker.ipynb #23e1b97d
+def _next_uid(proc: _Process) -> int | None:
+    """The uid of a new template or exec process: the next of the worker's block in turn (1..n-1;
+    None without a block) that no live child of the worker holds, every other process still under
+    it (strays of an ended environment or call) killed first. An environment's template and its
+    episodes share its uid; no two environments, and no two exec calls, do."""
+    if not proc.cfg.get('uid_block'): return None
+    held: dict[int, set[int]] = {}
+    for pid in (p for p in os.listdir('/proc') if p.isdigit()):
+        try:
+            with open(f'/proc/{pid}/status') as f:
+                ids = next(ln for ln in f if ln.startswith('Uid:')).split()[1:]
+        except (OSError, StopIteration): continue
+        for i in set(ids): held.setdefault(int(i), set()).add(int(pid))
+    with proc.lock: live = set(proc.known)
+    n = proc.cfg['uid_block'][1]
+    for _ in range(n - 1):
+        uid = 1 + proc.spawned % (n - 1); proc.spawned += 1
+        if held.get(uid, set()) & live: continue          # a loaded environment's, or a call's
+        for pid in held.get(uid, ()):
+            proc.permit[0] = True
+            try: os.kill(pid, signal.SIGKILL)
+            except OSError: pass
+            finally: proc.permit[0] = False
+        return uid
+    raise BlockingIOError(f'all {n - 1} uids of the worker are held by its processes')
+
+# %% ../../nbs/core/07c_sandbox_worker.ipynb #b1ba93ed
+def _host_uid() -> int:
+    "This process's uid as the host knows it (through the user namespace's map, if any)."
+    uid = os.getuid()
+    for line in open('/proc/self/uid_map'):
+        inner, outer, n = map(int, line.split())
+        if inner <= uid < inner + n: return outer + uid - inner
+    return uid
+
 # %% ../../nbs/core/07c_sandbox_worker.ipynb #9aec94be
 def _serve_worker(proc: _Process, sock: socket.socket) -> None:
     """The worker (process 1 of its namespace): forks templates and exec processes, ends them,
@@ -604,7 +676,7 @@ def _serve_worker(proc: _Process, sock: socket.socket) -> None:
                     raise ValueError('spawn needs one channel and a role: template or exec')
                 chan = fds.pop()
                 pid = _fork(proc, chan, [sock], strict=req['role'] == 'exec',
-                            folder='x' if req['role'] == 'exec' else 't')
+                            folder='x' if req['role'] == 'exec' else 't', uid=_next_uid(proc))
                 if pid == 0:
                     try:
                         if req['role'] == 'exec': _serve_exec(proc, chan)
@@ -615,7 +687,7 @@ def _serve_worker(proc: _Process, sock: socket.socket) -> None:
             if op == 'probe':
                 return {
                     'ok': {
-                        'uid': os.getuid(),
+                        'uid': _host_uid(),
                         'pid': os.getpid(),
                         'cwd': os.getcwd(),
                         **{

@@ -402,8 +402,8 @@ SMOKE_SFT = dict(vocab_size=1024, hidden_size=64, layers=1, heads=2, max_positio
 
 def run_sft_smoke(run: RunFolder, paper: str) -> dict:
     """Stage sft at smoke scale: a tiny random Qwen3 (tokenizer trained on the run's SFT texts, or the base a Slurm
-    chain built with `smoke_base_model`) fine-tuned for a few steps on each SFT split in turn (AgentScaler: stage 1, then stage 2 from stage 1's weights). Checks the data trains,
-    nothing more."""
+    chain built with `smoke_base_model`) fine-tuned for a few steps on each SFT split in turn (AgentScaler: stage 1,
+    then stage 2 from stage 1's weights). Checks the data trains, nothing more."""
     from envsynth.data import build_sft_rows, sft_text
     from envsynth.train.sft import build_tiny_qwen3_on, train_sft
     from transformers import AutoTokenizer
@@ -661,7 +661,7 @@ def heldout_names() -> list[str]:
 
 # %% ../../nbs/repro.ipynb #2d24108a
 def served_checkpoint():
-    "The checkpoint folder `$SERVE_MODEL` as a client for `envsynth serve-policy --policy envsynth.repro:served_checkpoint`."
+    "The checkpoint folder `$SERVE_MODEL` as a client (`serve-policy --policy envsynth.repro:served_checkpoint`)."
     from envsynth.llm import LLMClient
     from envsynth.local_models import TransformersBackend
     path = Path(os.environ.get('SERVE_MODEL') or '.')
@@ -1422,9 +1422,9 @@ def slurm_jobs(
     sizes: ChainSizes | None = None,
 ) -> list:
     """The stages as Slurm jobs (`envsynth.slurm.Job`s): `paper_chain` at either scale. Smoke is the CPU stand-in of the
-    paper chain, job for job (same names, same dependencies): one CPU each, the role and checkpoint servers are `envsynth
-    serve-policy` (the offline teacher; `served_checkpoint`), RL is one step of the single-node GRPO trainer, and the
-    evaluations play the held-out curated tasks against the served base, SFT and RL models."""
+    paper chain, job for job (same names, same dependencies): one CPU each, the role and checkpoint servers are
+    `envsynth serve-policy` (the offline teacher; `served_checkpoint`), RL is one step of the single-node GRPO trainer,
+    and the evaluations play the held-out curated tasks against the served base, SFT and RL models."""
     paper_recipe(paper)
     sizes = sizes or ChainSizes(shards=8 if scale == 'paper' else 2)
     return paper_chain(paper, run_dir, stages, params, overrides, sizes, settings, scale=scale)

@@ -123,4 +123,28 @@ def test_the_smoke_chain_runs_every_job_on_slurm(slurm, tmp_path):
     print(f"\nslurm chain of {len(out['jobs'])} jobs: {', '.join(out['jobs'])}")
 
 
+@pytest.mark.slow
+def test_a_failed_job_cancels_what_needs_it_and_nothing_waits(slurm, tmp_path):
+    """The smoke chain's training and evaluation with neither synthesis data nor a base model: sft fails, so Slurm
+    cancels rl and the SFT and RL servers and evaluations (`afterok`); serve_base finds no model, exits and writes
+    `vllm_failed`, so eval_base fails at once instead of waiting for an address; the release jobs (`afterany`) still
+    run. A minute or two: only the failing jobs start."""
+    from envsynth.repro import slurm_jobs
+    from envsynth.settings import get_settings
+    from envsynth.slurm import submit_chain, wait_chain
+    get_settings.cache_clear()
+    run = tmp_path / 'run'
+    (run / 'logs').mkdir(parents=True)
+    ids = submit_chain(slurm_jobs('envfactory', 'smoke', run, 'sft,rl,eval'))
+    states = wait_chain(ids, timeout_s=600, poll_s=1)
+    logs = '\n'.join(p.read_text()[-1500:] for p in sorted((run / 'logs').glob('*.out')))
+    assert states == {'preflight': 'COMPLETED', 'sft': 'FAILED', 'rl': 'CANCELLED',
+                      'serve_base': 'FAILED', 'eval_base': 'FAILED', 'release_base': 'COMPLETED',
+                      'serve_sft': 'CANCELLED', 'eval_sft': 'CANCELLED', 'release_sft': 'COMPLETED',
+                      'serve_rl': 'CANCELLED', 'eval_rl': 'CANCELLED', 'release_rl': 'COMPLETED'}, f'{states}\n{logs}'
+    assert (run / 'serve' / 'envfactory-base' / 'vllm_failed').exists()
+    assert 'the server of envfactory-base failed' in (run / 'logs' / f"envsynth-eval_base-{ids['eval_base']}.out").read_text()
+    assert not (run / '02_sft' / 'done.json').exists() and not (run / '03_rl' / 'train').exists()
+
+
 from test_slurm import slurm  # noqa: E402,F401  the single-node Slurm fixture (skips, saying why, without root or apt-get)

@@ -1230,7 +1230,9 @@ def paper_chain(
         jobs.append(
             Job(
                 step,
-                wrap='touch ' + ' '.join(shlex.quote(str(d / 'stop_server')) for d in states),
+                # mkdir: a server cancelled before it started has no folder, and its release must still succeed
+                wrap='mkdir -p ' + ' '.join(shlex.quote(str(d)) for d in states) + ' && touch '
+                     + ' '.join(shlex.quote(str(d / 'stop_server')) for d in states),
                 options=small(),
                 after=[('afterany', u) for u in users],
             )

@@ -40,9 +40,9 @@ gpu_count() {
 }
 
 # http_ok URL: true when URL answers 200 (python from the venv or the container, no curl needed); sends the
-# chain's API key ($RUN_DIR/vllm_api_key, written by serve_vllm.sbatch) when there is one.
+# chain's API key (${HTTP_KEY_FILE:-$RUN_DIR/vllm_api_key}, written by serve_vllm.sbatch) when there is one.
 http_ok() {
-  local key=""; [ -s "$RUN_DIR/vllm_api_key" ] && key=$(cat "$RUN_DIR/vllm_api_key")
+  local key="" file=${HTTP_KEY_FILE:-$RUN_DIR/vllm_api_key}; [ -s "$file" ] && key=$(cat "$file")
   envsynth_exec python -c "import sys, urllib.request
 req = urllib.request.Request(sys.argv[1], headers={'Authorization': 'Bearer ' + sys.argv[2]} if sys.argv[2] else {})
 try: sys.exit(0 if urllib.request.urlopen(req, timeout=5).status == 200 else 1)

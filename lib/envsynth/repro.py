@@ -17,14 +17,14 @@ __all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'INPUT_FIELDS',
            'read_yaml', 'parse_stages', 'repro_run_folder', 'stage_done', 'model_roles', 'bundled_sample',
            'input_problems', 'endpoint_models', 'servable_model', 'role_problems', 'synth_params', 'stage_roles',
            'run_role', 'eval_user', 'preflight', 'one_line_error', 'mcp_problems', 'eval_problems', 'run_synth',
-           'sft_trajectories', 'run_sft_smoke', 'write_trajectories', 'gpus_here', 'sft_command', 'run_sft',
-           'verl_python', 'RLFiles', 'rl_files', 'run_rl', 'smoke_heldout', 'heldout_names', 'eval_commands',
-           'eval_target', 'run_eval', 'paper_numbers', 'paper_notes', 'table_order', 'not_reproducible', 'pct',
-           'our_category', 'our_value', 'why_blank', 'comparison_lines', 'ablation_lines', 'build_report',
-           'report_markdown', 'one_line_summary', 'PreflightError', 'run_rl_data', 'reproduce', 'ChainSizes',
-           'trained_models', 'role_servers', 'use_served_roles', 'served_address', 'repro_argv', 'paper_chain',
-           'chain_rl_args', 'job_resources', 'plan_text', 'slurm_jobs', 'submit_repro', 'ReproArgumentError',
-           'repro_parser', 'main']
+           'sft_trajectories', 'run_sft_smoke', 'smoke_base_model', 'write_trajectories', 'gpus_here', 'sft_command',
+           'run_sft', 'verl_python', 'RLFiles', 'rl_files', 'run_rl', 'smoke_heldout', 'heldout_names',
+           'served_checkpoint', 'eval_commands', 'eval_target', 'run_eval', 'paper_numbers', 'paper_notes',
+           'table_order', 'not_reproducible', 'pct', 'our_category', 'our_value', 'why_blank', 'comparison_lines',
+           'ablation_lines', 'build_report', 'report_markdown', 'one_line_summary', 'PreflightError', 'run_rl_data',
+           'reproduce', 'ChainSizes', 'trained_models', 'role_servers', 'use_served_roles', 'served_address',
+           'repro_argv', 'paper_chain', 'chain_rl_args', 'job_resources', 'plan_text', 'slurm_jobs', 'submit_repro',
+           'ReproArgumentError', 'repro_parser', 'main']
 
 # %% ../../nbs/repro.ipynb #84383faf
 STAGES = ('synth', 'sft', 'rl', 'eval', 'report')
@@ -401,9 +401,9 @@ def sft_trajectories(path: str | Path) -> list:
 SMOKE_SFT = dict(vocab_size=1024, hidden_size=64, layers=1, heads=2, max_positions=8192, max_length=4096, max_steps=8)
 
 def run_sft_smoke(run: RunFolder, paper: str) -> dict:
-    """Stage sft at smoke scale: a tiny random Qwen3 (tokenizer trained on the run's SFT texts) fine-tuned for a few
-    steps on each SFT split in turn (AgentScaler: stage 1, then stage 2 from stage 1's weights). Checks the data trains,
-    nothing more."""
+    """Stage sft at smoke scale: a tiny random Qwen3 (tokenizer trained on the run's SFT texts, or the base a Slurm
+    chain built with `smoke_base_model`) fine-tuned for a few steps on each SFT split in turn (AgentScaler: stage 1,
+    then stage 2 from stage 1's weights). Checks the data trains, nothing more."""
     from envsynth.data import build_sft_rows, sft_text
     from envsynth.train.sft import build_tiny_qwen3_on, train_sft
     from transformers import AutoTokenizer
@@ -413,10 +413,10 @@ def run_sft_smoke(run: RunFolder, paper: str) -> dict:
         for p in done.get('sft_data') or [run.dir('synth') / p for p in paper_recipe(paper).sft_data]
     ]
     if not any(splits): raise ValueError(f'{paper}: the synthesis kept no SFT trajectory: nothing to train on')
-    c = SMOKE_SFT
-    tiny = build_tiny_qwen3_on(
+    c, built = SMOKE_SFT, run.dir('sft') / 'tiny_model'
+    tiny = built if (built / 'config.json').exists() else build_tiny_qwen3_on(     # a Slurm chain built it first
         [sft_text(t).text for s in splits for t in s],
-        run.dir('sft') / 'tiny_model',
+        built,
         vocab_size=c['vocab_size'],
         hidden_size=c['hidden_size'],
         layers=c['layers'],
@@ -440,6 +440,19 @@ def run_sft_smoke(run: RunFolder, paper: str) -> dict:
         )
         model = res.final_dir
     return {'model': str(model), 'base': 'tiny random Qwen3 built here (ours)', 'preset': 'tiny-cpu', 'splits': results}
+
+# %% ../../nbs/repro.ipynb #735b70c4
+def smoke_base_model(run: RunFolder) -> Path:
+    "The tiny random base model of a smoke chain in `02_sft/tiny_model` (built once; the sft job fine-tunes it)."
+    from envsynth.data import sft_text
+    from envsynth.env_library import list_environments
+    from envsynth.train.curated_data import oracle_trajectories
+    from envsynth.train.sft import build_tiny_qwen3_on
+    out, c = run.dir('sft') / 'tiny_model', SMOKE_SFT
+    if (out / 'config.json').exists(): return out
+    texts = [sft_text(t).text for t in oracle_trajectories(list_environments())]
+    return Path(build_tiny_qwen3_on(texts, out, vocab_size=c['vocab_size'], hidden_size=c['hidden_size'],
+                                    layers=c['layers'], heads=c['heads'], max_positions=c['max_positions']))
 
 # %% ../../nbs/repro.ipynb #303c30c8
 def write_trajectories(trajs: Sequence, path: Path) -> Path:
@@ -601,16 +614,23 @@ def run_rl(run: RunFolder, paper: str, scale: str) -> dict:
 # %% ../../nbs/repro.ipynb #add30cf4
 SMOKE_EVAL = dict(max_tasks=3, max_turns=4, max_new_tokens=48)
 
-async def smoke_heldout(model_dir: str | None) -> list[dict]:
+async def smoke_heldout(model_dir: str | None, served: dict | None = None) -> list[dict]:
     """Held-out evaluation at smoke scale: the curated environments kept out of training, a few tasks each, scored for
-    the oracle and do-nothing policies (the harness's ceiling and floor) and for the SFT model (greedy, in process)."""
+    the oracle and do-nothing policies (the harness's ceiling and floor) and for the SFT model (greedy, in process).
+    `served` ({'url', 'model', 'api_key'}): only that model, through its OpenAI-compatible endpoint (the base, SFT or
+    RL checkpoint a smoke chain serves)."""
     from envsynth.env_library import list_environments, load_curated
     from envsynth.eval.heldout import evaluate_env, summary_rows, tasks_revision
     from envsynth.rollout import DoNothingPolicy, EpisodeLimits, OraclePolicy
     c = SMOKE_EVAL
     envs = [load_curated(n) for n in heldout_names()]
     policies = {'oracle': OraclePolicy, 'do-nothing': DoNothingPolicy}
-    if model_dir:
+    if served:
+        from envsynth.llm import LLMClient, OpenAIBackend
+        from envsynth.rollout import LLMPolicy
+        client = LLMClient(OpenAIBackend(served['url'], served.get('api_key')), served['model'])
+        policies = {served['model']: lambda task: LLMPolicy(client, temperature=0)}
+    elif model_dir:
         from envsynth.llm import LLMClient
         from envsynth.local_models import TransformersBackend
         from envsynth.rollout import LLMPolicy
@@ -638,6 +658,15 @@ def heldout_names() -> list[str]:
     from envsynth.env_library import list_environments
     from envsynth.eval.heldout import heldout_split
     return heldout_split(list_environments())[1]
+
+# %% ../../nbs/repro.ipynb #2d24108a
+def served_checkpoint():
+    "The checkpoint folder `$SERVE_MODEL` as a client (`serve-policy --policy envsynth.repro:served_checkpoint`)."
+    from envsynth.llm import LLMClient
+    from envsynth.local_models import TransformersBackend
+    path = Path(os.environ.get('SERVE_MODEL') or '.')
+    if not (path / 'config.json').is_file(): raise FileNotFoundError(f'SERVE_MODEL={path}: no saved model there')
+    return LLMClient(TransformersBackend(str(path), max_new_tokens=SMOKE_EVAL['max_new_tokens']), path.name)
 
 # %% ../../nbs/repro.ipynb #ca476b83
 def _sampling_args(protocol: dict) -> list[str]:
@@ -714,11 +743,13 @@ def eval_target(run: RunFolder, paper: str, label: str | None):
 
 # %% ../../nbs/repro.ipynb #fa333719
 def run_eval(run: RunFolder, paper: str, scale: str, label: str | None = None) -> dict:
-    """Stage eval. Smoke: `smoke_heldout` (tidy rows in `04_eval/rows.jsonl`). Paper: BFCL and tau2 with the paper's
+    """Stage eval. Smoke: `smoke_heldout` (tidy rows in `04_eval/rows.jsonl`; with `label`, against the model a smoke
+    chain serves, rows in `04_eval/<label>/`). Paper: BFCL and tau2 with the paper's
     protocol (`eval.yaml`) against the served model: `label` (base, sft, rl) as the chain serves it, else [llm.policy]
     of settings.ini."""
     from envsynth.eval.results import read_rows, write_rows
     cfg = read_yaml(parameter_file(paper, 'eval'))
+    if scale == 'smoke' and label: return _eval_served_smoke(run, paper, label, cfg)
     if scale == 'smoke':
         rows = asyncio.run(smoke_heldout((stage_done(run, 'sft') or {}).get('model')))
         write_rows(rows, run.file('eval', 'rows.jsonl'))
@@ -742,6 +773,19 @@ def run_eval(run: RunFolder, paper: str, scale: str, label: str | None = None) -
         'rows': len(rows),
         'protocol': cfg,
     }
+
+# %% ../../nbs/repro.ipynb #f3b39822
+def _eval_served_smoke(run: RunFolder, paper: str, label: str, cfg: dict) -> dict:
+    from envsynth.eval.results import write_rows
+    url, model, _, out = eval_target(run, paper, label)
+    state = run.root / 'serve' / f'{paper}-{label}'
+    key, path = state / 'vllm_api_key', state / 'vllm_model_path'
+    served = {'url': url, 'model': model, 'api_key': key.read_text().strip() if key.exists() else None}
+    rows = asyncio.run(smoke_heldout(None, served))
+    write_rows(rows, out / 'rows.jsonl')
+    return {'ran': f'held-out curated environments {heldout_names()} ({SMOKE_EVAL["max_tasks"]} tasks each) against '
+                   f'the served {label} model', 'model': model,
+            'served_path': path.read_text().strip() if path.exists() else '', 'rows': len(rows), 'protocol': cfg}
 
 # %% ../../nbs/repro.ipynb #056bd8b5
 def paper_numbers(paper: str) -> list[dict]:
@@ -1005,8 +1049,8 @@ def reproduce(
     if seen and (seen['paper'], seen['scale']) != (paper, scale):
         raise ValueError(f"{run.root} holds a {seen['paper']} {seen['scale']} reproduction, not {paper} {scale}: use "
                          f"another --run-dir")
+    if {'synth', 'rl'} & set(todo): use_served_roles(run.root)         # the other stages call no role
     if scale == 'paper':
-        if {'synth', 'rl'} & set(todo): use_served_roles(run.root)     # the other stages call no role
         if problems := preflight(paper, scale, todo, params, overrides): raise PreflightError(problems)
     run.write_json(None, 'repro.json', {'paper': paper, 'scale': scale}, indent=1)
     out = {}
@@ -1042,15 +1086,18 @@ class ChainSizes:
 def _slug(text: str) -> str: return re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')[:40]
 
 # %% ../../nbs/repro.ipynb #c5dcbfff
-def trained_models(paper: str, run_dir: Path) -> dict[str, str]:
-    "{label: model folder or hub name} of the base model and the checkpoints the chain trains."
+def trained_models(paper: str, run_dir: Path, scale: str = 'paper') -> dict[str, str]:
+    """{label: model folder or hub name} of the base model and the checkpoints the chain trains (smoke: the tiny base
+    of `smoke_base_model` and `run_sft_smoke`'s last split)."""
     pr, run = paper_recipe(paper), repro_run_folder(run_dir)
     sft = read_yaml(parameter_file(paper, 'sft'))
     rl = read_yaml(parameter_file(paper, 'rl')) if pr.rl_preset else {}
     out = {'base': str(sft.get('model') or rl.get('model') or '')}
+    if scale == 'smoke': out['base'] = str(run.dir('sft') / 'tiny_model')
     if sft.get('enabled', True):
         stage2 = 'stage2' if len(pr.sft_data[:int(sft.get('stages', len(pr.sft_data)))]) > 1 else ''
-        out['sft'] = str(run.dir('sft') / 'model' / stage2 / 'final')
+        out['sft'] = str(run.dir('sft') / (f'stage{len(pr.sft_data)}' if scale == 'smoke' else f'model/{stage2}')
+                         / 'final').replace('//', '/')
     if pr.rl_preset: out['rl'] = str(run.dir('rl') / 'train' / 'final')
     return out
 
@@ -1113,10 +1160,11 @@ def _opts(s, run_dir: Path, repo: Path, gpus: int, cpus: int, mem: str, time_lim
     ]
 
 # %% ../../nbs/repro.ipynb #83228ccc
-def repro_argv(paper: str, run_dir: Path, params: str | Path | None, overrides: dict | None, *extra: str) -> list[str]:
-    "`python -m envsynth.repro <paper> --scale paper ...` with the run's parameter file and `--set` values."
+def repro_argv(paper: str, run_dir: Path, params: str | Path | None, overrides: dict | None, *extra: str,
+               scale: str = 'paper') -> list[str]:
+    "`python -m envsynth.repro <paper> --scale <scale> ...` with the run's parameter file and `--set` values."
     sets = [a for k, v in (overrides or {}).items() for a in ('--set', f'{k}={json.dumps(v)}')]
-    return [sys.executable, '-m', 'envsynth.repro', paper, '--scale', 'paper', '--run-dir', str(run_dir),
+    return [sys.executable, '-m', 'envsynth.repro', paper, '--scale', scale, '--run-dir', str(run_dir),
             *(['--params', str(Path(params).resolve())] if params else []), *sets, *extra]
 
 SHARD = ' --shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT"'
@@ -1143,20 +1191,25 @@ def paper_chain(
     overrides: dict | None = None,
     sizes: ChainSizes = ChainSizes(),
     settings=None,
+    scale: str = 'paper',
 ) -> list:
-    "The paper-scale jobs of `stages` of `paper` (`envsynth.slurm.Job`s in submission order); see the list above."
+    """The jobs of `stages` of `paper` (`envsynth.slurm.Job`s in submission order); see the list above. `scale='smoke'`:
+    the same jobs and dependencies as CPU stand-ins (see `slurm_jobs`)."""
     from envsynth.settings import get_settings
-    from envsynth.slurm import Job, repo_root, site_options
+    from envsynth.slurm import RL_SMOKE_ARGS, Job, repo_root, site_options
     from envsynth.train.rl import get_rl_preset
-    S = settings or get_settings()
+    S, cpu = settings or get_settings(), scale == 'smoke'
     s, pr, todo = S.slurm, paper_recipe(paper), parse_stages(stages)
     run_dir, repo, jobs = Path(run_dir).resolve(), repo_root(), []
-    p = synth_params(paper, 'paper', params, overrides)
-    opts = lambda gpus, cpus, mem, time_limit=None, **kw: _opts(s, run_dir, repo, gpus, cpus, mem, time_limit, **kw)
+    p = synth_params(paper, scale, params, overrides)
+    def opts(gpus, cpus, mem, time_limit=None, **kw):
+        if cpu: gpus, cpus, mem, time_limit = 0, 1, '2G', '00:30:00'    # the stand-in: one CPU each
+        return _opts(s, run_dir, repo, gpus, cpus, mem, time_limit, **kw)
     small = lambda: opts(0, 1, '2G', sizes.small_time)
-    argv = lambda *extra: repro_argv(paper, run_dir, params, overrides, *extra)
+    argv = lambda *extra: repro_argv(paper, run_dir, params, overrides, *extra, scale=scale)
     env = {'RUN_DIR': str(run_dir), 'ENVSYNTH_SLURM_VENV': s.venv}
     def serve(step, model, state, dp, after):
+        stand_in = {'SERVE_BACKEND': 'policy', **({'SERVE_POLICY': 'envsynth.repro:served_checkpoint'} if dp else {})}
         jobs.append(
             Job(
                 step,
@@ -1167,7 +1220,8 @@ def paper_chain(
                     'SERVE_MODEL': model,
                     'SERVE_NAME': state.name if dp else model,
                     'SERVE_DIR': str(state),
-                    **({'SERVE_DP': str(s.gpus_per_node)} if dp else {}),
+                    **({'SERVE_DP': str(s.gpus_per_node)} if dp and not cpu else {}),
+                    **(stand_in if cpu else {}),
                 },
                 after,
             )
@@ -1176,12 +1230,16 @@ def paper_chain(
         jobs.append(
             Job(
                 step,
-                wrap='touch ' + ' '.join(shlex.quote(str(d / 'stop_server')) for d in states),
+                # mkdir: a server cancelled before it started has no folder, and its release must still succeed
+                wrap='mkdir -p ' + ' '.join(shlex.quote(str(d)) for d in states) + ' && touch '
+                     + ' '.join(shlex.quote(str(d / 'stop_server')) for d in states),
                 options=small(),
                 after=[('afterany', u) for u in users],
             )
         )
-    servers = role_servers(paper, todo, p, S)
+    # smoke: the servers the paper's parameters need, stood in by the offline teacher (synthesis keeps its in-process
+    # teacher, so the run equals a local smoke run)
+    servers = role_servers(paper, todo, synth_params(paper, 'paper', params, overrides) if cpu else p, S)
     for name, srv in servers.items():
         serve(f'serve_{name.replace("-", "_")}', srv['model'], run_dir / 'serve' / name, 0, [])
     jobs.append(
@@ -1212,13 +1270,14 @@ def paper_chain(
     if servers: release('release_roles', [run_dir / 'serve' / n for n in servers], role_users)
     have = lambda step: any(j.step == step for j in jobs)
     ok = lambda *steps: [('afterok', st) for st in steps if have(st)] or [('afterok', 'preflight')]
-    models, run = trained_models(paper, run_dir), repro_run_folder(run_dir)
+    models, run = trained_models(paper, run_dir, scale), repro_run_folder(run_dir)
     if 'sft' in todo and 'sft' in models:
         jobs.append(Job('sft', wrap=shlex.join(argv('--stages', 'sft')), after=ok('synth'),
                         options=opts(s.gpus_per_node, sizes.train_cpus, sizes.train_mem)))
     if 'rl' in todo and 'rl' in models:
         cfg, files = read_yaml(parameter_file(paper, 'rl')), _rl_paths(paper, run)
-        start = models['sft'] if cfg.get('from_sft', True) and 'sft' in models else str(cfg.get('model') or '')
+        base = models['base'] if cpu else str(cfg.get('model') or '')
+        start = models['sft'] if cfg.get('from_sft', True) and 'sft' in models else base
         preset, rl_args = getattr(p, 'rl_preset', None) or pr.rl_preset, chain_rl_args(p)
         jobs.append(
             Job(
@@ -1240,6 +1299,7 @@ def paper_chain(
                     'RL_OUT': str(run.dir('rl') / 'train'),
                     **({} if get_rl_preset(preset).enable_thinking else {'RL_EMPTY_THINK': '1'}),
                     **({'RL_ARGS': ' '.join(rl_args)} if rl_args else {}),
+                    **({'RL_LAUNCHER': 'single', 'RL_SINGLE_ARGS': RL_SMOKE_ARGS} if cpu else {}),
                 },
                 ok('synth', 'rl_data', 'sft' if cfg.get('from_sft', True) else ''),
             )
@@ -1250,7 +1310,8 @@ def paper_chain(
             step, state = f'serve_{label}', run_dir / 'serve' / f'{paper}-{label}'
             serve(step, model, state, 1, ok(*trained[label]))
             jobs.append(Job(f'eval_{label}', wrap=shlex.join(argv('--stages', 'eval', '--eval-model', label)),
-                            options=opts(0, sizes.eval_cpus, sizes.eval_mem), after=[('after', step)]))
+                            options=opts(0, sizes.eval_cpus, sizes.eval_mem),
+                            after=[('after', step), *ok(*trained[label])]))   # a failed training cancels it
             release(f'release_{label}', [state], [f'eval_{label}'])
     if 'report' in todo:
         jobs.append(
@@ -1362,29 +1423,13 @@ def slurm_jobs(
     overrides: dict | None = None,
     sizes: ChainSizes | None = None,
 ) -> list:
-    """The stages as Slurm jobs (`envsynth.slurm.Job`s). Paper scale: `paper_chain`. Smoke (a CPU stand-in): small CPU
-    jobs, each `afterok` the one before, running `python -m envsynth.repro <paper> --stages <stage>` in the same run
-    folder; the synthesis runs as at paper scale, an array per per-item stage (`sizes.shards` tasks) and the finishing
-    run."""
-    from envsynth.settings import get_settings
-    from envsynth.slurm import Job, repo_root, site_options
+    """The stages as Slurm jobs (`envsynth.slurm.Job`s): `paper_chain` at either scale. Smoke is the CPU stand-in of the
+    paper chain, job for job (same names, same dependencies): one CPU each, the role and checkpoint servers are
+    `envsynth serve-policy` (the offline teacher; `served_checkpoint`), RL is one step of the single-node GRPO trainer,
+    and the evaluations play the held-out curated tasks against the served base, SFT and RL models."""
     paper_recipe(paper)
     sizes = sizes or ChainSizes(shards=8 if scale == 'paper' else 2)
-    if scale == 'paper': return paper_chain(paper, run_dir, stages, params, overrides, sizes, settings)
-    s, run_dir, repo = (settings or get_settings()).slurm, Path(run_dir).resolve(), repo_root()
-    opts = lambda gpus, cpus, mem, time_limit=None, **kw: _opts(s, run_dir, repo, 0, 1, '4G', '00:30:00', **kw)
-    argv = lambda *extra: [sys.executable, '-m', 'envsynth.repro', paper, '--scale', scale, '--run-dir', str(run_dir),
-                           *(['--params', str(Path(params).resolve())] if params else []), *sets, *extra]
-    sets = [a for k, v in (overrides or {}).items() for a in ('--set', f'{k}={json.dumps(v)}')]
-    jobs: list = []
-    for stage in parse_stages(stages):
-        after = [('afterok', jobs[-1].step)] if jobs else []
-        if stage == 'synth':  # arrays per per-item stage (`shards` tasks each) and the finishing run, as at paper scale
-            jobs += _synth_jobs(
-                paper_recipe(paper).runner, 'synth', argv('--stages', 'synth'), opts, after, sizes, 'synthesis'
-            )
-        else: jobs.append(Job(stage, wrap=shlex.join(argv('--stages', stage)), options=opts(0, 1, '4G'), after=after))
-    return jobs
+    return paper_chain(paper, run_dir, stages, params, overrides, sizes, settings, scale=scale)
 
 # %% ../../nbs/repro.ipynb #ed085966
 def submit_repro(
@@ -1400,16 +1445,19 @@ def submit_repro(
 ) -> dict:
     """Submit `slurm_jobs` (ids written to `<run_dir>/chain.json`); with `wait`, follow them to the end and return their
     states. At paper scale the preflight runs here first (endpoints of the roles the chain does not serve included): a
-    `PreflightError` submits nothing. The roles the chain serves are written to `<run_dir>/serve/roles.json` for its
-    jobs."""
+    `PreflightError` submits nothing; at smoke scale the tiny base model is built here (`smoke_base_model`). The roles
+    the chain serves are written to `<run_dir>/serve/roles.json` for its jobs."""
     from envsynth.slurm import submit_chain, wait_chain
     run_dir = Path(run_dir)
     jobs = slurm_jobs(paper, scale, run_dir, stages, params=params, overrides=overrides, sizes=sizes)
-    if scale == 'paper':
-        servers = role_servers(paper, parse_stages(stages), synth_params(paper, scale, params, overrides))
-        served = {r: {'server': n, 'model': srv['model']} for n, srv in servers.items() for r in srv['roles']}
-        if problems := preflight(paper, scale, stages, params, overrides, served=list(served)):
-            raise PreflightError(problems)
+    servers = role_servers(paper, parse_stages(stages), synth_params(paper, scale, params, overrides))
+    served = {r: {'server': n, 'model': srv['model']} for n, srv in servers.items() for r in srv['roles']}
+    served = served if scale == 'paper' else {}
+    if scale == 'paper' and (problems := preflight(paper, scale, stages, params, overrides, served=list(served))):
+        raise PreflightError(problems)
+    if scale == 'smoke' and {'sft', 'rl', 'eval'} & set(parse_stages(stages)):
+        smoke_base_model(repro_run_folder(run_dir))   # the base model exists before the chain, as at paper scale
+    if served:
         (run_dir / 'serve').mkdir(parents=True, exist_ok=True)
         (run_dir / 'serve' / 'roles.json').write_text(json.dumps(served, indent=1) + '\n')
     (run_dir / 'logs').mkdir(parents=True, exist_ok=True)
@@ -1514,7 +1562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(a, stages: list[str], run_dir: str, overrides: dict) -> int:
     rs, sizes = [s for s in a.recipe_stages.split(',') if s], ChainSizes(shards=a.shards) if a.shards else None
     if a.preflight:
-        if a.scale == 'paper' and {'synth', 'rl'} & set(stages): use_served_roles(run_dir)
+        if {'synth', 'rl'} & set(stages): use_served_roles(run_dir)
         if problems := preflight(a.paper, a.scale, stages, a.params, overrides): raise PreflightError(problems)
         print(f'envsynth repro: preflight of {a.paper} {",".join(stages)} at {a.scale} scale: nothing missing')
         return 0
@@ -1537,7 +1585,7 @@ def _run(a, stages: list[str], run_dir: str, overrides: dict) -> int:
         print(json.dumps(out))
         return 0 if not a.wait or all(s == 'COMPLETED' for s in out['states'].values()) else 1
     if a.rl_data or rs:
-        if a.scale == 'paper': use_served_roles(run_dir)
+        use_served_roles(run_dir)
         run = repro_run_folder(run_dir)
         out = (
             run_rl_data(run, a.paper, a.scale, rs, a.shard)

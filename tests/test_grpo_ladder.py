@@ -37,6 +37,7 @@ def test_experiment_test_size_runs_every_piece(experiment):
         assert 0 <= h['success'] <= 1 and (h['loss'] is None) == (not h['trained'])
     for scores in (R['start'], run['sft'], run['grpo']):
         assert all(0 <= scores[s][m] <= 1 for s in ('train', 'heldout') for m in ('sampled', 'greedy'))
+        assert all(abs(sum(row['choice']) - 1) < 1e-2 for row in scores['confusion'].values())
 
 
 def test_shuffled_rewards_keep_the_true_success(experiment):
@@ -99,3 +100,39 @@ def test_the_loss_sees_only_the_masked_in_tokens(tiny):
     short = Rollout('t', prompt, answer[:cut], [1] * cut, 1.0, 1.0, None)
     assert torch.allclose(grads([full], [1.0]), grads([short], [1.0]), atol=1e-6)
     assert grads([full], [1.0]).abs().sum() > 0 and torch.allclose(grads([full], [-1.0]), -grads([full], [1.0]), atol=1e-6)
+
+
+def test_balanced_rounds_ask_about_every_tool(tiny, monkeypatch):
+    """With `balanced`, each round's 4 prompts are one per tool; without, a round may repeat a tool."""
+    import envsynth.train.grpo_ladder as L
+    model, tok, _ = tiny
+    train, _ = choice_tasks()
+    seen = []
+    def fake_sample(model, tokenizer, tasks, n, temperature):
+        seen.append([t.tool for t in tasks])
+        return [L.Rollout(t.id, [1], [2], [1], 0.0, 0.0, None) for t in tasks for _ in range(n)]   # no spread
+    monkeypatch.setattr(L, 'sample_choices', fake_sample)
+    monkeypatch.setattr(L, 'load_policy_model', lambda d: (model, tok))
+    _, _, h = grpo_choices('unused', train, steps=5, prompts_per_step=4, group_size=2, max_rounds=2, balanced=True)
+    assert len(seen) == 10 and not any(r['trained'] for r in h)              # no spread: never an update
+    assert all(sorted(tools) == sorted(L.CHOICE_TOOLS) for tools in seen)
+    seen.clear()
+    grpo_choices('unused', train, steps=5, prompts_per_step=4, group_size=2, max_rounds=2, seed=1)
+    assert any(len(set(tools)) < 4 for tools in seen)                         # random draws repeat a tool
+
+
+def test_tool_confusion_is_the_four_answers_probabilities(tiny):
+    """Its oracle-text probability is the sum of the four oracle answers' probabilities, as the loss scores them."""
+    import math, torch
+    from envsynth.train.grpo import Rollout, response_log_probs
+    from envsynth.train.grpo_ladder import CHOICE_TOOLS, ChoiceTask, tool_confusion
+    model, tok, train = tiny
+    t = train[0]
+    c = tool_confusion(model, tok, [t])
+    assert list(c) == [t.tool] and abs(sum(c[t.tool]['choice']) - 1) < 1e-2
+    prompt = tok(prompt_text(t))['input_ids']
+    with torch.no_grad():
+        ps = [math.exp(response_log_probs(model, [Rollout('t', prompt, a, [1] * len(a), 0, 0, None)])[0].sum())
+              for a in (tok(answer_text(ChoiceTask('', '', n)))['input_ids'] for n in CHOICE_TOOLS)]
+    assert abs(c[t.tool]['oracle_text'] - sum(ps)) < 1e-3
+    assert [round(p / sum(ps), 3) for p in ps] == c[t.tool]['choice']

@@ -16,7 +16,7 @@ from .grpo import BatchedSampler, Rollout, load_policy_model, policy_gradient_st
 # %% auto #0
 __all__ = ['CHOICE_TOOLS', 'PLACES', 'SYSTEM', 'LADDER_SIZES', 'ChoiceTask', 'choice_tools', 'choice_tasks', 'prompt_text',
            'answer_text', 'choice_reward', 'choice_rows', 'start_checkpoint', 'sample_choices', 'choice_success',
-           'grpo_choices', 'ladder_experiment', 'ladder_table', 'ladder_curves']
+           'tool_confusion', 'grpo_choices', 'ladder_experiment', 'ladder_table', 'ladder_curves']
 
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #a8fcf2c5
 CHOICE_TOOLS = {
@@ -113,20 +113,50 @@ def choice_success(model, tokenizer, tasks: Sequence[ChoiceTask], n: int = 2, se
     return {'sampled': mean(sample_choices(model, tokenizer, tasks, n, 1.0)),
             'greedy': mean(sample_choices(model, tokenizer, tasks, 1, 0.0))}
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #7c1f00d1
+def tool_confusion(model, tokenizer, tasks: Sequence[ChoiceTask]) -> dict:
+    """Per right tool: the mean probability of the oracle text of a call to any of the four tools (the four oracle
+    answers scored after the prompt) and the mean share of each tool among them, in `CHOICE_TOOLS` order."""
+    import torch
+    names, ids, starts = list(CHOICE_TOOLS), [], []
+    answers = [tokenizer(answer_text(ChoiceTask('', '', n)))['input_ids'] for n in names]
+    for t in tasks:
+        p = tokenizer(prompt_text(t))['input_ids']
+        ids += [p + a for a in answers]; starts += [len(p)] * len(answers)
+    width = max(map(len, ids))
+    x = torch.tensor([i + [0] * (width - len(i)) for i in ids])
+    mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i in ids])
+    with torch.no_grad(): logits = model(x, attention_mask=mask).logits[:, :-1].double()
+    lp = torch.log_softmax(logits, -1).gather(-1, x[:, 1:, None])[..., 0]
+    lp = torch.stack([lp[k, s - 1:len(i) - 1].sum() for k, (s, i) in enumerate(zip(starts, ids))])
+    lp = lp.view(len(tasks), len(names))           # log-probabilities: shares stay finite when each is tiny
+    out = {}
+    for n in names:
+        q = lp[[k for k, t in enumerate(tasks) if t.tool == n]]
+        if len(q): out[n] = {'oracle_text': round(q.exp().sum(1).mean().item(), 3),
+                             'choice': [round(v, 3) for v in q.softmax(1).mean(0).tolist()]}
+    return out
+
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #c271e8ab
 def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: int = 15, prompts_per_step: int = 4,
                  group_size: int = 8, learning_rate: float = 1e-3, temperature: float = 1.0, max_rounds: int = 3,
-                 shuffle_rewards: bool = False, seed: int = 0):
+                 shuffle_rewards: bool = False, balanced: bool = False, seed: int = 0):
     "GRPO from `model_dir` on `tasks`; returns (model, tokenizer, one record per step)."
     import torch
     torch.manual_seed(seed); rng = random.Random(seed)
     model, tok = load_policy_model(model_dir)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     filler, history = AdaptiveBatchFiller(prompts_per_step, 0.0), []
+    by_tool = {}
+    for t in tasks: by_tool.setdefault(t.tool, []).append(t)
+    def pick() -> list[ChoiceTask]:
+        if not balanced: return rng.sample(list(tasks), prompts_per_step)
+        tools = rng.sample(sorted(by_tool), len(by_tool))      # every tool in turn, from a random one
+        return [rng.choice(by_tool[tools[i % len(tools)]]) for i in range(prompts_per_step)]
     for step in range(steps):
         seen, rounds = [], 0
         while not filler.ready and rounds < max_rounds:
-            rs = sample_choices(model, tok, rng.sample(list(tasks), prompts_per_step), group_size, temperature)
+            rs = sample_choices(model, tok, pick(), group_size, temperature)
             rewards = [r.reward for r in rs]
             if shuffle_rewards: rng.shuffle(rewards)
             groups = [list(zip(rs, rewards))[i * group_size:(i + 1) * group_size] for i in range(prompts_per_step)]
@@ -144,10 +174,11 @@ def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: i
 
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #b67d385a
 LADDER_SIZES = {
-    'test': dict(start=dict(sft_steps=2, batch=4), grpo=dict(steps=1, prompts_per_step=2, group_size=2, max_rounds=1),
+    'test': dict(start=dict(sft_steps=2, batch=4), grpo=dict(steps=1, prompts_per_step=2, group_size=2, max_rounds=1, balanced=True),
                  seeds='0', eval_n=1, eval_stride=24),
-    'full': dict(start=dict(sft_steps=40, batch=8), grpo=dict(steps=15, prompts_per_step=4, group_size=8, max_rounds=3),
-                 seeds='0,1,2', eval_n=2, eval_stride=3),
+    'full': dict(start=dict(sft_steps=120, batch=8),
+                 grpo=dict(steps=60, prompts_per_step=4, group_size=8, max_rounds=3, learning_rate=1e-3, balanced=True),
+                 seeds='0,1,2', eval_n=4, eval_stride=3),
 }
 
 def ladder_experiment(P: dict, out_dir: str | Path, progress=None) -> dict:
@@ -161,7 +192,8 @@ def ladder_experiment(P: dict, out_dir: str | Path, progress=None) -> dict:
     tok = AutoTokenizer.from_pretrained(start)
     def measure(model) -> dict:
         return {'train': choice_success(model, tok, train[::P['eval_stride']], P['eval_n']),
-                'heldout': choice_success(model, tok, held, P['eval_n'])}
+                'heldout': choice_success(model, tok, held, P['eval_n']),
+                'confusion': tool_confusion(model, tok, train[::P['eval_stride']])}
     G = P['grpo']
     R = {'params': P, 'start': measure(load_policy_model(start)[0]), 'runs': {}}
     say({'start': R['start']})

@@ -1,8 +1,9 @@
 """nbs/train/06_grpo_ladder.ipynb (envsynth.train.grpo_ladder), the GRPO sanity ladder: its task family and reward, and
 the whole experiment at its `test` size (start checkpoint, GRPO, the shuffled-reward control, the more-SFT control,
-measured on training and held-out tasks). The measured `full` run is far too long for a test; its results are in
+measured on training and held-out tasks). The measured `full` run is too long for a test; its results are in
 benchmarks/results/grpo_ladder_cpu.json and the notebook. The trainer's pieces (advantages, the loss mask, log-probs at
-the sampling temperature) are checked on hand-made rollouts of an untrained one-layer model. About 55 s on 2 cores."""
+the sampling temperature), balanced prompts and the confusion matrix are checked on an untrained one-layer model.
+About 35 s of CPU time; the wall time grows with the machine's load."""
 import json
 import pytest
 from envsynth.train.grpo_ladder import (LADDER_SIZES, choice_reward, choice_tasks, answer_text, grpo_choices, prompt_text,

@@ -140,7 +140,8 @@ def tool_confusion(model, tokenizer, tasks: Sequence[ChoiceTask]) -> dict:
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #c271e8ab
 def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: int = 15, prompts_per_step: int = 4,
                  group_size: int = 8, learning_rate: float = 1e-3, temperature: float = 1.0, max_rounds: int = 3,
-                 shuffle_rewards: bool = False, balanced: bool = False, seed: int = 0):
+                 shuffle_rewards: bool = False, balanced: bool = False, norm_by_std: bool = True,
+                 seed: int = 0):
     "GRPO from `model_dir` on `tasks`; returns (model, tokenizer, one record per step)."
     import torch
     torch.manual_seed(seed); rng = random.Random(seed)
@@ -166,7 +167,8 @@ def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: i
                'trained': filler.ready, 'loss': None}
         if filler.ready:
             batch = filler.take_batch()
-            advantages = [a for adv in grpo_advantages([g.rewards for g in batch]) for a in adv]
+            advs = grpo_advantages([g.rewards for g in batch], norm_by_std=norm_by_std)
+            advantages = [a for adv in advs for a in adv]
             rec['loss'] = policy_gradient_step(model, optimizer, [r for g in batch for r in g.payload], advantages,
                                                micro_batch=16, temperature=temperature)
         history.append(rec)
@@ -174,7 +176,8 @@ def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: i
 
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #b67d385a
 LADDER_SIZES = {
-    'test': dict(start=dict(sft_steps=2, batch=4), grpo=dict(steps=1, prompts_per_step=2, group_size=2, max_rounds=1, balanced=True),
+    'test': dict(start=dict(sft_steps=2, batch=4),
+                 grpo=dict(steps=1, prompts_per_step=2, group_size=2, max_rounds=1, balanced=True),
                  seeds='0', eval_n=1, eval_stride=24),
     'full': dict(start=dict(sft_steps=120, batch=8),
                  grpo=dict(steps=60, prompts_per_step=4, group_size=8, max_rounds=3, learning_rate=1e-3, balanced=True),

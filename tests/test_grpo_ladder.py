@@ -1,6 +1,6 @@
 """nbs/train/06_grpo_ladder.ipynb (envsynth.train.grpo_ladder), the GRPO sanity ladder: its task family and reward, and
-the whole experiment at its `test` size (start checkpoint, GRPO, the shuffled-reward control, the more-SFT control,
-measured on training and held-out tasks). The measured `full` run is too long for a test; its results are in
+the whole experiment at its `test` size (start checkpoint, GRPO, the shuffled-reward control, SFT on the start's own
+samples, SFT on the oracle answers, measured on training and held-out tasks). The measured `full` run is too long for a test; its results are in
 benchmarks/results/grpo_ladder_cpu.json and the notebook. The trainer's pieces (advantages, the loss mask, log-probs at
 the sampling temperature), balanced prompts and the confusion matrix are checked on an untrained one-layer model.
 About 35 s of CPU time; the wall time grows with the machine's load."""
@@ -32,11 +32,11 @@ def test_experiment_test_size_runs_every_piece(experiment):
     out, R = experiment
     assert json.loads((out / 'results.json').read_text())['start'] == R['start']
     run = R['runs'][0]
-    assert set(run) == {'grpo', 'shuffled', 'sft'}
-    for name in ('grpo', 'shuffled'):
+    assert set(run) == {'grpo', 'shuffled', 'own_sft', 'oracle_sft'}
+    for name in ('grpo', 'shuffled', 'own_sft'):
         (h,) = run[name]['history']
         assert 0 <= h['success'] <= 1 and (h['loss'] is None) == (not h['trained'])
-    for scores in (R['start'], run['sft'], run['grpo']):
+    for scores in (R['start'], run['oracle_sft'], run['own_sft'], run['grpo']):
         assert all(0 <= scores[s][m] <= 1 for s in ('train', 'heldout') for m in ('sampled', 'greedy'))
         assert all(abs(sum(row['choice']) - 1) < 1e-2 for row in scores['confusion'].values())
 
@@ -49,6 +49,29 @@ def test_shuffled_rewards_keep_the_true_success(experiment):
     _, _, b = grpo_choices(start, train, steps=1, prompts_per_step=2, group_size=2, max_rounds=1, seed=3,
                            shuffle_rewards=True)
     assert a[0]['success'] == b[0]['success']                                  # same samples, same true reward
+
+
+def test_own_sample_sft_asks_grpos_prompts_and_never_sees_a_reward(experiment, monkeypatch):
+    """The reward-free control draws the prompts GRPO draws (same seed) and trains the same whatever the reward."""
+    import torch
+    import envsynth.train.grpo_ladder as L
+    train, _ = choice_tasks()
+    start = start_checkpoint(train, experiment[0] / 'start')
+    seen, real = [], L.sample_choices
+    def spy(model, tokenizer, tasks, n, temperature):
+        seen.append([t.id for t in tasks])
+        return real(model, tokenizer, tasks, n, temperature)
+    monkeypatch.setattr(L, 'sample_choices', spy)
+    size = dict(steps=2, prompts_per_step=2, group_size=2, balanced=True, seed=3)
+    L.grpo_choices(start, train, max_rounds=1, **size)
+    asked, seen[:] = list(seen), []
+    a, _, _ = L.own_sft_choices(start, train, **size)
+    assert seen == [p for p in asked for _ in range(2)]                       # the start's samples, then the policy's
+    monkeypatch.setattr(L, 'choice_reward', lambda task, text: 1.0)           # every answer rewarded
+    b, _, h = L.own_sft_choices(start, train, **size)
+    assert h[0]['start_success'] == 1.0 and all(r['trained'] for r in h)
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))   # the update never saw it
+    assert not all(torch.equal(x, y) for x, y in zip(a.parameters(), L.load_policy_model(start)[0].parameters()))
 
 
 def test_advantages_are_zero_without_spread_and_centred_with_it():

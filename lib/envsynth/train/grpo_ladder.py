@@ -14,9 +14,10 @@ from .rl import AdaptiveBatchFiller, RLError, RewardGroup, grpo_advantages
 from .grpo import BatchedSampler, Rollout, load_policy_model, policy_gradient_step
 
 # %% auto #0
-__all__ = ['CHOICE_TOOLS', 'PLACES', 'SYSTEM', 'LADDER_SIZES', 'ChoiceTask', 'choice_tools', 'choice_tasks', 'prompt_text',
-           'answer_text', 'choice_reward', 'choice_rows', 'start_checkpoint', 'sample_choices', 'choice_success',
-           'tool_confusion', 'grpo_choices', 'ladder_experiment', 'ladder_table', 'ladder_curves']
+__all__ = ['CHOICE_TOOLS', 'PLACES', 'SYSTEM', 'LADDER_SIZES', 'ARMS', 'ChoiceTask', 'choice_tools', 'choice_tasks',
+           'prompt_text', 'answer_text', 'choice_reward', 'choice_rows', 'start_checkpoint', 'sample_choices',
+           'choice_success', 'tool_confusion', 'step_picker', 'grpo_choices', 'own_sft_choices', 'ladder_experiment',
+           'ladder_table', 'ladder_curves']
 
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #a8fcf2c5
 CHOICE_TOOLS = {
@@ -137,6 +138,18 @@ def tool_confusion(model, tokenizer, tasks: Sequence[ChoiceTask]) -> dict:
                              'choice': [round(v, 3) for v in q.softmax(1).mean(0).tolist()]}
     return out
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #c93637e2
+def step_picker(tasks: Sequence[ChoiceTask], prompts_per_step: int, balanced: bool, rng: random.Random):
+    "A function that draws one round's prompts: at random, or with `balanced` every tool in turn from a random one."
+    by_tool = {}
+    for t in tasks: by_tool.setdefault(t.tool, []).append(t)
+    def pick() -> list[ChoiceTask]:
+        if not balanced: return rng.sample(list(tasks), prompts_per_step)
+        tools = rng.sample(sorted(by_tool), len(by_tool))
+        return [rng.choice(by_tool[tools[i % len(tools)]]) for i in range(prompts_per_step)]
+    return pick
+
+
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #c271e8ab
 def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: int = 15, prompts_per_step: int = 4,
                  group_size: int = 8, learning_rate: float = 1e-3, temperature: float = 1.0, max_rounds: int = 3,
@@ -148,12 +161,7 @@ def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: i
     model, tok = load_policy_model(model_dir)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     filler, history = AdaptiveBatchFiller(prompts_per_step, 0.0), []
-    by_tool = {}
-    for t in tasks: by_tool.setdefault(t.tool, []).append(t)
-    def pick() -> list[ChoiceTask]:
-        if not balanced: return rng.sample(list(tasks), prompts_per_step)
-        tools = rng.sample(sorted(by_tool), len(by_tool))      # every tool in turn, from a random one
-        return [rng.choice(by_tool[tools[i % len(tools)]]) for i in range(prompts_per_step)]
+    pick = step_picker(tasks, prompts_per_step, balanced, rng)
     for step in range(steps):
         seen, rounds = [], 0
         while not filler.ready and rounds < max_rounds:
@@ -174,6 +182,29 @@ def grpo_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: i
         history.append(rec)
     return model, tok, history
 
+# %% ../../../nbs/train/06_grpo_ladder.ipynb #3b5a9572
+def own_sft_choices(model_dir: str | Path, tasks: Sequence[ChoiceTask], *, steps: int = 15, prompts_per_step: int = 4,
+                    group_size: int = 8, learning_rate: float = 1e-3, temperature: float = 1.0,
+                    balanced: bool = False, seed: int = 0, **unused):
+    """SFT on the start's own samples from `model_dir`: GRPO's prompts, sizes and update with every advantage 1 and
+    the samples drawn from the frozen start; returns (model, tokenizer, one record per step)."""
+    import torch
+    torch.manual_seed(seed); rng = random.Random(seed)
+    start, tok = load_policy_model(model_dir)
+    model, _ = load_policy_model(model_dir)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
+    pick, history = step_picker(tasks, prompts_per_step, balanced, rng), []
+    for step in range(steps):
+        prompts = pick()
+        rs = sample_choices(start, tok, prompts, group_size, temperature)      # trained on, whatever their reward
+        now = sample_choices(model, tok, prompts, group_size, temperature)     # only measured
+        loss = policy_gradient_step(model, optimizer, rs, [1.0] * len(rs), micro_batch=16, temperature=temperature)
+        history.append({'step': step, 'success': sum(r.success for r in now) / len(now),
+                        'start_success': sum(r.success for r in rs) / len(rs), 'rounds': 1, 'trained': True,
+                        'loss': loss})
+    return model, tok, history
+
+
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #b67d385a
 LADDER_SIZES = {
     'test': dict(start=dict(sft_steps=2, batch=4),
@@ -185,7 +216,8 @@ LADDER_SIZES = {
 }
 
 def ladder_experiment(P: dict, out_dir: str | Path, progress=None) -> dict:
-    "Rungs 1 and 2: start, then GRPO / shuffled rewards / more SFT per seed; results.json in `out_dir`."
+    """Rungs 1 and 2: start, then per seed GRPO, shuffled rewards, SFT on the start's own samples and SFT on the
+    oracle answers; results.json in `out_dir`."""
     from transformers import AutoTokenizer
     from envsynth.train.sft import train_sft
     out, t0 = Path(out_dir), time.perf_counter()
@@ -205,12 +237,14 @@ def ladder_experiment(P: dict, out_dir: str | Path, progress=None) -> dict:
         for name, shuffle in (('grpo', False), ('shuffled', True)):
             model, _, hist = grpo_choices(start, train, seed=seed, shuffle_rewards=shuffle, **G)
             run[name] = {'history': hist, **measure(model)}
+        model, _, hist = own_sft_choices(start, train, seed=seed, **G)
+        run['own_sft'] = {'history': hist, **measure(model)}
         rows = random.Random(seed).sample(choice_rows(train, tok), len(train))
         n = G['prompts_per_step'] * G['group_size']
         r = train_sft(rows, start, out / f'sft-seed{seed}', 'tiny-cpu', max_steps=G['steps'], batch_size=n,
                       per_device_batch=n, learning_rate=G.get('learning_rate', 1e-3), save_steps=10_000, seed=seed,
                       warmup_ratio=0.0)
-        run['sft'] = measure(load_policy_model(r.final_dir)[0])
+        run['oracle_sft'] = measure(load_policy_model(r.final_dir)[0])
         R['runs'][seed] = run
         say({seed: {k: (v['train'], v['heldout']) for k, v in run.items()}})
         R['wall_s'] = round(time.perf_counter() - t0, 1)
@@ -218,12 +252,15 @@ def ladder_experiment(P: dict, out_dir: str | Path, progress=None) -> dict:
     return R
 
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #a206a07d
+ARMS = {'grpo': 'GRPO', 'shuffled': 'shuffled rewards', 'own_sft': 'SFT on own samples',
+        'oracle_sft': 'oracle SFT (upper bound)', 'sft': 'oracle SFT (upper bound)'}    # 'sft': earlier results
+
 def ladder_table(R: dict):
-    "Training and held-out success (sampled and greedy) of the start, and per seed of GRPO and both controls."
+    "Training and held-out success (sampled and greedy) of the start, and per seed of GRPO and every control."
     import pandas as pd
     rows = {'start (SFT stopped early)': R['start']}
     for seed, run in R['runs'].items():
-        for name, label in (('grpo', 'GRPO'), ('shuffled', 'shuffled rewards'), ('sft', 'more SFT')):
+        for name, label in ARMS.items():
             if name in run: rows[f'{label}, seed {seed}'] = run[name]        # a run cut short lacks the last ones
     flat = {k: {(s, m): v[s][m] for s in ('train', 'heldout') for m in ('sampled', 'greedy')} for k, v in rows.items()}
     t = pd.DataFrame(flat).T
@@ -232,14 +269,16 @@ def ladder_table(R: dict):
 
 # %% ../../../nbs/train/06_grpo_ladder.ipynb #d07c55e2
 def ladder_curves(R: dict):
-    "Training success of each step's rollouts: GRPO against shuffled rewards, one line per seed."
+    """Training success of each step's rollouts of the trained policy: GRPO, shuffled rewards and SFT on own samples,
+    one colour per seed."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    for seed, run in R['runs'].items():
-        for name, style in (('grpo', '-'), ('shuffled', ':')):
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for k, (seed, run) in enumerate(R['runs'].items()):
+        for name, style in (('grpo', '-'), ('shuffled', ':'), ('own_sft', '--')):
             if name not in run: continue
-            ax.plot([h['success'] for h in run[name]['history']], style, marker='.',
-                    label=f"{'GRPO' if name == 'grpo' else 'shuffled rewards'}, seed {seed}")
+            ax.plot([h['success'] for h in run[name]['history']], style, color=f'C{k}', marker='.', markersize=3,
+                    label=f'{ARMS[name]}, seed {seed}')
     ax.set(xlabel='step', ylabel='success of the step\'s rollouts', title='rung 1: training success while training')
-    ax.legend(fontsize=7); fig.tight_layout()
+    ax.legend(fontsize=6, ncol=3); fig.tight_layout()
     return fig
+

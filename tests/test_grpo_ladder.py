@@ -3,7 +3,7 @@ the whole experiment at its `test` size (start checkpoint, GRPO, the shuffled-re
 samples, SFT on the oracle answers, measured on training and held-out tasks). The measured `full` run is too long for a test; its results are in
 benchmarks/results/grpo_ladder_cpu.json and the notebook. The trainer's pieces (advantages, the loss mask, log-probs at
 the sampling temperature), balanced prompts and the confusion matrix are checked on an untrained one-layer model.
-About 40 s of CPU time; the wall time grows with the machine's load."""
+About 40-55 s of CPU time; the wall time grows with the machine's load."""
 import json
 import pytest
 from envsynth.train.grpo_ladder import (LADDER_SIZES, choice_reward, choice_tasks, answer_text, grpo_choices, prompt_text,

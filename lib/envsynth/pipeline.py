@@ -143,6 +143,56 @@ def _merge_entry(entries: dict[str, dict], e: dict):
         return
     entries[e['key']] = e
 
+# %% ../../nbs/core/10_pipeline.ipynb #eb7b25de
+def _slim(entry: dict, at: tuple[Path, int]) -> dict:
+    """`entry` without its records: their number (`_n`) and where its journal line is (`_at`:
+    path, offset), to read them back (`_load`) when they are needed."""
+    slim = {k: v for k, v in entry.items() if k != 'records'} | {'_at': at}
+    if 'records' in entry: slim['_n'] = len(entry['records'])
+    return slim
+
+# %% ../../nbs/core/10_pipeline.ipynb #91f27f97
+def _scan_journal(path: Path, repair: bool = False) -> dict[str, dict]:
+    """`_read_journal` without the records (`_slim` entries), read a line at a time: what a stage
+    run holds of its journals, so that its memory does not grow with their records."""
+    if not path.exists(): return {}
+    entries, at = {}, 0
+    with open(path, 'r+b' if repair else 'rb') as f:
+        for n, line in enumerate(f, 1):
+            start, at = at, at + len(line)
+            if not line.endswith(b'\n'):              # a torn last line: a kill while writing it
+                if repair: f.truncate(start)
+                break
+            if not line.strip(): continue
+            try: e = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise JournalError(
+                    f'{path}, line {n}: not JSON ({err.msg}); the file was edited or the disk is'
+                    ' damaged'
+                ) from None
+            _merge_entry(entries, _slim(e, (path, start)))
+    return entries
+
+# %% ../../nbs/core/10_pipeline.ipynb #850b3184
+def _load(slim: dict, files: dict) -> dict:
+    """The whole entry `slim` stands for: its fields, and the records read back from its line
+    (`files`: the journals opened so far, by path; the caller closes them)."""
+    path, offset = slim['_at']
+    if path not in files: files[path] = open(path, 'rb')
+    f = files[path]; f.seek(offset); e = json.loads(f.readline())
+    if e['key'] != slim['key']: raise JournalError(f'{path}: changed while this run read it')
+    entry = {k: v for k, v in slim.items() if k not in ('_at', '_n')}
+    if 'records' in e: entry['records'] = e['records']
+    return entry
+
+# %% ../../nbs/core/10_pipeline.ipynb #c3592787
+def _scan_folder(out_dir: Path) -> list[dict]:
+    "The `_slim` entries of every journal of a stage folder, latest per key (as `read_entries`)."
+    entries = {}
+    for p in sorted(Path(out_dir).glob('shard-*-of-*.jsonl')):
+        for e in _scan_journal(p).values(): _merge_entry(entries, e)
+    return sorted(entries.values(), key=lambda e: (e['index'], e['key']))
+
 # %% ../../nbs/core/10_pipeline.ipynb #a79abdcf
 def atomic_write(path: Path, data: bytes):
     "Write `data` to `path` so that readers see the old or the new file, never a mix."
@@ -253,19 +303,20 @@ class _StageRun:
             ) from None
         # left by a kill during a rewrite
         for stale in self.out_dir.glob(f'.*-{i:05d}-of-{n:05d}.*.tmp'): stale.unlink()
-        own = _read_journal(self.path, repair=True)
+        own = _scan_journal(self.path, repair=True)
         # what any shard layout finished counts as done (a stage sharded 2 ways, then finished
         # unsharded, reuses both shards' items); this file keeps its own entries
         self.done, self.own_keys = {}, set(own)
         for other in sorted(self.out_dir.glob('shard-*-of-*.jsonl')):
             if other != self.path:
-                for e in _read_journal(other).values(): _merge_entry(self.done, e)
+                for e in _scan_journal(other).values(): _merge_entry(self.done, e)
         for e in own.values(): _merge_entry(self.done, e)
         # `items`: (index, key) of this shard's inputs; `todo`: the items to compute from a list
         # (a streamed item goes to a worker and is not kept); `owners`: key → the key deciding its
         # shard, for inputs that came with one (another stage's records)
         self.items, self.todo, self.reused, self.computed, self.seen = [], [], 0, 0, set()
-        self.owners, self.streaming = {}, False
+        # journals opened to read records back (`_load`), by path
+        self.owners, self.streaming, self.files = {}, False, {}
         # keys of reused kept entries the workers hand to `feed` (waiting for room as they do)
         self.unpublished = deque()
         owners = getattr(inputs, 'owners', None)
@@ -300,17 +351,17 @@ class _StageRun:
         "Hand the reused entries' records to the feed, waiting for room."
         while self.unpublished:
             key = self.unpublished.popleft()      # owned as this run met it (not as another did)
-            self.feed.put(self.done[key]['records'], self.owners.get(key, key))
+            self.feed.put(_load(self.done[key], self.files)['records'], self.owners.get(key, key))
             await self.feed.room()
 
-    def renumber(self, inputs: list) -> None:
-        """Number the items as in the final list of `inputs` (they arrived in another order), each
-        owned as its first copy there is."""
-        at, owners = {}, getattr(inputs, 'owners', None)
-        for index, rec in enumerate(inputs):
+    def renumber(self, inputs: Iterable[tuple[str, dict]]) -> None:
+        """Number the items as in the final `(owner, record)` list `inputs` (they arrived in
+        another order), each owned as its first copy there is."""
+        at = {}
+        for index, (owner, rec) in enumerate(inputs):
             if (key := self.key(rec)) not in at:
                 at[key] = index
-                if owners is not None and key in self.owners: self.owners[key] = owners[index]
+                if key in self.owners: self.owners[key] = owner
         self.items = sorted(((at.get(k, i), k) for i, k in self.items), key=lambda it: it[0])
 
     def _check_stage_file(self, config, overwrite):
@@ -345,9 +396,10 @@ class _StageRun:
 
     def write(self, index, key, out):
         entry, line = _outcome(key, index, out, self.owners.get(key))
+        at = self.journal.tell()
         self.journal.write(line); self.journal.flush()
         if self.durable: os.fsync(self.journal.fileno())
-        self.done[key] = entry
+        self.done[key] = _slim(entry, (self.path, at))
         if self.feed is not None and entry['status'] == 'kept':
             self.feed.put(entry['records'], self.owners.get(key, key))
         return entry
@@ -365,17 +417,14 @@ class _StageRun:
         )
         rewritten = not any(e['status'] == 'failed' for e in mine)
         if rewritten:
-            atomic_write(
-                self.path,
-                b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others),
-            )
+            self._rewrite(sorted(mine, key=lambda e: e['index']) + others)
             if whole: _drop_other_layouts(self.out_dir, self.path)
         stats = _stats(mine)
         atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json',
                      (json.dumps(stats, indent=1) + '\n').encode())
         # a whole run that rewrote its file: the folder holds just `mine` if no other layout is left
         _write_total_stats(self.out_dir, (self.path, mine) if whole and rewritten else None)
-        self.lock.close()
+        self.lock.close(); self._close_files()
         run = {'computed': self.computed, 'reused': self.reused,
                'seconds': time.monotonic() - self.t0}
         return StageResult(self.name, self.out_dir, self.shard, stats, run)
@@ -387,8 +436,21 @@ class _StageRun:
         if (owner := self.owners.get(entry['key'])) is not None: entry['shard_by'] = owner
         return entry
 
+    def _rewrite(self, entries: list[dict]):
+        """Write this shard's journal anew with `entries` (`_slim`, each line's records read back
+        one at a time), atomically."""
+        tmp = self.path.with_name(f'.{self.path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp')
+        with open(tmp, 'wb') as f:
+            for e in entries: f.write(_line(_load(e, self.files)))
+            f.flush(); os.fsync(f.fileno())
+        self._close_files(); os.replace(tmp, self.path)
+
+    def _close_files(self):
+        for f in self.files.values(): f.close()
+        self.files.clear()
+
     def abort(self):
-        self.journal.close(); self.lock.close()
+        self.journal.close(); self.lock.close(); self._close_files()
 
 # %% ../../nbs/core/10_pipeline.ipynb #9ef900c1
 def _stats(entries: list[dict]) -> dict:
@@ -399,7 +461,7 @@ def _stats(entries: list[dict]) -> dict:
             kind = e['error'].split(':', 1)[0]; failed[kind] = failed.get(kind, 0) + 1
     kept = [e for e in entries if e['status'] == 'kept']
     return {'inputs': len(entries), 'kept': len(kept),
-            'records': sum(len(e['records']) for e in kept),
+            'records': sum(e['_n'] if '_n' in e else len(e['records']) for e in kept),
             'dropped': dict(sorted(dropped.items())), 'failed': dict(sorted(failed.items()))}
 
 # %% ../../nbs/core/10_pipeline.ipynb #19994114
@@ -418,7 +480,7 @@ def _write_total_stats(out_dir: Path, only: tuple[Path, list[dict]] | None = Non
     with open(out_dir / '.stats.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         alone = only is not None and list(out_dir.glob('shard-*-of-*.jsonl')) == [only[0]]
-        total = _stats(only[1] if alone else read_entries(out_dir))
+        total = _stats(only[1] if alone else _scan_folder(out_dir))
         total['shards'] = _finished_shards(out_dir)
         atomic_write(out_dir / 'stats.json',
                      (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
@@ -650,6 +712,18 @@ def _list_items(run: _StageRun):
     return take
 
 # %% ../../nbs/core/10_pipeline.ipynb #92ac37b5
+def _owned_records(out_dir: Path):
+    """`(owner, record)` for each record of a finished stage folder, in input order, read one entry
+    at a time (what `read_records(owners=True)` gives, without holding them all)."""
+    files = {}
+    try:
+        for e in _scan_folder(out_dir):
+            if e['status'] == 'kept':
+                for r in _load(e, files)['records']: yield _owner(e), r
+    finally:
+        for f in files.values(): f.close()
+
+# %% ../../nbs/core/10_pipeline.ipynb #013b309e
 def _stream_items(run: _StageRun, streamed: Feed):
     """The items of `streamed` to compute, one per call, as its stage keeps them (None when it has
     ended and they are taken); then a run over every input numbers them as in its final records.
@@ -664,7 +738,7 @@ def _stream_items(run: _StageRun, streamed: Feed):
                 try: owner, rec = await anext(records)
                 except StopAsyncIteration:
                     ended = True
-                    if run.shard[1] == 1: run.renumber(streamed.final)
+                    if run.shard[1] == 1: run.renumber(_owned_records(streamed.source))
                     break
                 item = run.add(next(numbers), rec, owner)
                 await run.flush()

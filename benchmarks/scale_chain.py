@@ -13,10 +13,13 @@ What runs, for each shard count n (a fresh run folder each time):
    (`schema_tags`).
 2. `items` personas (ours, in numbered districts, all distinct) through SynthAgent's first two
    per-item stages: a tool suite per persona (1 request), a fuzzy task per suite (tool check, gap
-   check: 3 requests). On Slurm: an array of n tasks `envsynth synthagent run --stages tool_suites
-   --shard i/n`, then an array `--stages tasks --shard i/n` (afterok), then the finishing job
-   (afterok): `python -m envsynth.pipeline check-shards` (refuses a missing or failed shard), then the
-   plain `--stages tool_suites tasks` command, which merges the shards' journals into the unsharded
+   check: 3 requests). On Slurm, `--layout chained` (the default): an array of n tasks
+   `envsynth synthagent run --stages tool_suites,tasks --shard i/n`, each running both stages on its
+   shard, the tasks stage fed by its own tool suites as they are kept (a task belongs to the shard of
+   its persona); `--layout stages`: an array per stage (`--stages tool_suites --shard i/n`, then,
+   afterok, `--stages tasks --shard i/n`). Then the finishing job (afterany):
+   `python -m envsynth.pipeline check-shards` (refuses a missing or failed shard), then the plain
+   `--stages tool_suites tasks` command, which merges the shards' journals into the unsharded
    layout. The later stages (demonstrations, rubrics, rewards: about 35 requests per task) do not run.
 3. Each job's command runs under `--measure`: its wall time, CPU time and peak RSS (`ru_maxrss` of
    the command, one Python process).

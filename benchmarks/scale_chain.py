@@ -13,10 +13,13 @@ What runs, for each shard count n (a fresh run folder each time):
    (`schema_tags`).
 2. `items` personas (ours, in numbered districts, all distinct) through SynthAgent's first two
    per-item stages: a tool suite per persona (1 request), a fuzzy task per suite (tool check, gap
-   check: 3 requests). On Slurm: an array of n tasks `envsynth synthagent run --stages tool_suites
-   --shard i/n`, then an array `--stages tasks --shard i/n` (afterok), then the finishing job
-   (afterok): `python -m envsynth.pipeline check-shards` (refuses a missing or failed shard), then the
-   plain `--stages tool_suites tasks` command, which merges the shards' journals into the unsharded
+   check: 3 requests). On Slurm, `--layout chained` (the default): an array of n tasks
+   `envsynth synthagent run --stages tool_suites,tasks --shard i/n`, each running both stages on its
+   shard, the tasks stage fed by its own tool suites as they are kept (a task belongs to the shard of
+   its persona); `--layout stages`: an array per stage (`--stages tool_suites --shard i/n`, then,
+   afterok, `--stages tasks --shard i/n`). Then the finishing job (afterany):
+   `python -m envsynth.pipeline check-shards` (refuses a missing or failed shard), then the plain
+   `--stages tool_suites tasks` command, which merges the shards' journals into the unsharded
    layout. The later stages (demonstrations, rubrics, rewards: about 35 requests per task) do not run.
 3. Each job's command runs under `--measure`: its wall time, CPU time and peak RSS (`ru_maxrss` of
    the command, one Python process).
@@ -36,6 +39,9 @@ sys.path.insert(0, str(REPO / 'tests'))
 from _slurm import LocalSlurm  # noqa: E402  the tests' single-node Slurm, started and stopped the same way
 ENVSYNTH = str(Path(sys.executable).parent / 'envsynth')
 STAGES = (('tool_suites', '02_tool_suites'), ('tasks', '03_tasks'))
+# the arrays of each layout, in order: (array name, the `--stages` its tasks run)
+LAYOUTS = {'chained': (('synth', 'tool_suites,tasks'),),     # one job per shard runs both stages, fed
+           'stages': (('tool_suites', 'tool_suites'), ('tasks', 'tasks'))}   # an array per stage, afterok
 CLUSTER_COMMANDS = ('sbatch', 'squeue', 'scontrol', 'scancel', 'slurmctld', 'slurmd', 'munged')
 
 # ---------------------------------------------------------------- the server (its own process)
@@ -167,27 +173,27 @@ def recipe_command(run_dir: Path, params: Path, *extra: str) -> list[str]:
     return [ENVSYNTH, 'synthagent', 'run', '--run-dir', str(run_dir), '--params', str(params), *extra]
 
 def submit_chain(cluster: Cluster, run_dir: Path, params: Path, shards: int, env: dict,
-                 fail_shard: int | None = None) -> dict:
-    """The arrays (each after the one before: afterok) and the finishing job (afterany: it checks the
-    shards itself and refuses, naming the missing ones); `{stage: job id, ..., 'finish': id}`.
-    `fail_shard`: that task of the first array exits 3 without running."""
+                 fail_shard: int | None = None, layout: str = 'chained') -> dict:
+    """The arrays of `layout` (each after the one before: afterok) and the finishing job (afterany:
+    it checks the shards itself and refuses, naming the missing ones); `{array: job id, ...,
+    'finish': id}`. `fail_shard`: that task of the first array exits 3 without running."""
     logs, meas = run_dir / 'logs', run_dir / 'measure'
     logs.mkdir(parents=True, exist_ok=True); meas.mkdir(parents=True, exist_ok=True)
     common = [f'--chdir={REPO}', '--cpus-per-task=1', '--mem=2G', '--time=02:00:00']
     me = [sys.executable, str(Path(__file__).resolve())]
     ids, after = {}, None
     task = '$SLURM_ARRAY_TASK_ID'
-    for stage, _ in STAGES:
-        cmd = [*me, '--measure', f'{meas}/{stage}-{task}.json', '--',
-               *recipe_command(run_dir, params, '--stages', stage, '--shard', f'{task}/{shards}')]
+    for array, stages in LAYOUTS[layout]:
+        cmd = [*me, '--measure', f'{meas}/{array}-{task}.json', '--',
+               *recipe_command(run_dir, params, '--stages', stages, '--shard', f'{task}/{shards}')]
         wrap = ' '.join(cmd)
-        if fail_shard is not None and stage == STAGES[0][0]:
+        if fail_shard is not None and not ids:
             wrap = f'if [ {task} = {fail_shard} ]; then exit 3; fi; {wrap}'
-        ids[stage] = cluster.sbatch(*common, f'--array=0-{shards - 1}', f'--job-name=scale-{stage}',
+        ids[array] = cluster.sbatch(*common, f'--array=0-{shards - 1}', f'--job-name=scale-{array}',
                                     f'--output={logs}/%x-%A_%a.out',
                                     *([f'--dependency=afterok:{after}'] if after else []),
                                     wrap=wrap, env=env)
-        after = ids[stage]
+        after = ids[array]
     check = [sys.executable, '-m', 'envsynth.pipeline', 'check-shards', '--of', str(shards),
              *(str(run_dir / folder) for _, folder in STAGES)]
     finish = [*me, '--measure', f'{meas}/finish.json', '--',
@@ -212,7 +218,7 @@ def client_env(url: str, in_flight: int) -> dict:
             'PYTHONPATH': os.pathsep.join(p for p in (str(REPO / 'lib'), os.environ.get('PYTHONPATH')) if p)}
 
 def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: float, in_flight: int,
-            concurrency: int, timeout_s: float) -> dict:
+            concurrency: int, timeout_s: float, layout: str = 'chained') -> dict:
     "One chain at `shards`, against a fresh server: its measurements."
     params = write_inputs(folder / 'inputs', items, concurrency)
     run_dir = folder / 'run'
@@ -220,7 +226,7 @@ def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: fl
     env = client_env(server.url, concurrency)
     try:
         t0 = time.time()
-        ids = submit_chain(cluster, run_dir, params, shards, env)
+        ids = submit_chain(cluster, run_dir, params, shards, env, layout=layout)
         states = cluster.wait(list(ids.values()), timeout_s)
     finally: served = server.stop()
     bad = {k: v for k, v in states.items() if v != 'COMPLETED'}
@@ -232,7 +238,7 @@ def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: fl
     ideal = served['requests'] * latency / in_flight
     llm_wall = served['last_end'] - served['first_start']
     stats = {folder: json.loads((run_dir / folder / 'stats.json').read_text()) for _, folder in STAGES}
-    row = {'shards': shards, 'concurrency': concurrency, 'items': items, 'tasks_kept': stats['03_tasks']['kept'],
+    row = {'layout': layout, 'shards': shards, 'concurrency': concurrency, 'items': items, 'tasks_kept': stats['03_tasks']['kept'],
            'requests': served['requests'], 'wall_s': round(wall, 1), 'llm_wall_s': round(llm_wall, 1),
            'ideal_s': round(ideal, 1), 'items_per_h': round(items / wall * 3600),
            'ideal_items_per_h': round(items / ideal * 3600), 'efficiency': round(ideal / wall, 3),
@@ -242,18 +248,24 @@ def run_one(cluster: Cluster, folder: Path, items: int, shards: int, latency: fl
            'peak_rss_mb_finish': round(jobs['finish']['peak_rss_mb']),
            'client_cpu_ms_per_request': round(1000 * sum(j['cpu_s'] for j in jobs.values()) / served['requests'], 2),
            'server_cpu_ms_per_request': round(1000 * served['cpu_s'] / served['requests'], 2)}
-    for stage, _ in STAGES:
-        mine = [j for k, j in jobs.items() if k.startswith(stage + '-')]
-        row[f'{stage}_span_s'] = round(max(j['end'] for j in mine) - min(j['start'] for j in mine), 1)
-        row[f'{stage}_rss_mb'] = [round(j['peak_rss_mb']) for j in mine]
+    for array, _ in LAYOUTS[layout]:
+        mine = [j for k, j in jobs.items() if k.startswith(array + '-')]
+        row[f'{array}_span_s'] = round(max(j['end'] for j in mine) - min(j['start'] for j in mine), 1)
+        row[f'{array}_rss_mb'] = [round(j['peak_rss_mb']) for j in mine]
+    # from the first submission to the last array task's start: Slurm's hand-offs and scheduling
+    row['last_array_start_s'] = round(max(j['start'] for k, j in jobs.items() if k != 'finish') - t0, 1)
+    row['finish_wait_s'] = round(jobs['finish']['start'] - max(j['end'] for k, j in jobs.items()
+                                                                 if k != 'finish'), 1)
+    row['load_average_1m'] = round(os.getloadavg()[0], 2)
     row['finish_s'] = round(jobs['finish']['end'] - jobs['finish']['start'], 1)
     if set(served['statuses']) != {'200'}: raise RuntimeError(f'requests failed at the server: {served}')
     return {'row': row, 'server': served, 'contents': stage_contents(run_dir), 'run_dir': str(run_dir)}
 
-COLUMNS = ('shards', 'concurrency', 'items', 'tasks_kept', 'requests', 'wall_s', 'llm_wall_s', 'ideal_s', 'items_per_h',
+COLUMNS = ('layout', 'shards', 'concurrency', 'items', 'tasks_kept', 'requests', 'wall_s', 'llm_wall_s', 'ideal_s', 'items_per_h',
            'ideal_items_per_h', 'efficiency', 'efficiency_llm', 'mean_in_flight', 'peak_rss_mb_shard',
-           'peak_rss_mb_finish', 'tool_suites_rss_mb', 'tasks_rss_mb', 'tool_suites_span_s', 'tasks_span_s', 'finish_s',
-           'client_cpu_ms_per_request', 'server_cpu_ms_per_request', 'exact')
+           'peak_rss_mb_finish', 'synth_rss_mb', 'tool_suites_rss_mb', 'tasks_rss_mb', 'synth_span_s',
+           'tool_suites_span_s', 'tasks_span_s', 'finish_wait_s', 'finish_s', 'client_cpu_ms_per_request',
+           'server_cpu_ms_per_request', 'load_average_1m', 'exact')
 
 def print_table(rows: list[dict], columns=COLUMNS):
     print('| ' + ' | '.join(columns) + ' |')
@@ -270,6 +282,10 @@ def main(argv=None) -> int:
                     help='items in flight per stage, all shards together, split evenly over them (default: '
                          '2 x --in-flight: a queue at the server, as a real deployment keeps one)')
     ap.add_argument('--timeout', type=float, default=3600, help='seconds one chain may take')
+    ap.add_argument('--layout', choices=list(LAYOUTS), nargs='+', default=['chained'],
+                    help="'chained': one array whose task i runs both stages on shard i (the tasks stage fed "
+                         "by the tool suites as they are kept); 'stages': an array per stage, each after the "
+                         'one before; several: each shard count runs each layout')
     ap.add_argument('--json', type=Path, help='write the rows here')
     ap.add_argument('--keep', type=Path, help='keep the run folders under this folder')
     ap.add_argument('--serve', action='store_true', help=argparse.SUPPRESS)
@@ -286,16 +302,16 @@ def main(argv=None) -> int:
           f'{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}', flush=True)
     cluster, rows, first = Cluster(), [], None
     try:
-        for n in a.shards:
-            out = run_one(cluster, root / f'shards-{n}', a.items, n, a.latency, a.in_flight,
-                          -(-(a.concurrency or 2 * a.in_flight) // n), a.timeout)
+        for n, layout in ((n, layout) for n in a.shards for layout in a.layout):
+            out = run_one(cluster, root / f'{layout}-shards-{n}', a.items, n, a.latency, a.in_flight,
+                          -(-(a.concurrency or 2 * a.in_flight) // n), a.timeout, layout)
             first = first or out['contents']
             out['row']['exact'] = out['contents'] == first
             rows.append(out['row']); print(json.dumps(out['row']), flush=True)
     finally:
         cluster.stop()
         if not a.keep: shutil.rmtree(root, ignore_errors=True)
-    print(); print_table(rows)
+    print(); print_table(rows, [c for c in COLUMNS if any(c in r for r in rows)])
     if a.json:
         a.json.write_text(json.dumps({'latency_s': a.latency, 'in_flight': a.in_flight,
                                       'cpus': os.cpu_count(), 'load_average_end': os.getloadavg()[0],

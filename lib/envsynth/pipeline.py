@@ -20,7 +20,8 @@ from .schema import canonical_json, content_hash
 __all__ = ['TIMING_SUFFIXES', 'Drop', 'ItemContext', 'StageConfigError', 'ShardBusyError', 'parse_shard', 'shard_of', 'item_key',
            'item_seed', 'StepFailedError', 'report_failure', 'watch_failures', 'without_timing', 'JournalError',
            'atomic_write', 'StageResult', 'run_stage', 'FeedError', 'Feed', 'concurrently', 'run_sync', 'arun_stage',
-           'read_entries', 'read_records', 'Step', 'RunFolder', 'StageInputsError', 'unfinished_shards', 'main']
+           'read_entries', 'Records', 'read_records', 'Step', 'RunFolder', 'StageInputsError', 'unfinished_shards',
+           'main']
 
 # %% ../../nbs/core/10_pipeline.ipynb #a9d92fa9
 @dataclass(frozen=True)
@@ -142,6 +143,56 @@ def _merge_entry(entries: dict[str, dict], e: dict):
         return
     entries[e['key']] = e
 
+# %% ../../nbs/core/10_pipeline.ipynb #eb7b25de
+def _slim(entry: dict, at: tuple[Path, int]) -> dict:
+    """`entry` without its records: their number (`_n`) and where its journal line is (`_at`:
+    path, offset), to read them back (`_load`) when they are needed."""
+    slim = {k: v for k, v in entry.items() if k != 'records'} | {'_at': at}
+    if 'records' in entry: slim['_n'] = len(entry['records'])
+    return slim
+
+# %% ../../nbs/core/10_pipeline.ipynb #91f27f97
+def _scan_journal(path: Path, repair: bool = False) -> dict[str, dict]:
+    """`_read_journal` without the records (`_slim` entries), read a line at a time: what a stage
+    run holds of its journals, so that its memory does not grow with their records."""
+    if not path.exists(): return {}
+    entries, at = {}, 0
+    with open(path, 'r+b' if repair else 'rb') as f:
+        for n, line in enumerate(f, 1):
+            start, at = at, at + len(line)
+            if not line.endswith(b'\n'):              # a torn last line: a kill while writing it
+                if repair: f.truncate(start)
+                break
+            if not line.strip(): continue
+            try: e = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise JournalError(
+                    f'{path}, line {n}: not JSON ({err.msg}); the file was edited or the disk is'
+                    ' damaged'
+                ) from None
+            _merge_entry(entries, _slim(e, (path, start)))
+    return entries
+
+# %% ../../nbs/core/10_pipeline.ipynb #850b3184
+def _load(slim: dict, files: dict) -> dict:
+    """The whole entry `slim` stands for: its fields, and the records read back from its line
+    (`files`: the journals opened so far, by path; the caller closes them)."""
+    path, offset = slim['_at']
+    if path not in files: files[path] = open(path, 'rb')
+    f = files[path]; f.seek(offset); e = json.loads(f.readline())
+    if e['key'] != slim['key']: raise JournalError(f'{path}: changed while this run read it')
+    entry = {k: v for k, v in slim.items() if k not in ('_at', '_n')}
+    if 'records' in e: entry['records'] = e['records']
+    return entry
+
+# %% ../../nbs/core/10_pipeline.ipynb #c3592787
+def _scan_folder(out_dir: Path) -> list[dict]:
+    "The `_slim` entries of every journal of a stage folder, latest per key (as `read_entries`)."
+    entries = {}
+    for p in sorted(Path(out_dir).glob('shard-*-of-*.jsonl')):
+        for e in _scan_journal(p).values(): _merge_entry(entries, e)
+    return sorted(entries.values(), key=lambda e: (e['index'], e['key']))
+
 # %% ../../nbs/core/10_pipeline.ipynb #a79abdcf
 def atomic_write(path: Path, data: bytes):
     "Write `data` to `path` so that readers see the old or the new file, never a mix."
@@ -175,24 +226,30 @@ def _to_records(out, where: str) -> list[dict]:
     return recs
 
 # %% ../../nbs/core/10_pipeline.ipynb #9b2ef0b5
-def _outcome(key: str, index: int, out) -> tuple[dict, bytes]:
-    "The journal entry for what a stage function returned or raised, and its JSONL line."
+def _outcome(key: str, index: int, out, shard_by: str | None = None) -> tuple[dict, bytes]:
+    """The journal entry for what a stage function returned or raised, and its JSONL line;
+    `shard_by`: the key that decides the item's shard, when it is not `key` (`_owner`)."""
+    head = {'key': key, 'index': index} | ({'shard_by': shard_by} if shard_by else {})
     if isinstance(out, BaseException):
-        entry = {'key': key, 'index': index, 'status': 'failed',
-                 'error': f'{type(out).__name__}: {out}'[:2000],
-                 'where': ''.join(traceback.format_exception(out)[-3:])[-1500:]}
-    elif isinstance(out, Drop): entry = {'key': key, 'index': index, 'status': 'dropped',
-                                         'reason': out.reason, 'detail': out.detail}
+        entry = head | {'status': 'failed', 'error': f'{type(out).__name__}: {out}'[:2000],
+                        'where': ''.join(traceback.format_exception(out)[-3:])[-1500:]}
+    elif isinstance(out, Drop):
+        entry = head | {'status': 'dropped', 'reason': out.reason, 'detail': out.detail}
     else:
         try:
             recs = _to_records(out, f'item {index}')
-            entry = ({'key': key, 'index': index, 'status': 'kept', 'records': recs} if recs
-                     else {'key': key, 'index': index, 'status': 'dropped', 'reason': 'no records',
-                           'detail': None})
+            entry = head | ({'status': 'kept', 'records': recs} if recs
+                            else {'status': 'dropped', 'reason': 'no records', 'detail': None})
             # `_line` fails if a record is not JSON-serializable
             return entry, _line(entry)
-        except (TypeError, ValueError) as e: return _outcome(key, index, e)
+        except (TypeError, ValueError) as e: return _outcome(key, index, e, shard_by)
     return entry, _line(entry)
+
+# %% ../../nbs/core/10_pipeline.ipynb #84f94030
+def _owner(entry: dict) -> str:
+    """The key that decides the shard of the items made from `entry`'s records: the key of the
+    first stage's item they descend from (a shard's items stay in that shard, stage after stage)."""
+    return entry.get('shard_by', entry['key'])
 
 # %% ../../nbs/core/10_pipeline.ipynb #362df2e8
 def _takes_context(fn) -> bool:
@@ -246,33 +303,44 @@ class _StageRun:
             ) from None
         # left by a kill during a rewrite
         for stale in self.out_dir.glob(f'.*-{i:05d}-of-{n:05d}.*.tmp'): stale.unlink()
-        own = _read_journal(self.path, repair=True)
+        own = _scan_journal(self.path, repair=True)
         # what any shard layout finished counts as done (a stage sharded 2 ways, then finished
         # unsharded, reuses both shards' items); this file keeps its own entries
         self.done, self.own_keys = {}, set(own)
         for other in sorted(self.out_dir.glob('shard-*-of-*.jsonl')):
             if other != self.path:
-                for e in _read_journal(other).values(): _merge_entry(self.done, e)
+                for e in _scan_journal(other).values(): _merge_entry(self.done, e)
         for e in own.values(): _merge_entry(self.done, e)
-        self.items, self.todo, self.reused, self.seen = [], [], 0, set()
+        # `items`: (index, key) of this shard's inputs; `todo`: the items to compute from a list
+        # (a streamed item goes to a worker and is not kept); `owners`: key → the key deciding its
+        # shard, for inputs that came with one (another stage's records)
+        self.items, self.todo, self.reused, self.computed, self.seen = [], [], 0, 0, set()
+        # journals opened to read records back (`_load`), by path
+        self.owners, self.streaming, self.files = {}, False, {}
         # keys of reused kept entries the workers hand to `feed` (waiting for room as they do)
         self.unpublished = deque()
-        for index, rec in enumerate(inputs): self.add(index, rec)
+        owners = getattr(inputs, 'owners', None)
+        for index, rec in enumerate(inputs):
+            self.add(index, rec, None if owners is None else owners[index])
         self.journal = open(self.path, 'ab')
 
     def key(self, rec) -> str:
         keyed = rec if self.keyed_on is None else self.keyed_on(rec)
         return item_key(keyed, self.name, self.config)
 
-    def add(self, index, rec) -> tuple | None:
+    def add(self, index, rec, owner: str | None = None) -> tuple | None:
         """Take input number `index`: the `(index, key, record)` item to compute, or None if it is
-        a duplicate, another shard's or done already."""
+        a duplicate, another shard's or done already. Its shard is decided by `owner` (the key of
+        the first stage's item the record descends from) if given, else by its own key."""
         key = self.key(rec)
-        if key in self.seen or shard_of(key, self.shard[1]) != self.shard[0]: return None
-        self.seen.add(key); item = (index, key, rec); self.items.append(item)
+        if key in self.seen or shard_of(owner or key, self.shard[1]) != self.shard[0]: return None
+        self.seen.add(key); self.items.append((index, key))
+        if owner is not None: self.owners[key] = owner
         if (entry := self.done.get(key, {})).get('status') in ('kept', 'dropped'):
             self.reused += 1; self.publish(entry); return None
-        self.todo.append(item); return item
+        item = (index, key, rec); self.computed += 1
+        if not self.streaming: self.todo.append(item)
+        return item
 
     def publish(self, entry: dict) -> None:
         "Hand a kept entry's records to this stage's feed, if it has one (reused ones: later)."
@@ -282,14 +350,19 @@ class _StageRun:
     async def flush(self) -> None:
         "Hand the reused entries' records to the feed, waiting for room."
         while self.unpublished:
-            self.feed.put(self.done[self.unpublished.popleft()]['records']); await self.feed.room()
+            key = self.unpublished.popleft()      # owned as this run met it (not as another did)
+            self.feed.put(_load(self.done[key], self.files)['records'], self.owners.get(key, key))
+            await self.feed.room()
 
-    def renumber(self, inputs: list) -> None:
-        "Number the items as in the final list of `inputs` (they arrived in another order)."
+    def renumber(self, inputs: Iterable[tuple[str, dict]]) -> None:
+        """Number the items as in the final `(owner, record)` list `inputs` (they arrived in
+        another order), each owned as its first copy there is."""
         at = {}
-        for index, rec in enumerate(inputs): at.setdefault(self.key(rec), index)
-        self.items = sorted(((at.get(k, i), k, rec) for i, k, rec in self.items),
-                            key=lambda it: it[0])
+        for index, (owner, rec) in enumerate(inputs):
+            if (key := self.key(rec)) not in at:
+                at[key] = index
+                if key in self.owners: self.owners[key] = owner
+        self.items = sorted(((at.get(k, i), k) for i, k in self.items), key=lambda it: it[0])
 
     def _check_stage_file(self, config, overwrite):
         meta = {'stage': self.name, 'config': config,
@@ -322,17 +395,19 @@ class _StageRun:
         return reported[0] if reported and not isinstance(out, BaseException) else out
 
     def write(self, index, key, out):
-        entry, line = _outcome(key, index, out)
+        entry, line = _outcome(key, index, out, self.owners.get(key))
+        at = self.journal.tell()
         self.journal.write(line); self.journal.flush()
         if self.durable: os.fsync(self.journal.fileno())
-        self.done[key] = entry
-        if self.feed is not None and entry['status'] == 'kept': self.feed.put(entry['records'])
+        self.done[key] = _slim(entry, (self.path, at))
+        if self.feed is not None and entry['status'] == 'kept':
+            self.feed.put(entry['records'], self.owners.get(key, key))
         return entry
 
     def finish(self) -> StageResult:
         self.journal.close()
-        current = {key: index for index, key, _ in self.items}
-        mine = [dict(self.done[k], index=current[k]) for k in current if k in self.done]
+        current = {key: index for index, key in self.items}
+        mine = [self._as_input(self.done[k], current[k]) for k in current if k in self.done]
         whole = self.shard[1] == 1
         # a shard keeps the entries of its file that its inputs no longer name; a run over every
         # input keeps exactly its inputs' entries (what one unsharded run would have written)
@@ -342,23 +417,40 @@ class _StageRun:
         )
         rewritten = not any(e['status'] == 'failed' for e in mine)
         if rewritten:
-            atomic_write(
-                self.path,
-                b''.join(_line(e) for e in sorted(mine, key=lambda e: e['index']) + others),
-            )
+            self._rewrite(sorted(mine, key=lambda e: e['index']) + others)
             if whole: _drop_other_layouts(self.out_dir, self.path)
         stats = _stats(mine)
         atomic_write(self.out_dir / f'stats-{self.shard[0]:05d}-of-{self.shard[1]:05d}.json',
                      (json.dumps(stats, indent=1) + '\n').encode())
         # a whole run that rewrote its file: the folder holds just `mine` if no other layout is left
         _write_total_stats(self.out_dir, (self.path, mine) if whole and rewritten else None)
-        self.lock.close()
-        run = {'computed': len(self.todo), 'reused': self.reused,
+        self.lock.close(); self._close_files()
+        run = {'computed': self.computed, 'reused': self.reused,
                'seconds': time.monotonic() - self.t0}
         return StageResult(self.name, self.out_dir, self.shard, stats, run)
 
+    def _as_input(self, entry: dict, index: int) -> dict:
+        """`entry` numbered and owned as this run's input (another run, e.g. another shard
+        layout, may have met the same record first at another place, from another owner)."""
+        entry = {k: v for k, v in entry.items() if k != 'shard_by'} | {'index': index}
+        if (owner := self.owners.get(entry['key'])) is not None: entry['shard_by'] = owner
+        return entry
+
+    def _rewrite(self, entries: list[dict]):
+        """Write this shard's journal anew with `entries` (`_slim`, each line's records read back
+        one at a time), atomically."""
+        tmp = self.path.with_name(f'.{self.path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp')
+        with open(tmp, 'wb') as f:
+            for e in entries: f.write(_line(_load(e, self.files)))
+            f.flush(); os.fsync(f.fileno())
+        self._close_files(); os.replace(tmp, self.path)
+
+    def _close_files(self):
+        for f in self.files.values(): f.close()
+        self.files.clear()
+
     def abort(self):
-        self.journal.close(); self.lock.close()
+        self.journal.close(); self.lock.close(); self._close_files()
 
 # %% ../../nbs/core/10_pipeline.ipynb #9ef900c1
 def _stats(entries: list[dict]) -> dict:
@@ -369,7 +461,7 @@ def _stats(entries: list[dict]) -> dict:
             kind = e['error'].split(':', 1)[0]; failed[kind] = failed.get(kind, 0) + 1
     kept = [e for e in entries if e['status'] == 'kept']
     return {'inputs': len(entries), 'kept': len(kept),
-            'records': sum(len(e['records']) for e in kept),
+            'records': sum(e['_n'] if '_n' in e else len(e['records']) for e in kept),
             'dropped': dict(sorted(dropped.items())), 'failed': dict(sorted(failed.items()))}
 
 # %% ../../nbs/core/10_pipeline.ipynb #19994114
@@ -388,7 +480,7 @@ def _write_total_stats(out_dir: Path, only: tuple[Path, list[dict]] | None = Non
     with open(out_dir / '.stats.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         alone = only is not None and list(out_dir.glob('shard-*-of-*.jsonl')) == [only[0]]
-        total = _stats(only[1] if alone else read_entries(out_dir))
+        total = _stats(only[1] if alone else _scan_folder(out_dir))
         total['shards'] = _finished_shards(out_dir)
         atomic_write(out_dir / 'stats.json',
                      (json.dumps(total, indent=1, sort_keys=True) + '\n').encode())
@@ -463,8 +555,9 @@ class Feed:
         self._changed = asyncio.Event()
 
     def _wake(self): self._changed.set(); self._changed = asyncio.Event()
-    def put(self, records: list[dict]):
-        self.held.extend(records); self.count += len(records)
+    def put(self, records: list[dict], owner: str | None = None):
+        "Add a stage item's kept `records`; `owner`: the key that decides their shard downstream."
+        self.held.extend((owner, r) for r in records); self.count += len(records)
         self.peak = max(self.peak, len(self.held))
         for field, found in self._by.items(): found.update((r[field], r) for r in records)
         self._wake()
@@ -477,8 +570,8 @@ class Feed:
     def ended(self) -> bool: return self._ended
     @property
     def final(self) -> list[dict] | None:
-        "The stage's records in input order once it has ended (None before)."
-        return read_records(self.source) if self._ended else None
+        "The stage's records in input order, with their `owners`, once it has ended (None before)."
+        return read_records(self.source, owners=True) if self._ended else None
 
     async def room(self):
         "Wait while a reader has `limit` records to take (readers take them, or go)."
@@ -490,19 +583,24 @@ class Feed:
         while self.first < upto: self.held.popleft(); self.first += 1
         self._wake()
 
-    def __aiter__(self):
+    def __aiter__(self): return self._read(self._join(), owned=False)
+    def owned(self):
+        "Like `async for` over the feed, yielding `(owner, record)`: who decides each one's shard."
+        return self._read(self._join(), owned=True)
+
+    def _join(self) -> int:
         if self.first > 0:
             raise FeedError(f'{self.first} records of this feed were taken by another reader and'
                             ' dropped: a second reader must start before the first takes any')
         me = next(self._ids); self._readers[me] = 0
-        return self._read(me)
+        return me
 
-    async def _read(self, me: int):
+    async def _read(self, me: int, owned: bool):
         try:
             while True:
                 while (i := self._readers[me]) < self.first + len(self.held):
-                    rec = self.held[i - self.first]; self._readers[me] = i + 1
-                    self._drop_taken(); yield rec
+                    pair = self.held[i - self.first]; self._readers[me] = i + 1
+                    self._drop_taken(); yield pair if owned else pair[1]
                 if self.error is not None:
                     raise FeedError('the stage feeding this one failed: '
                                     f'{type(self.error).__name__}: {str(self.error)[:300]}')
@@ -520,7 +618,7 @@ class Feed:
         if field not in self._by:
             dropped = read_records(self.source) if self.first and self.source else []
             found = {r[field]: r for r in dropped}
-            self._by[field] = found | {r[field]: r for r in self.held}
+            self._by[field] = found | {r[field]: r for _, r in self.held}
         return self._by[field]
 
 # %% ../../nbs/core/10_pipeline.ipynb #fe3d0a06
@@ -559,6 +657,7 @@ async def arun_stage(fn: Callable[..., Awaitable | Any], inputs: Iterable | Feed
     run = _StageRun(fn, [] if streamed else inputs, out_dir, name, config, shard, seed, overwrite,
                     durable, keyed_on, feed)
     if feed is not None: feed.source = run.out_dir
+    run.streaming = streamed is not None
     is_async = inspect.iscoroutinefunction(fn)
     bar = tqdm(desc=run.name, disable=not progress, total=None if streamed else len(run.items),
                initial=run.reused)
@@ -613,19 +712,35 @@ def _list_items(run: _StageRun):
     return take
 
 # %% ../../nbs/core/10_pipeline.ipynb #92ac37b5
+def _owned_records(out_dir: Path):
+    """`(owner, record)` for each record of a finished stage folder, in input order, read one entry
+    at a time (what `read_records(owners=True)` gives, without holding them all)."""
+    files = {}
+    try:
+        for e in _scan_folder(out_dir):
+            if e['status'] == 'kept':
+                for r in _load(e, files)['records']: yield _owner(e), r
+    finally:
+        for f in files.values(): f.close()
+
+# %% ../../nbs/core/10_pipeline.ipynb #013b309e
 def _stream_items(run: _StageRun, streamed: Feed):
     """The items of `streamed` to compute, one per call, as its stage keeps them (None when it has
-    ended and they are taken); then the items are numbered as in its final records."""
-    records, numbers, ended = aiter(streamed), itertools.count(), False
+    ended and they are taken); then a run over every input numbers them as in its final records.
+    A shard keeps the order they came in (the feeding stage's other shards are still running: its
+    final list is not known), and does not read the whole stage: a finishing run numbers them."""
+    records, numbers, ended = streamed.owned(), itertools.count(), False
     lock = asyncio.Lock()
     async def take():
         nonlocal ended
         async with lock:                         # one reader of the feed at a time
             while not ended:
-                try: rec = await anext(records)
+                try: owner, rec = await anext(records)
                 except StopAsyncIteration:
-                    ended = True; run.renumber(streamed.final); break
-                item = run.add(next(numbers), rec)
+                    ended = True
+                    if run.shard[1] == 1: run.renumber(_owned_records(streamed.source))
+                    break
+                item = run.add(next(numbers), rec, owner)
                 await run.flush()
                 if item is not None: return item
             return None
@@ -641,9 +756,19 @@ def read_entries(out_dir: str | Path) -> list[dict]:
     return sorted(entries.values(), key=lambda e: (e['index'], e['key']))
 
 # %% ../../nbs/core/10_pipeline.ipynb #cdbebac3
-def read_records(out_dir: str | Path) -> list[dict]:
-    "The output records of a stage folder, in input order."
-    return [r for e in read_entries(out_dir) if e['status'] == 'kept' for r in e['records']]
+class Records(list):
+    """A stage's records in input order, and their `owners`: for each, the key that decides its
+    shard in a stage that reads it (the key of the first stage's item it descends from)."""
+    owners: list[str]
+
+# %% ../../nbs/core/10_pipeline.ipynb #c39608a7
+def read_records(out_dir: str | Path, owners: bool = False) -> list[dict]:
+    "The output records of a stage folder, in input order (with their `owners`: a `Records`)."
+    kept = [e for e in read_entries(out_dir) if e['status'] == 'kept']
+    recs = [r for e in kept for r in e['records']]
+    if not owners: return recs
+    out = Records(recs); out.owners = [_owner(e) for e in kept for _ in e['records']]
+    return out
 
 # %% ../../nbs/core/10_pipeline.ipynb #293ad25f
 @dataclass(frozen=True)
@@ -808,8 +933,6 @@ async def run_items(self: RunFolder, step: str, fn: Callable, inputs: Iterable, 
     if not self.step(step).per_item:
         raise ValueError(f'step {step!r} is computed as a whole set, not per item')
     feed = self._feeds.get(step)
-    if feed is not None and parse_shard(shard) != (0, 1):
-        raise ValueError(f'step {step!r} feeds another step: it cannot run as shard {shard}')
     self.check_inputs(step)
     res = await arun_stage(fn, inputs, self.dir(step), name=f'{self.namespace}.{step}',
                            config=config, shard=shard, concurrency=concurrency or self.concurrency,
@@ -891,29 +1014,34 @@ def _complete(shards: list[str]) -> bool:
 @patch
 def feed(self: RunFolder, step: str) -> Feed:
     """Hand per-item `step`'s kept records to the steps that read them (`inputs`, `records_by`)
-    while it runs. Call it before those steps start, and only for a step this process runs whole."""
+    while it runs. Call it before those steps start. On a shard, the steps reading it get this
+    shard's records, each owned by the first stage's item it descends from: that item's shard
+    is theirs, so the shard computes exactly its share of them."""
     if not self.step(step).per_item: raise ValueError(f'step {step!r} is not per item')
     return self._feeds.setdefault(step, Feed())
 
 # %% ../../nbs/core/10_pipeline.ipynb #e2f785cf
 @patch
 def inputs(self: RunFolder, step: str) -> Feed | list[dict]:
-    "What a next step reads of `step`: its feed if it has one, else its records."
+    "What a next step reads of `step`: its feed if it has one, else its records (with `owners`)."
     found = self._feeds.get(step)
-    return found if found is not None else self.records(step)
+    return found if found is not None else read_records(self.dir(step), owners=True)
 
 # %% ../../nbs/core/10_pipeline.ipynb #d4b3b674
 @patch
 async def run_chain(self: RunFolder, steps: dict[str, Callable[[], Awaitable]],
                     todo: Sequence[str], shard: str | tuple[int, int] | None = None) -> None:
     """Run the `steps` in `todo`, in order (`{step: function making its coroutine}`, each reading
-    the one before with `inputs`). Unsharded, each feeds the next and they run together; a shard
-    runs them one after another, reading the records other processes finished."""
+    the one before with `inputs`): each feeds the next and they run together. On a shard too: an
+    item made from another stage's record belongs to the shard of the first stage's item it
+    descends from, so shard i of the first step feeds exactly shard i of the next, and one job
+    per shard runs the whole chain (no job waits for every shard of a stage)."""
     mine = [s for s in steps if s in todo]
-    if parse_shard(shard) != (0, 1):
-        for s in mine: await steps[s]()
-        return
-    for s in mine[:-1]: self.feed(s)
+    parse_shard(shard)
+    for s in mine[:-1]:          # a feed an earlier chain of this process used up: a fresh one
+        if (old := self._feeds.get(s)) is not None and (old.ended or old.error is not None):
+            del self._feeds[s]
+        self.feed(s)
     await concurrently(*(steps[s]() for s in mine))
 
 # %% ../../nbs/core/10_pipeline.ipynb #ecf4eee9

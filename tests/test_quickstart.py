@@ -26,10 +26,13 @@ def test_quickstart_runs_the_whole_loop_headlessly_with_papermill(tmp_path):
     assert {'tiny, before SFT', 'tiny, after SFT'} <= set(heldout)
     before, after = results['calls']['tiny, before SFT'], results['calls']['tiny, after SFT']
     assert before['turns'] == after['turns'] >= 4                       # every gold call turn of the held-out tasks
-    assert before['call attempt'] == 0.0 and after['call attempt'] >= 0.3   # seeds 0, 1, 2: 0.73, 0.79, 0.50
+    assert before['call attempt'] == 0.0 and after['call attempt'] >= 0.5   # seeds 0, 1, 2: 0.82, 0.86, 1.0
     assert all(after[m] >= before[m] for m in ('parseable call', 'right tool', 'exact call'))
-    # which tool, by likelihood: measured for both models on the same turns; not asserted to improve, since over
-    # seeds 0-4 it moved both ways (ranked first 0.18->0.45, 0.14->0.21, 0.40->0.30, 0.00->0.08, 0.20->0.20)
+    # the tiny model learns valid calls of the right tool on held-out tasks (before: 0 on every seed)
+    assert before['parseable call'] == 0.0 and after['parseable call'] >= 0.15    # seeds 0, 1, 2: 0.27, 0.29, 0.70
+    assert before['right tool'] == 0.0 and after['right tool'] > 0.0              # seeds 0, 1, 2: 0.18, 0.14, 0.20
+    # which tool, by likelihood: measured for both models on the same turns; not asserted to improve (10 to 14
+    # turns per seed: within noise)
     reference = results['tool_choice_reference']
     assert reference['chance'] == round(1 / reference['tools'], 2) and reference['tools'] >= 2
     for m in (before, after):

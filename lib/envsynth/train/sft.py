@@ -243,12 +243,13 @@ class KeepRecentTrainingState(TrainerCallback):
 # %% ../../../nbs/train/00_sft.ipynb #79a363ca
 def build_tiny_qwen3_on(texts: Iterable[str], out_dir: str | Path, vocab_size: int = 2048, hidden_size: int = 128,
                         layers: int = 2, heads: int = 4, max_positions: int = 4096, seed: int = 0,
-                        split_digits: bool = False) -> Path:
+                        split_digits: bool = False, whole: Sequence[str] = ()) -> Path:
     """A random-weight Qwen3 with a byte-level BPE tokenizer trained on `texts` (Qwen special tokens, Hermes
-    template); `split_digits` makes every digit its own token, as Qwen's own tokenizer does."""
+    template); `split_digits` makes every digit its own token, as Qwen's own tokenizer does, and each string of
+    `whole` (tool names, a call's fixed JSON) is one token wherever it occurs."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers import AddedToken, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
     texts = [t for t in texts if t]
     if not texts: raise SFTError('no texts to train the tokenizer on')
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
@@ -268,6 +269,7 @@ def build_tiny_qwen3_on(texts: Iterable[str], out_dir: str | Path, vocab_size: i
     )
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token='<|im_end|>', pad_token='<|endoftext|>',
                                   additional_special_tokens=QWEN_SPECIAL_TOKENS[1:])
+    tok.add_tokens([AddedToken(w, normalized=False) for w in whole])
     tok.chat_template = HERMES_CHAT_TEMPLATE
     tok.model_max_length = max_positions
     tok.save_pretrained(out)

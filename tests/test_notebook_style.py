@@ -84,10 +84,7 @@ def test_one_definition_per_export_cell(path):
 
 # TEMPORARY: notebooks being rewritten on other branches, converted with
 # `python tools/cell_style.py idiom --verify` once those land; then this list goes.
-IDIOM_PENDING = {'00_quickstart.ipynb', 'train/06_grpo_ladder.ipynb', 'train/04_rl.ipynb', 'core/07_sandbox.ipynb',
-                 'core/07b_sandbox_wire.ipynb', 'core/07c_sandbox_worker.ipynb', 'core/10_pipeline.ipynb',
-                 'repro.ipynb', 'train/03_slurm.ipynb', 'cli.ipynb', 'eval/00_harness.ipynb',
-                 'eval/05_results.ipynb', 'eval/04_heldout.ipynb'}
+IDIOM_PENDING = {'00_quickstart.ipynb', 'core/10_pipeline.ipynb', 'eval/04_heldout.ipynb'}
 
 
 def other_idioms(path: Path) -> list[str]:

@@ -82,29 +82,17 @@ def test_one_definition_per_export_cell(path):
                        f'python tools/cell_style.py split {path.relative_to(REPO)}):\n' + '\n'.join(multi))
 
 
-# TEMPORARY: notebooks being rewritten on other branches, converted with
-# `python tools/cell_style.py idiom --verify` once those land; then this list goes.
-IDIOM_PENDING = {'train/06_grpo_ladder.ipynb', 'train/04_rl.ipynb', 'core/07_sandbox.ipynb',
-                 'core/07b_sandbox_wire.ipynb', 'core/07c_sandbox_worker.ipynb',
-                 'repro.ipynb', 'train/03_slurm.ipynb', 'cli.ipynb', 'eval/00_harness.ipynb',
-                 'eval/05_results.ipynb'}
-
-
 def other_idioms(path: Path) -> list[str]:
     "`cell id: line: statement` of every check in a non-export cell of notebook `path` not in the one idiom."
     return [f'{c.get("id")}: {f}' for c, _, code in cs.code_cells(cs.read_nb(path)) for f in cs.forbidden_checks(code)]
 
 
-@pytest.mark.parametrize('path', [p for p in ALL if nb_id(p) not in IDIOM_PENDING], ids=nb_id)
+@pytest.mark.parametrize('path', ALL, ids=nb_id)
 def test_one_test_idiom(path):
     found = other_idioms(path)
     assert not found, (f'{nb_id(path)}: checks not written as `assert` / `test_fail(lambda: ..., contains=...)` '
                        f'(python tools/cell_style.py idiom --verify {path.relative_to(REPO)}; the rest by hand):\n'
                        + '\n'.join(found))
-
-
-def test_idiom_pending_are_notebooks():
-    assert IDIOM_PENDING <= {nb_id(p) for p in ALL}
 
 
 def test_finds_other_idioms():

@@ -2192,6 +2192,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'envsynth.repro.slurm_jobs': ('repro.html#slurm_jobs', 'envsynth/repro.py'),
                                 'envsynth.repro.smoke_base_model': ('repro.html#smoke_base_model', 'envsynth/repro.py'),
                                 'envsynth.repro.smoke_heldout': ('repro.html#smoke_heldout', 'envsynth/repro.py'),
+                                'envsynth.repro.smoke_tiny_model': ('repro.html#smoke_tiny_model', 'envsynth/repro.py'),
                                 'envsynth.repro.stage_done': ('repro.html#stage_done', 'envsynth/repro.py'),
                                 'envsynth.repro.stage_roles': ('repro.html#stage_roles', 'envsynth/repro.py'),
                                 'envsynth.repro.submit_repro': ('repro.html#submit_repro', 'envsynth/repro.py'),

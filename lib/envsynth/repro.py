@@ -17,14 +17,14 @@ __all__ = ['STAGES', 'SCALES', 'PAPERS', 'REPRO_STEPS', 'ROLES', 'INPUT_FIELDS',
            'read_yaml', 'parse_stages', 'repro_run_folder', 'stage_done', 'model_roles', 'bundled_sample',
            'input_problems', 'endpoint_models', 'servable_model', 'role_problems', 'synth_params', 'stage_roles',
            'run_role', 'eval_user', 'preflight', 'one_line_error', 'mcp_problems', 'eval_problems', 'run_synth',
-           'sft_trajectories', 'run_sft_smoke', 'smoke_base_model', 'write_trajectories', 'gpus_here', 'sft_command',
-           'run_sft', 'verl_python', 'RLFiles', 'rl_files', 'run_rl', 'smoke_heldout', 'heldout_names',
-           'served_checkpoint', 'eval_commands', 'eval_target', 'run_eval', 'paper_numbers', 'paper_notes',
-           'table_order', 'not_reproducible', 'pct', 'our_category', 'our_value', 'why_blank', 'comparison_lines',
-           'ablation_lines', 'build_report', 'report_markdown', 'one_line_summary', 'PreflightError', 'run_rl_data',
-           'reproduce', 'ChainSizes', 'trained_models', 'role_servers', 'use_served_roles', 'served_address',
-           'repro_argv', 'paper_chain', 'chain_rl_args', 'job_resources', 'plan_text', 'slurm_jobs', 'submit_repro',
-           'ReproArgumentError', 'repro_parser', 'main']
+           'sft_trajectories', 'smoke_tiny_model', 'run_sft_smoke', 'smoke_base_model', 'write_trajectories',
+           'gpus_here', 'sft_command', 'run_sft', 'verl_python', 'RLFiles', 'rl_files', 'run_rl', 'smoke_heldout',
+           'heldout_names', 'served_checkpoint', 'eval_commands', 'eval_target', 'run_eval', 'paper_numbers',
+           'paper_notes', 'table_order', 'not_reproducible', 'pct', 'our_category', 'our_value', 'why_blank',
+           'comparison_lines', 'ablation_lines', 'build_report', 'report_markdown', 'one_line_summary',
+           'PreflightError', 'run_rl_data', 'reproduce', 'ChainSizes', 'trained_models', 'role_servers',
+           'use_served_roles', 'served_address', 'repro_argv', 'paper_chain', 'chain_rl_args', 'job_resources',
+           'plan_text', 'slurm_jobs', 'submit_repro', 'ReproArgumentError', 'repro_parser', 'main']
 
 # %% ../../nbs/repro.ipynb #84383faf
 STAGES = ('synth', 'sft', 'rl', 'eval', 'report')
@@ -400,12 +400,25 @@ def sft_trajectories(path: str | Path) -> list:
 # %% ../../nbs/repro.ipynb #2a231dfd
 SMOKE_SFT = dict(vocab_size=1024, hidden_size=64, layers=1, heads=2, max_positions=8192, max_length=4096, max_steps=8)
 
+
+# %% ../../nbs/repro.ipynb #221a0c9e
+def smoke_tiny_model(run: RunFolder, texts) -> Path:
+    """The tiny random Qwen3 of a smoke run in `02_sft/tiny_model`, its tokenizer trained on `texts()` (a callable:
+    not called when the model is there). Built once: a Slurm chain builds it before its sft job fine-tunes it."""
+    from envsynth.train.sft import build_tiny_qwen3_on
+    out, c = run.dir('sft') / 'tiny_model', SMOKE_SFT
+    if (out / 'config.json').exists(): return out
+    sizes = {k: c[k] for k in ('vocab_size', 'hidden_size', 'layers', 'heads', 'max_positions')}
+    return Path(build_tiny_qwen3_on(texts(), out, **sizes))
+
+
+# %% ../../nbs/repro.ipynb #9890c655
 def run_sft_smoke(run: RunFolder, paper: str) -> dict:
     """Stage sft at smoke scale: a tiny random Qwen3 (tokenizer trained on the run's SFT texts, or the base a Slurm
     chain built with `smoke_base_model`) fine-tuned for a few steps on each SFT split in turn (AgentScaler: stage 1,
     then stage 2 from stage 1's weights). Checks the data trains, nothing more."""
     from envsynth.data import build_sft_rows, sft_text
-    from envsynth.train.sft import build_tiny_qwen3_on, train_sft
+    from envsynth.train.sft import train_sft
     from transformers import AutoTokenizer
     done = stage_done(run, 'synth') or {}
     splits = [
@@ -413,16 +426,7 @@ def run_sft_smoke(run: RunFolder, paper: str) -> dict:
         for p in done.get('sft_data') or [run.dir('synth') / p for p in paper_recipe(paper).sft_data]
     ]
     if not any(splits): raise ValueError(f'{paper}: the synthesis kept no SFT trajectory: nothing to train on')
-    c, built = SMOKE_SFT, run.dir('sft') / 'tiny_model'
-    tiny = built if (built / 'config.json').exists() else build_tiny_qwen3_on(     # a Slurm chain built it first
-        [sft_text(t).text for s in splits for t in s],
-        built,
-        vocab_size=c['vocab_size'],
-        hidden_size=c['hidden_size'],
-        layers=c['layers'],
-        heads=c['heads'],
-        max_positions=c['max_positions'],
-    )
+    c, tiny = SMOKE_SFT, smoke_tiny_model(run, lambda: [sft_text(t).text for s in splits for t in s])
     tok, model, results = AutoTokenizer.from_pretrained(tiny), tiny, []
     for i, trajs in enumerate(splits, 1):
         rows, counts = build_sft_rows(trajs, tok, max_length=c['max_length'], overflow='drop', invalid='skip')
@@ -447,12 +451,7 @@ def smoke_base_model(run: RunFolder) -> Path:
     from envsynth.data import sft_text
     from envsynth.env_library import list_environments
     from envsynth.train.curated_data import oracle_trajectories
-    from envsynth.train.sft import build_tiny_qwen3_on
-    out, c = run.dir('sft') / 'tiny_model', SMOKE_SFT
-    if (out / 'config.json').exists(): return out
-    texts = [sft_text(t).text for t in oracle_trajectories(list_environments())]
-    return Path(build_tiny_qwen3_on(texts, out, vocab_size=c['vocab_size'], hidden_size=c['hidden_size'],
-                                    layers=c['layers'], heads=c['heads'], max_positions=c['max_positions']))
+    return smoke_tiny_model(run, lambda: [sft_text(t).text for t in oracle_trajectories(list_environments())])
 
 # %% ../../nbs/repro.ipynb #303c30c8
 def write_trajectories(trajs: Sequence, path: Path) -> Path:
